@@ -1,0 +1,4 @@
+//! Project automation: `cargo xtask ci | deps | bench | serve`.
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

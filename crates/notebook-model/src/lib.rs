@@ -1,6 +1,36 @@
 //! The Jupyter notebook as data.
 //!
 //! Layer 1 (domain). This crate knows nbformat 4 and nothing else: no tokio, no MCP, no VS Code,
-//! no filesystem and no clock. Bytes come in, a typed notebook comes out; edits and views are
-//! pure functions over it.
+//! no filesystem and no clock. Bytes come in, a typed [`Notebook`] comes out, and it is written
+//! back exactly as Python's nbformat writes it. Cell identity (ids, kebab-case names, revs), cell
+//! references, read views, search, edit transactions and exports are pure functions over it.
 #![forbid(unsafe_code)]
+
+pub mod edit;
+mod error;
+pub mod export;
+pub mod identity;
+mod notebook;
+pub mod outputs;
+pub mod pyjson;
+pub mod refs;
+pub mod search;
+pub mod view;
+
+pub use edit::{
+    AppliedOp, CurrentCell, DocChange, EditError, EditErrorKind, EditOp, EditOutcome, EditPolicy,
+    TouchedCell, apply_edits,
+};
+pub use error::{CellRefError, ParseError};
+pub use notebook::{CURRENT_MINOR, Cell, CellKind, IdOrigin, Notebook};
+pub use refs::{CellRef, Resolver};
+
+/// Parses and re-writes notebook bytes, for fuzzing: must never panic, and whatever parses must
+/// write text that parses again to the same notebook.
+pub fn check_parse_write(data: &[u8]) {
+    if let Ok(notebook) = Notebook::parse(data) {
+        let written = notebook.to_ipynb_string();
+        let again = Notebook::parse(written.as_bytes()).expect("our own output parses");
+        assert_eq!(again.to_ipynb_string(), written, "writing is a fixed point");
+    }
+}

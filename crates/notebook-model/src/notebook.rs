@@ -1,0 +1,869 @@
+//! The typed notebook: reading nbformat 4.0–4.5 and writing it back byte for byte as nbformat does.
+//!
+//! Reading follows `nbformat.reads(text, as_version=4)`: multi-line strings stored as lists are
+//! joined, transient keys (`orig_nbformat`, `orig_nbformat_minor`, `signature`, cell `trusted`) are
+//! dropped, and 4.5 cells without a usable id get one. Writing follows `nbformat.write`: text is
+//! split into lines again, keys are sorted, one-space indentation, a trailing newline.
+//! Everything we do not model (unknown keys, unknown output fields, attachments) is kept as raw
+//! JSON and written back unchanged.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::ParseError;
+use crate::identity;
+use crate::pyjson;
+
+/// The newest nbformat minor version this crate reads and the one it writes after a mutation.
+pub const CURRENT_MINOR: u64 = 5;
+
+/// The kind of a cell, from its `cell_type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CellKind {
+    Code,
+    Markdown,
+    Raw,
+}
+
+impl CellKind {
+    /// The nbformat `cell_type` string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellKind::Code => "code",
+            CellKind::Markdown => "markdown",
+            CellKind::Raw => "raw",
+        }
+    }
+
+    /// Parses an nbformat `cell_type`.
+    pub fn from_cell_type(text: &str) -> Option<CellKind> {
+        match text {
+            "code" => Some(CellKind::Code),
+            "markdown" => Some(CellKind::Markdown),
+            "raw" => Some(CellKind::Raw),
+            _ => None,
+        }
+    }
+}
+
+/// Where a cell's id came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdOrigin {
+    /// The file carried this id.
+    File,
+    /// The file had none (nbformat < 4.5, or a missing or duplicate id): we assigned one in memory,
+    /// deterministically, the way nbformat assigns ids when it upgrades or repairs a notebook.
+    Assigned,
+}
+
+/// One cell. Cheap to clone through [`Arc`] inside [`Notebook`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cell {
+    kind: CellKind,
+    source: String,
+    id: String,
+    id_origin: IdOrigin,
+    metadata: Map<String, Value>,
+    /// Outputs of a code cell, each an nbformat output object with multi-line strings joined.
+    outputs: Vec<Value>,
+    /// `execution_count` of a code cell: `null` or an integer.
+    execution_count: Option<i64>,
+    /// Every other key of the cell object (attachments, unknown keys), kept verbatim.
+    extra: Map<String, Value>,
+}
+
+impl Cell {
+    /// A new cell with the given id. Code cells start with no outputs and a null execution count.
+    pub fn new(kind: CellKind, source: impl Into<String>, id: impl Into<String>) -> Cell {
+        Cell {
+            kind,
+            source: source.into(),
+            id: id.into(),
+            id_origin: IdOrigin::File,
+            metadata: Map::new(),
+            outputs: Vec::new(),
+            execution_count: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn kind(&self) -> CellKind {
+        self.kind
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The cell id used everywhere (the nbformat id, or the one assigned in memory).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn id_origin(&self) -> IdOrigin {
+        self.id_origin
+    }
+
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+
+    /// Outputs (empty for markdown and raw cells).
+    pub fn outputs(&self) -> &[Value] {
+        &self.outputs
+    }
+
+    pub fn execution_count(&self) -> Option<i64> {
+        self.execution_count
+    }
+
+    /// Keys of the cell object that the model does not interpret (attachments among them).
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
+    }
+
+    /// The short content hash of this cell (kind and source).
+    pub fn rev(&self) -> String {
+        identity::rev(self.kind, &self.source)
+    }
+
+    pub fn set_kind(&mut self, kind: CellKind) {
+        self.kind = kind;
+    }
+
+    pub fn set_source(&mut self, source: impl Into<String>) {
+        self.source = source.into();
+    }
+
+    pub fn set_id(&mut self, id: impl Into<String>, origin: IdOrigin) {
+        self.id = id.into();
+        self.id_origin = origin;
+    }
+
+    pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.metadata
+    }
+
+    pub fn set_outputs(&mut self, outputs: Vec<Value>, execution_count: Option<i64>) {
+        self.outputs = outputs;
+        self.execution_count = execution_count;
+    }
+
+    pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.extra
+    }
+
+    /// The name stored in `metadata.jupyter_mcp.name`, if any.
+    pub fn stored_name(&self) -> Option<&str> {
+        self.metadata
+            .get(identity::METADATA_KEY)?
+            .get("name")?
+            .as_str()
+    }
+
+    /// Stores `name` in `metadata.jupyter_mcp.name`, keeping other keys of that object.
+    pub fn set_stored_name(&mut self, name: &str) {
+        let entry = self
+            .metadata
+            .entry(identity::METADATA_KEY)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        if let Value::Object(object) = entry {
+            object.insert("name".to_owned(), Value::String(name.to_owned()));
+        }
+    }
+}
+
+/// A notebook in nbformat 4.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notebook {
+    nbformat_minor: u64,
+    metadata: Map<String, Value>,
+    cells: Vec<Arc<Cell>>,
+    /// Top-level keys other than `nbformat`, `nbformat_minor`, `metadata` and `cells`.
+    extra: Map<String, Value>,
+}
+
+impl Default for Notebook {
+    fn default() -> Self {
+        Notebook::new()
+    }
+}
+
+impl Notebook {
+    /// An empty nbformat 4.5 notebook.
+    pub fn new() -> Notebook {
+        Notebook {
+            nbformat_minor: CURRENT_MINOR,
+            metadata: Map::new(),
+            cells: Vec::new(),
+            extra: Map::new(),
+        }
+    }
+
+    /// Reads a notebook from the bytes of an `.ipynb` file.
+    pub fn parse(bytes: &[u8]) -> Result<Notebook, ParseError> {
+        let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+        let value: Value = serde_json::from_slice(bytes).map_err(|error| {
+            if error.classify() == serde_json::error::Category::Syntax
+                && std::str::from_utf8(bytes).is_err()
+            {
+                ParseError::InvalidUtf8
+            } else {
+                ParseError::InvalidJson {
+                    line: error.line(),
+                    column: error.column(),
+                    message: error.to_string(),
+                }
+            }
+        })?;
+        Notebook::from_value(value)
+    }
+
+    /// Reads a notebook from an already-parsed JSON value.
+    pub fn from_value(value: Value) -> Result<Notebook, ParseError> {
+        let Value::Object(mut top) = value else {
+            return Err(ParseError::NotAnObject);
+        };
+        let major = match top.get("nbformat") {
+            Some(Value::Number(number)) => number.as_u64(),
+            Some(_) => None,
+            None => return Err(ParseError::MissingVersion),
+        }
+        .ok_or(ParseError::MissingVersion)?;
+        let minor = match top.get("nbformat_minor") {
+            Some(value) => value.as_u64(),
+            None if major >= 4 => {
+                return Err(ParseError::UnsupportedVersion { major, minor: None });
+            }
+            None => Some(0),
+        };
+        if major != 4 || minor.is_none_or(|minor| minor > CURRENT_MINOR) {
+            return Err(ParseError::UnsupportedVersion { major, minor });
+        }
+        let minor = minor.unwrap_or(0);
+        top.remove("nbformat");
+        top.remove("nbformat_minor");
+
+        let mut metadata = match top.remove("metadata") {
+            Some(Value::Object(map)) => map,
+            None | Some(Value::Null) => Map::new(),
+            Some(_) => return Err(ParseError::InvalidNotebookMetadata),
+        };
+        for transient in ["orig_nbformat", "orig_nbformat_minor", "signature"] {
+            metadata.remove(transient);
+        }
+
+        let raw_cells = match top.remove("cells") {
+            Some(Value::Array(cells)) => cells,
+            None => Vec::new(),
+            Some(_) => return Err(ParseError::CellsNotAList),
+        };
+        let mut cells = Vec::with_capacity(raw_cells.len());
+        for (index, raw) in raw_cells.into_iter().enumerate() {
+            cells.push(parse_cell(index, raw)?);
+        }
+        identity::assign_missing_ids(&mut cells);
+        Ok(Notebook {
+            nbformat_minor: minor,
+            metadata,
+            cells: cells.into_iter().map(Arc::new).collect(),
+            extra: top,
+        })
+    }
+
+    pub fn nbformat_minor(&self) -> u64 {
+        self.nbformat_minor
+    }
+
+    /// Marks the notebook as nbformat 4.5, so that every cell id (assigned ones included) is
+    /// written. Done before the first write of a mutated notebook, as nbformat's upgrade does.
+    pub fn upgrade_to_current_minor(&mut self) {
+        if self.nbformat_minor < CURRENT_MINOR {
+            self.nbformat_minor = CURRENT_MINOR;
+        }
+    }
+
+    pub fn metadata(&self) -> &Map<String, Value> {
+        &self.metadata
+    }
+
+    pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
+        &mut self.metadata
+    }
+
+    pub fn extra(&self) -> &Map<String, Value> {
+        &self.extra
+    }
+
+    pub fn cells(&self) -> &[Arc<Cell>] {
+        &self.cells
+    }
+
+    pub fn cell(&self, index: usize) -> Option<&Cell> {
+        self.cells.get(index).map(Arc::as_ref)
+    }
+
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Mutable access to one cell (copy on write: other clones of this notebook keep theirs).
+    pub fn cell_mut(&mut self, index: usize) -> Option<&mut Cell> {
+        self.cells.get_mut(index).map(Arc::make_mut)
+    }
+
+    pub fn insert_cell(&mut self, index: usize, cell: Cell) {
+        self.cells.insert(index, Arc::new(cell));
+    }
+
+    pub fn remove_cell(&mut self, index: usize) -> Arc<Cell> {
+        self.cells.remove(index)
+    }
+
+    pub fn push_cell(&mut self, cell: Cell) {
+        self.cells.push(Arc::new(cell));
+    }
+
+    /// Replaces the whole cell list (used by moves, which rebuild the order).
+    pub fn set_cells(&mut self, cells: Vec<Arc<Cell>>) {
+        self.cells = cells;
+    }
+
+    /// Index of the cell with this id.
+    pub fn position_of_id(&self, id: &str) -> Option<usize> {
+        self.cells.iter().position(|cell| cell.id == id)
+    }
+
+    /// The language of code cells: the kernelspec's, then `language_info.name`, else Python.
+    pub fn code_language(&self) -> &str {
+        let from_kernelspec = self
+            .metadata
+            .get("kernelspec")
+            .and_then(|spec| spec.get("language"))
+            .and_then(Value::as_str);
+        let from_language_info = self
+            .metadata
+            .get("language_info")
+            .and_then(|info| info.get("name"))
+            .and_then(Value::as_str);
+        from_kernelspec
+            .or(from_language_info)
+            .filter(|language| !language.is_empty())
+            .unwrap_or("python")
+    }
+
+    /// The language of one cell as an editor would show it.
+    pub fn cell_language<'a>(&'a self, cell: &'a Cell) -> &'a str {
+        let override_language = cell
+            .metadata
+            .get("vscode")
+            .and_then(|vscode| vscode.get("languageId"))
+            .and_then(Value::as_str);
+        match cell.kind {
+            CellKind::Code => override_language.unwrap_or_else(|| self.code_language()),
+            CellKind::Markdown => "markdown",
+            CellKind::Raw => override_language.unwrap_or("raw"),
+        }
+    }
+
+    /// The file text, exactly as `nbformat.write(nb, f)` would write this notebook.
+    pub fn to_ipynb_string(&self) -> String {
+        let mut out = String::with_capacity(4096);
+        self.write_ipynb(&mut out);
+        out
+    }
+
+    fn write_ipynb(&self, out: &mut String) {
+        let minor = Value::from(self.nbformat_minor);
+        let major = Value::from(4u64);
+        let metadata = MetadataRef(&self.metadata);
+        let cells_placeholder = Value::Null;
+        let metadata_placeholder = Value::Null;
+        let cells_key = "cells".to_owned();
+        let metadata_key = "metadata".to_owned();
+        let major_key = "nbformat".to_owned();
+        let minor_key = "nbformat_minor".to_owned();
+        let mut entries: Vec<(&String, &Value)> = self.extra.iter().collect();
+        entries.push((&cells_key, &cells_placeholder));
+        entries.push((&metadata_key, &metadata_placeholder));
+        entries.push((&major_key, &major));
+        entries.push((&minor_key, &minor));
+        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+        out.push('{');
+        for (position, (key, value)) in entries.iter().enumerate() {
+            if position > 0 {
+                out.push(',');
+            }
+            out.push_str("\n ");
+            pyjson::write_string(out, key);
+            out.push_str(": ");
+            match key.as_str() {
+                "cells" => self.write_cells(out),
+                "metadata" => metadata.write(out, 1),
+                _ => pyjson::write_value(out, value, 1),
+            }
+        }
+        out.push_str("\n}\n");
+    }
+
+    fn write_cells(&self, out: &mut String) {
+        if self.cells.is_empty() {
+            out.push_str("[]");
+            return;
+        }
+        out.push('[');
+        for (position, cell) in self.cells.iter().enumerate() {
+            if position > 0 {
+                out.push(',');
+            }
+            out.push_str("\n  ");
+            write_cell(out, cell, self.nbformat_minor >= CURRENT_MINOR);
+        }
+        out.push_str("\n ]");
+    }
+}
+
+struct MetadataRef<'a>(&'a Map<String, Value>);
+
+impl MetadataRef<'_> {
+    fn write(&self, out: &mut String, depth: usize) {
+        let mut entries: Vec<(&String, &Value)> = self.0.iter().collect();
+        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+        pyjson::write_sorted_entries(out, &entries, depth);
+    }
+}
+
+/// How a key of a cell object is written.
+enum CellField<'a> {
+    Plain(&'a Value),
+    Source(&'a str),
+    Metadata(&'a Map<String, Value>),
+    Outputs(&'a [Value]),
+    Attachments(&'a Value),
+}
+
+fn write_cell(out: &mut String, cell: &Cell, write_assigned_ids: bool) {
+    const DEPTH: usize = 2;
+    let cell_type = Value::String(cell.kind.as_str().to_owned());
+    let id_value = Value::String(cell.id.clone());
+    let execution_count = cell.execution_count.map_or(Value::Null, Value::from);
+    let mut fields: Vec<(&str, CellField<'_>)> = Vec::with_capacity(8 + cell.extra.len());
+    for (key, value) in &cell.extra {
+        if key == "attachments" {
+            fields.push((key, CellField::Attachments(value)));
+        } else {
+            fields.push((key, CellField::Plain(value)));
+        }
+    }
+    fields.push(("cell_type", CellField::Plain(&cell_type)));
+    if cell.id_origin == IdOrigin::File || write_assigned_ids {
+        fields.push(("id", CellField::Plain(&id_value)));
+    }
+    fields.push(("metadata", CellField::Metadata(&cell.metadata)));
+    fields.push(("source", CellField::Source(&cell.source)));
+    if cell.kind == CellKind::Code {
+        fields.push(("execution_count", CellField::Plain(&execution_count)));
+        fields.push(("outputs", CellField::Outputs(&cell.outputs)));
+    }
+    fields.sort_unstable_by(|left, right| left.0.cmp(right.0));
+    out.push('{');
+    for (position, (key, field)) in fields.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, DEPTH + 1);
+        pyjson::write_string(out, key);
+        out.push_str(": ");
+        match field {
+            CellField::Plain(value) => pyjson::write_value(out, value, DEPTH + 1),
+            CellField::Source(text) => write_split_string(out, text, DEPTH + 1),
+            CellField::Metadata(map) => MetadataRef(map).write(out, DEPTH + 1),
+            CellField::Outputs(outputs) => write_outputs(out, outputs, DEPTH + 1),
+            CellField::Attachments(value) => write_attachments(out, value, DEPTH + 1),
+        }
+    }
+    indent(out, DEPTH);
+    out.push('}');
+}
+
+fn indent(out: &mut String, depth: usize) {
+    out.push('\n');
+    for _ in 0..depth {
+        out.push(' ');
+    }
+}
+
+/// Writes a string as nbformat's `split_lines` stores it: a list of lines with their endings.
+fn write_split_string(out: &mut String, text: &str, depth: usize) {
+    let lines = pyjson::python_splitlines_keepends(text);
+    if lines.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (position, line) in lines.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, depth + 1);
+        pyjson::write_string(out, line);
+    }
+    indent(out, depth);
+    out.push(']');
+}
+
+fn write_outputs(out: &mut String, outputs: &[Value], depth: usize) {
+    if outputs.is_empty() {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (position, output) in outputs.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, depth + 1);
+        write_output(out, output, depth + 1);
+    }
+    indent(out, depth);
+    out.push(']');
+}
+
+fn write_output(out: &mut String, output: &Value, depth: usize) {
+    let Value::Object(map) = output else {
+        pyjson::write_value(out, output, depth);
+        return;
+    };
+    let output_type = map.get("output_type").and_then(Value::as_str).unwrap_or("");
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+    if entries.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (position, (key, value)) in entries.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, depth + 1);
+        pyjson::write_string(out, key);
+        out.push_str(": ");
+        match (output_type, key.as_str(), value) {
+            ("execute_result" | "display_data", "data", Value::Object(bundle)) => {
+                write_split_mimebundle(out, bundle, depth + 1);
+            }
+            ("stream", "text", Value::String(text)) => write_split_string(out, text, depth + 1),
+            _ => pyjson::write_value(out, value, depth + 1),
+        }
+    }
+    indent(out, depth);
+    out.push('}');
+}
+
+fn write_attachments(out: &mut String, attachments: &Value, depth: usize) {
+    let Value::Object(map) = attachments else {
+        pyjson::write_value(out, attachments, depth);
+        return;
+    };
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+    if entries.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (position, (key, value)) in entries.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, depth + 1);
+        pyjson::write_string(out, key);
+        out.push_str(": ");
+        match value {
+            Value::Object(bundle) => write_split_mimebundle(out, bundle, depth + 1),
+            other => pyjson::write_value(out, other, depth + 1),
+        }
+    }
+    indent(out, depth);
+    out.push('}');
+}
+
+/// MIME types that nbformat splits into lines although they are not `text/*`.
+fn is_split_mime(mime: &str) -> bool {
+    mime.starts_with("text/") || mime == "application/javascript" || mime == "image/svg+xml"
+}
+
+/// JSON MIME types, whose list values nbformat leaves alone when it rejoins lines.
+pub(crate) fn is_json_mime(mime: &str) -> bool {
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+fn write_split_mimebundle(out: &mut String, bundle: &Map<String, Value>, depth: usize) {
+    let mut entries: Vec<(&String, &Value)> = bundle.iter().collect();
+    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
+    if entries.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (position, (key, value)) in entries.iter().enumerate() {
+        if position > 0 {
+            out.push(',');
+        }
+        indent(out, depth + 1);
+        pyjson::write_string(out, key);
+        out.push_str(": ");
+        match value {
+            Value::String(text) if is_split_mime(key) => write_split_string(out, text, depth + 1),
+            other => pyjson::write_value(out, other, depth + 1),
+        }
+    }
+    indent(out, depth);
+    out.push('}');
+}
+
+/// Joins a list of strings as nbformat's `rejoin_lines` does. Returns `None` when the list holds
+/// something other than strings.
+fn join_string_list(items: &[Value]) -> Option<String> {
+    let mut joined = String::new();
+    for item in items {
+        joined.push_str(item.as_str()?);
+    }
+    Some(joined)
+}
+
+fn rejoin_mimebundle(bundle: &mut Map<String, Value>) {
+    for (mime, value) in bundle.iter_mut() {
+        if is_json_mime(mime) {
+            continue;
+        }
+        if let Value::Array(items) = value
+            && let Some(joined) = join_string_list(items)
+        {
+            *value = Value::String(joined);
+        }
+    }
+}
+
+fn parse_cell(index: usize, raw: Value) -> Result<Cell, ParseError> {
+    let invalid = |problem: String| ParseError::InvalidCell { index, problem };
+    let Value::Object(mut fields) = raw else {
+        return Err(invalid("it is not a JSON object".to_owned()));
+    };
+    let kind = match fields.remove("cell_type") {
+        Some(Value::String(cell_type)) => {
+            CellKind::from_cell_type(&cell_type).ok_or_else(|| {
+                invalid(format!(
+                    "unknown cell_type {cell_type:?} (expected code, markdown or raw)"
+                ))
+            })?
+        }
+        Some(_) => return Err(invalid("cell_type is not a string".to_owned())),
+        None => return Err(invalid("it has no cell_type".to_owned())),
+    };
+    let source = match fields.remove("source") {
+        Some(Value::String(text)) => text,
+        Some(Value::Array(lines)) => join_string_list(&lines)
+            .ok_or_else(|| invalid("source is a list with non-string items".to_owned()))?,
+        None | Some(Value::Null) => String::new(),
+        Some(_) => return Err(invalid("source is neither a string nor a list".to_owned())),
+    };
+    let id = match fields.remove("id") {
+        Some(Value::String(id)) if !id.is_empty() => Some(id),
+        Some(Value::String(_)) | None => None,
+        Some(_) => return Err(invalid("id is not a string".to_owned())),
+    };
+    let mut metadata = match fields.remove("metadata") {
+        Some(Value::Object(map)) => map,
+        None | Some(Value::Null) => Map::new(),
+        Some(_) => return Err(invalid("metadata is not an object".to_owned())),
+    };
+    metadata.remove("trusted");
+    if let Some(Value::Object(attachments)) = fields.get_mut("attachments") {
+        for attachment in attachments.values_mut() {
+            if let Value::Object(bundle) = attachment {
+                rejoin_mimebundle(bundle);
+            }
+        }
+    }
+    let (outputs, execution_count) = if kind == CellKind::Code {
+        let outputs = match fields.remove("outputs") {
+            Some(Value::Array(outputs)) => outputs,
+            None | Some(Value::Null) => Vec::new(),
+            Some(_) => return Err(invalid("outputs is not a list".to_owned())),
+        };
+        let mut joined_outputs = Vec::with_capacity(outputs.len());
+        for (output_index, output) in outputs.into_iter().enumerate() {
+            joined_outputs.push(
+                parse_output(output)
+                    .map_err(|problem| invalid(format!("output {output_index} {problem}")))?,
+            );
+        }
+        let execution_count = match fields.remove("execution_count") {
+            Some(Value::Number(number)) => number.as_i64(),
+            _ => None,
+        };
+        (joined_outputs, execution_count)
+    } else {
+        (Vec::new(), None)
+    };
+    let (id, id_origin) = match id {
+        Some(id) => (id, IdOrigin::File),
+        None => (String::new(), IdOrigin::Assigned),
+    };
+    Ok(Cell {
+        kind,
+        source,
+        id,
+        id_origin,
+        metadata,
+        outputs,
+        execution_count,
+        extra: fields,
+    })
+}
+
+fn parse_output(output: Value) -> Result<Value, String> {
+    let Value::Object(mut map) = output else {
+        return Err("is not a JSON object".to_owned());
+    };
+    let output_type = match map.get("output_type") {
+        Some(Value::String(output_type)) => output_type.clone(),
+        _ => return Err("has no output_type".to_owned()),
+    };
+    if output_type == "execute_result" || output_type == "display_data" {
+        if let Some(Value::Object(bundle)) = map.get_mut("data") {
+            rejoin_mimebundle(bundle);
+        }
+    } else if let Some(Value::Array(lines)) = map.get("text") {
+        let joined =
+            join_string_list(lines).ok_or_else(|| "has a text list with non-strings".to_owned())?;
+        map.insert("text".to_owned(), Value::String(joined));
+    }
+    Ok(Value::Object(map))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r##"{
+ "cells": [
+  {
+   "cell_type": "markdown",
+   "id": "intro",
+   "metadata": {},
+   "source": [
+    "# Title\n",
+    "Some text"
+   ]
+  },
+  {
+   "cell_type": "code",
+   "execution_count": 1,
+   "id": "c1",
+   "metadata": {
+    "tags": [
+     "x"
+    ]
+   },
+   "outputs": [
+    {
+     "name": "stdout",
+     "output_type": "stream",
+     "text": [
+      "hi\n"
+     ]
+    },
+    {
+     "data": {
+      "image/png": "iVBORw0KGgo=",
+      "text/plain": [
+       "<Figure>"
+      ]
+     },
+     "metadata": {},
+     "output_type": "display_data"
+    }
+   ],
+   "source": [
+    "print('hi')"
+   ]
+  }
+ ],
+ "metadata": {
+  "kernelspec": {
+   "display_name": "Python 3",
+   "language": "python",
+   "name": "python3"
+  }
+ },
+ "nbformat": 4,
+ "nbformat_minor": 5
+}
+"##;
+
+    #[test]
+    fn round_trips_a_canonical_notebook_byte_for_byte() {
+        let notebook = Notebook::parse(SAMPLE.as_bytes()).unwrap();
+        assert_eq!(notebook.len(), 2);
+        assert_eq!(notebook.cells()[0].source(), "# Title\nSome text");
+        assert_eq!(notebook.to_ipynb_string(), SAMPLE);
+    }
+
+    #[test]
+    fn refuses_other_versions_with_the_version_named() {
+        let v3 = br#"{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}"#;
+        let error = Notebook::parse(v3).unwrap_err();
+        assert!(error.to_string().contains("nbformat 3.0"), "{error}");
+        assert!(error.to_string().contains("nbconvert"), "{error}");
+        let v46 = br#"{"nbformat": 4, "nbformat_minor": 6, "cells": [], "metadata": {}}"#;
+        assert!(
+            Notebook::parse(v46)
+                .unwrap_err()
+                .to_string()
+                .contains("4.6")
+        );
+    }
+
+    #[test]
+    fn older_minor_versions_get_ids_in_memory_only() {
+        let v44 = br#"{"nbformat": 4, "nbformat_minor": 4, "metadata": {},
+            "cells": [{"cell_type": "code", "metadata": {}, "source": "x = 1",
+                       "outputs": [], "execution_count": null}]}"#;
+        let mut notebook = Notebook::parse(v44).unwrap();
+        let id = notebook.cells()[0].id().to_owned();
+        assert_eq!(id.len(), 8);
+        assert!(!notebook.to_ipynb_string().contains(&id));
+        notebook.upgrade_to_current_minor();
+        assert!(
+            notebook
+                .to_ipynb_string()
+                .contains(&format!("\"id\": \"{id}\""))
+        );
+    }
+
+    #[test]
+    fn transient_keys_are_dropped_and_unknown_keys_kept() {
+        let text = br#"{"nbformat": 4, "nbformat_minor": 5, "zzz": 1,
+            "metadata": {"signature": "x", "custom": {"a": 1}},
+            "cells": [{"cell_type": "raw", "id": "r", "metadata": {"trusted": true},
+                       "source": "", "mystery": [1]}]}"#;
+        let notebook = Notebook::parse(text).unwrap();
+        let written = notebook.to_ipynb_string();
+        assert!(!written.contains("signature"));
+        assert!(!written.contains("trusted"));
+        assert!(written.contains("\"mystery\""));
+        assert!(written.contains("\"zzz\": 1"));
+        assert!(written.contains("\"custom\""));
+    }
+}

@@ -1,0 +1,174 @@
+//! Cell references: how a caller names a cell.
+//!
+//! A reference is a JSON number (a 0-based index) or a string. Strings resolve in this order:
+//! `TOP` / `BOTTOM` (any case), an exact cell id, an exact cell name, `#<id>`, `index:<N>`, and last
+//! a string of digits as an index (so a numeric-looking id such as `"40025805"` stays an id).
+
+use crate::error::CellRefError;
+use crate::identity;
+use crate::notebook::Notebook;
+
+/// A reference to a cell as a caller wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CellRef {
+    Index(u64),
+    Text(String),
+}
+
+impl CellRef {
+    /// The reference as the caller would recognise it in a message.
+    pub fn display(&self) -> String {
+        match self {
+            CellRef::Index(index) => index.to_string(),
+            CellRef::Text(text) => text.clone(),
+        }
+    }
+}
+
+impl From<u64> for CellRef {
+    fn from(index: u64) -> Self {
+        CellRef::Index(index)
+    }
+}
+
+impl From<&str> for CellRef {
+    fn from(text: &str) -> Self {
+        CellRef::Text(text.to_owned())
+    }
+}
+
+/// Resolves references against one notebook. Build it once per batch step: it caches names.
+#[derive(Debug)]
+pub struct Resolver<'a> {
+    notebook: &'a Notebook,
+    names: Vec<String>,
+}
+
+impl<'a> Resolver<'a> {
+    pub fn new(notebook: &'a Notebook) -> Resolver<'a> {
+        Resolver {
+            notebook,
+            names: identity::effective_names(notebook),
+        }
+    }
+
+    /// Effective names of all cells, in document order.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The index of the cell a reference names.
+    pub fn resolve(&self, reference: &CellRef) -> Result<usize, CellRefError> {
+        let count = self.notebook.len();
+        let check_index = |index: u64| {
+            usize::try_from(index)
+                .ok()
+                .filter(|&index| index < count)
+                .ok_or(CellRefError::IndexOutOfRange { index, count })
+        };
+        match reference {
+            CellRef::Index(index) => check_index(*index),
+            CellRef::Text(text) => {
+                let trimmed = text.trim();
+                if trimmed.is_empty() {
+                    return Err(CellRefError::Invalid {
+                        reference: text.clone(),
+                    });
+                }
+                if trimmed.eq_ignore_ascii_case("TOP") || trimmed.eq_ignore_ascii_case("BOTTOM") {
+                    if count == 0 {
+                        return Err(CellRefError::EmptyNotebook {
+                            reference: text.clone(),
+                        });
+                    }
+                    return Ok(if trimmed.eq_ignore_ascii_case("TOP") {
+                        0
+                    } else {
+                        count - 1
+                    });
+                }
+                if let Some(index) = self.notebook.position_of_id(trimmed) {
+                    return Ok(index);
+                }
+                if let Some(index) = self.names.iter().position(|name| name == trimmed) {
+                    return Ok(index);
+                }
+                if let Some(id) = trimmed.strip_prefix('#')
+                    && let Some(index) = self.notebook.position_of_id(id)
+                {
+                    return Ok(index);
+                }
+                let digits = trimmed.strip_prefix("index:").unwrap_or(trimmed);
+                if !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit()) {
+                    let index = digits.parse::<u64>().unwrap_or(u64::MAX);
+                    return check_index(index);
+                }
+                Err(CellRefError::NotFound {
+                    reference: text.clone(),
+                })
+            }
+        }
+    }
+
+    /// Where an insert anchored at `reference` goes: `TOP` before the first cell, `BOTTOM` (or no
+    /// anchor) after the last, any other reference right after that cell.
+    pub fn insert_position(&self, reference: Option<&CellRef>) -> Result<usize, CellRefError> {
+        let count = self.notebook.len();
+        match reference {
+            None => Ok(count),
+            Some(CellRef::Text(text)) if text.trim().eq_ignore_ascii_case("TOP") => Ok(0),
+            Some(CellRef::Text(text)) if text.trim().eq_ignore_ascii_case("BOTTOM") => Ok(count),
+            Some(other) => self.resolve(other).map(|index| index + 1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notebook::{Cell, CellKind};
+
+    fn notebook() -> Notebook {
+        let mut notebook = Notebook::new();
+        notebook.push_cell(Cell::new(CellKind::Markdown, "# Intro", "aa"));
+        notebook.push_cell(Cell::new(CellKind::Code, "# load data\nx=1", "40025805"));
+        notebook.push_cell(Cell::new(CellKind::Code, "y = x", "cc"));
+        notebook
+    }
+
+    #[test]
+    fn resolution_order() {
+        let notebook = notebook();
+        let resolver = Resolver::new(&notebook);
+        assert_eq!(resolver.resolve(&CellRef::Index(2)), Ok(2));
+        assert_eq!(resolver.resolve(&"top".into()), Ok(0));
+        assert_eq!(resolver.resolve(&"BOTTOM".into()), Ok(2));
+        assert_eq!(
+            resolver.resolve(&"40025805".into()),
+            Ok(1),
+            "numeric id stays an id"
+        );
+        assert_eq!(resolver.resolve(&"load-data".into()), Ok(1));
+        assert_eq!(resolver.resolve(&"#cc".into()), Ok(2));
+        assert_eq!(resolver.resolve(&"index:0".into()), Ok(0));
+        assert_eq!(resolver.resolve(&"1".into()), Ok(1));
+        assert!(matches!(
+            resolver.resolve(&CellRef::Index(3)),
+            Err(CellRefError::IndexOutOfRange { index: 3, count: 3 })
+        ));
+        assert!(matches!(
+            resolver.resolve(&"nope".into()),
+            Err(CellRefError::NotFound { .. })
+        ));
+    }
+
+    #[test]
+    fn insert_anchors() {
+        let notebook = notebook();
+        let resolver = Resolver::new(&notebook);
+        assert_eq!(resolver.insert_position(None), Ok(3));
+        assert_eq!(resolver.insert_position(Some(&"TOP".into())), Ok(0));
+        assert_eq!(resolver.insert_position(Some(&"bottom".into())), Ok(3));
+        assert_eq!(resolver.insert_position(Some(&CellRef::Index(0))), Ok(1));
+    }
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the notebook model: byte-for-byte agreement with Python's nbformat over a
+//! corpus of real notebooks, and property tests of parsing, writing, identity and edits.
+
+mod corpus;
+mod properties;

@@ -1,1 +1,340 @@
-//! End-to-end test support.
+//! Support for the end-to-end tests: start the real `jupyter-mcp` binary, connect real MCP
+//! clients (rmcp over Streamable HTTP and over stdio; the Python `mcp` SDK in a few tests), and
+//! check files on disk with Python's nbformat.
+//!
+//! The binary is the one `cargo build` put next to the test executable; `cargo xtask ci` builds
+//! it before running the tests.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::service::RunningService;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("workspace root")
+}
+
+/// The Python with ipykernel, nbformat and the `mcp` SDK (`JUPYTER_MCP_TEST_PYTHON`, else the
+/// workspace's `.venv`).
+pub fn python() -> PathBuf {
+    let path = std::env::var_os("JUPYTER_MCP_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join(".venv/bin/python"));
+    assert!(
+        path.exists(),
+        "no test Python at {}: run `cargo xtask ci` (or `cargo xtask setup`), or set JUPYTER_MCP_TEST_PYTHON",
+        path.display()
+    );
+    path
+}
+
+/// The `jupyter-mcp` binary built next to this test executable. The first call in a test process
+/// runs `cargo build` for it, so a test never drives a stale binary.
+pub fn server_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
+            return;
+        }
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--quiet", "-p", "host-standalone", "--bin", "jupyter-mcp"])
+            .current_dir(workspace_root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "building jupyter-mcp failed");
+    });
+    let executable = std::env::current_exe().expect("test executable path");
+    let profile_dir = executable
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
+    let binary = profile_dir.join("jupyter-mcp");
+    assert!(
+        binary.exists(),
+        "{} is missing: build it first (`cargo build -p host-standalone`; `cargo xtask ci` does)",
+        binary.display()
+    );
+    binary
+}
+
+/// Copies the repository's example notebooks into a new temporary folder.
+pub fn example_root() -> tempfile::TempDir {
+    let folder = tempfile::tempdir().expect("temp dir");
+    copy_tree(&workspace_root().join("examples/notebooks"), folder.path());
+    folder
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A running `jupyter-mcp serve` over HTTP, stopped (SIGTERM) when dropped.
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+    pub cache: tempfile::TempDir,
+}
+
+impl HttpServer {
+    /// Starts the server on a free port for `root`, with extra arguments.
+    pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
+        let cache = tempfile::tempdir()?;
+        let mut child = Command::new(server_binary())
+            .args(["serve", "--port", "0", "--root"])
+            .arg(root)
+            .arg("--cache-dir")
+            .arg(cache.path())
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("spawning jupyter-mcp")?;
+        let stdout = child.stdout.take().expect("piped stdout");
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            if let Some(Ok(line)) = lines.next() {
+                let _ = sender.send(line);
+            }
+            // Keep draining so the server never blocks on a full pipe.
+            for _ in lines {}
+        });
+        let line = receiver
+            .recv_timeout(Duration::from_secs(30))
+            .map_err(|_| anyhow!("jupyter-mcp printed no URL within 30 s"))?;
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .ok_or_else(|| anyhow!("no URL in the start line: {line}"))?
+            .to_owned();
+        Ok(HttpServer { child, url, cache })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub fn stop(mut self) -> Result<std::process::ExitStatus> {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> Result<std::process::ExitStatus> {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.child.kill();
+                bail!("jupyter-mcp did not exit within 20 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.terminate();
+        }
+    }
+}
+
+/// A connected MCP client.
+pub struct Client {
+    service: RunningService<RoleClient, ()>,
+}
+
+/// The outcome of one tool call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub result: CallToolResult,
+}
+
+impl Call {
+    pub fn is_error(&self) -> bool {
+        self.result.is_error == Some(true)
+    }
+
+    /// The first text content.
+    pub fn text(&self) -> String {
+        self.result
+            .content
+            .iter()
+            .find_map(|content| match content {
+                ContentBlock::Text(text) => Some(text.text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
+    /// The structured content of a success (panics with the error otherwise).
+    pub fn ok(&self) -> Value {
+        assert!(!self.is_error(), "tool failed: {}", self.text());
+        let structured = self
+            .result
+            .structured_content
+            .clone()
+            .expect("a successful call carries structuredContent");
+        let text: Value = serde_json::from_str(&self.text()).expect("text content is JSON");
+        assert_eq!(text, structured, "text content repeats structuredContent");
+        structured
+    }
+
+    /// The error body of a failure (panics on success).
+    pub fn error(&self) -> Value {
+        assert!(self.is_error(), "expected a failure, got: {}", self.text());
+        let body: Value = serde_json::from_str(&self.text()).expect("error text is JSON");
+        body["error"].clone()
+    }
+
+    pub fn error_code(&self) -> String {
+        self.error()["code"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Image contents: (mime type, base64 data).
+    pub fn images(&self) -> Vec<(String, String)> {
+        self.result
+            .content
+            .iter()
+            .filter_map(|content| match content {
+                ContentBlock::Image(image) => Some((image.mime_type.clone(), image.data.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+impl Client {
+    pub async fn http(url: &str) -> Result<Client> {
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        let service = ().serve(transport).await.context("MCP handshake over HTTP")?;
+        Ok(Client { service })
+    }
+
+    /// Starts `jupyter-mcp serve --stdio` as a child process and connects to it.
+    pub async fn stdio(root: &Path, cache: &Path) -> Result<Client> {
+        let mut command = tokio::process::Command::new(server_binary());
+        command
+            .args(["serve", "--stdio", "--root"])
+            .arg(root)
+            .arg("--cache-dir")
+            .arg(cache);
+        let transport = TokioChildProcess::new(command)?;
+        let service = ().serve(transport).await.context("MCP handshake over stdio")?;
+        Ok(Client { service })
+    }
+
+    pub fn server_info(&self) -> Option<(String, String)> {
+        let info = self.service.peer_info()?.server_info.clone()?;
+        Some((info.name, info.version))
+    }
+
+    pub async fn tool_names(&self) -> Result<Vec<String>> {
+        let tools = self.service.list_all_tools().await?;
+        Ok(tools.into_iter().map(|tool| tool.name.to_string()).collect())
+    }
+
+    pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>> {
+        Ok(self.service.list_all_tools().await?)
+    }
+
+    /// Calls a tool; `arguments` must be a JSON object.
+    pub async fn call(&self, name: &str, arguments: Value) -> Call {
+        let arguments: Map<String, Value> = match arguments {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => panic!("arguments must be an object, not {other}"),
+        };
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        let result = self
+            .service
+            .call_tool(params)
+            .await
+            .unwrap_or_else(|error| panic!("tools/call {name} failed at the protocol level: {error}"));
+        Call { result }
+    }
+
+    pub async fn close(self) -> Result<()> {
+        self.service.cancel().await?;
+        Ok(())
+    }
+}
+
+/// Validates notebook files with Python's nbformat; returns the problems, if any.
+pub fn nbformat_problems(paths: &[PathBuf]) -> Vec<String> {
+    let script = r#"
+import sys, nbformat
+for path in sys.argv[1:]:
+    try:
+        nb = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+        nbformat.validate(nb)
+    except Exception as error:
+        print(f"{path}: {type(error).__name__}: {error}")
+"#;
+    let output = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .args(paths)
+        .output()
+        .expect("python runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The JSON text of each cell object in a notebook file, by cell id (for byte comparisons of
+/// untouched cells).
+pub fn cell_texts(path: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(path).expect("notebook file");
+    let notebook = notebook_model::Notebook::parse(text.as_bytes()).expect("parses");
+    // Cells are written one after another at two-space indentation: split on that boundary.
+    let body = text
+        .split_once("\"cells\": [\n")
+        .map_or("", |(_, rest)| rest);
+    let mut cells = Vec::new();
+    let mut current = String::new();
+    for line in body.lines() {
+        if line == "  }," || line == "  }" {
+            current.push_str("  }");
+            cells.push(std::mem::take(&mut current));
+            if line == "  }" {
+                break;
+            }
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    notebook
+        .cells()
+        .iter()
+        .map(|cell| cell.id().to_owned())
+        .zip(cells)
+        .collect()
+}

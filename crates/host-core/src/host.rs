@@ -1,0 +1,186 @@
+//! The abstract surface a host implements: where notebooks live and how they change. The
+//! standalone host keeps them in files under a root folder; the VS Code host keeps them in live
+//! editor documents. Tools never touch files or editors directly.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use notebook_model::{DocChange, Notebook};
+use thiserror::Error;
+
+/// The host ("window") as clients see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowInfo {
+    pub id: String,
+    pub label: String,
+}
+
+/// Where a notebook is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct NotebookLocation {
+    /// The canonical URI (`file:///…`), the key of everything else.
+    pub uri: String,
+    /// Path relative to the host's root folder, when it has one.
+    pub path: Option<String>,
+}
+
+/// A notebook as the host holds it now.
+#[derive(Debug, Clone)]
+pub struct Document {
+    pub location: NotebookLocation,
+    pub notebook: Notebook,
+    /// Changes whenever the document changes (through us or from outside).
+    pub version: u64,
+}
+
+/// A change to commit: the new notebook, the primitive changes that lead to it, and a short
+/// description for undo history.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub notebook: Notebook,
+    pub changes: Vec<DocChange>,
+    pub description: String,
+}
+
+/// Whether `open` read the notebook or found it open already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenStatus {
+    Opened,
+    AlreadyOpen,
+}
+
+/// What an undo restored.
+#[derive(Debug, Clone)]
+pub struct Restored {
+    /// The notebook as it was before the undone change.
+    pub notebook: Notebook,
+    /// The notebook as it was just before the undo.
+    pub replaced: Notebook,
+    pub description: String,
+    /// When the undone change was made (RFC 3339).
+    pub taken_at: String,
+    pub remaining: usize,
+}
+
+/// The result of listing a host's notebooks.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub notebooks: Vec<NotebookLocation>,
+    /// Notebooks known to be unreadable, with the problem.
+    pub unreadable: Vec<(NotebookLocation, String)>,
+}
+
+/// Why a host operation failed. Each variant maps to a contract error code.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HostError {
+    #[error("no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see")]
+    NotFound { reference: String },
+    #[error("`{reference}` is outside the root folder {root}; only notebooks under it can be used")]
+    OutsideRoot { reference: String, root: String },
+    #[error("`{reference}` is not a notebook path: it must name an .ipynb file")]
+    NotANotebook { reference: String },
+    #[error("{path} could not be read as a notebook: {problem}")]
+    Unreadable { path: String, problem: String },
+    #[error(
+        "{path} was changed on disk by someone else since it was read; it has been reloaded and \
+         nothing was written. Read it again and redo the change"
+    )]
+    ChangedOnDisk { path: String },
+    #[error("{path} already exists and is never overwritten; choose another path")]
+    AlreadyExists { path: String },
+    #[error("could not {action} {path}: {reason}; the file on disk is intact")]
+    Io {
+        action: &'static str,
+        path: String,
+        reason: String,
+    },
+    #[error("nothing to undo for {path}: no snapshot of an earlier change is left")]
+    NothingToUndo { path: String },
+    #[error("window `{window_id}` is not connected; call list_notebooks for the connected windows")]
+    WindowNotConnected { window_id: String },
+    #[error("{what} is not supported by this host")]
+    NotSupported { what: String },
+}
+
+impl HostError {
+    /// The contract error code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            HostError::NotFound { .. } => "notebook_not_found",
+            HostError::OutsideRoot { .. } => "path_outside_root",
+            HostError::NotANotebook { .. } => "not_a_notebook",
+            HostError::Unreadable { .. } => "notebook_unreadable",
+            HostError::ChangedOnDisk { .. } => "notebook_changed_on_disk",
+            HostError::AlreadyExists { .. } => "already_exists",
+            HostError::Io { .. } => "io_error",
+            HostError::NothingToUndo { .. } => "nothing_to_undo",
+            HostError::WindowNotConnected { .. } => "window_not_connected",
+            HostError::NotSupported { .. } => "not_supported",
+        }
+    }
+}
+
+/// A place that holds notebooks. Every method is async and cancel-safe from the caller's point
+/// of view: a dropped future leaves the document either changed completely or not at all.
+pub trait NotebookHost: Send + Sync + 'static {
+    fn window(&self) -> WindowInfo;
+
+    /// Every notebook this host can serve.
+    fn list(&self) -> impl Future<Output = Result<Listing, HostError>> + Send;
+
+    /// Resolves a URI or a root-relative path to a notebook location, refusing anything outside
+    /// the allowed roots. The notebook need not exist (`create` uses this too).
+    fn locate(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<NotebookLocation, HostError>> + Send;
+
+    /// Opens a notebook (reads it if it is not open yet).
+    fn open(
+        &self,
+        location: &NotebookLocation,
+    ) -> impl Future<Output = Result<(OpenStatus, Arc<Document>), HostError>> + Send;
+
+    /// The notebook as it is now (reloaded when it changed on disk).
+    fn load(
+        &self,
+        location: &NotebookLocation,
+    ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
+
+    /// Applies a change made to the document at `base_version`. Fails with
+    /// [`HostError::ChangedOnDisk`] when the document changed since then, leaving it as it is.
+    /// A host that persists (the standalone one) has written the change when this returns, after
+    /// taking an undo snapshot of what it replaces.
+    fn commit(
+        &self,
+        location: &NotebookLocation,
+        base_version: u64,
+        commit: Commit,
+    ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
+
+    /// Creates a new notebook; never overwrites.
+    fn create(
+        &self,
+        location: &NotebookLocation,
+        notebook: Notebook,
+    ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
+
+    /// Writes the document in canonical form.
+    fn save(
+        &self,
+        location: &NotebookLocation,
+    ) -> impl Future<Output = Result<(), HostError>> + Send;
+
+    /// Restores the snapshot taken before the last change.
+    fn undo(
+        &self,
+        location: &NotebookLocation,
+    ) -> impl Future<Output = Result<Restored, HostError>> + Send;
+
+    /// Writes a new file (an export) at a path under the root; never overwrites. Returns its URI.
+    fn write_new_file(
+        &self,
+        path: &str,
+        contents: Vec<u8>,
+    ) -> impl Future<Output = Result<String, HostError>> + Send;
+}

@@ -1,0 +1,17 @@
+//! The host trait of jupyter-mcp and every tool, written once against it.
+//!
+//! Layer 2. A host (the standalone server over files, the VS Code extension over live editor
+//! documents) implements [`NotebookHost`]; [`Tools`] turns MCP tool calls into operations on it
+//! using the pure domain crates. This crate knows no files, no HTTP, no rmcp and no VS Code: the
+//! transports above it and the hosts beside it do.
+
+pub mod host;
+pub mod refs;
+mod render;
+pub mod tools;
+
+pub use host::{
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
+    WindowInfo,
+};
+pub use tools::{BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools};

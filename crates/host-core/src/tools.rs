@@ -1,0 +1,1048 @@
+//! Every tool, written once against [`NotebookHost`]. A call comes in as a tool name and JSON
+//! arguments and leaves as a [`ToolOutput`]: structured JSON (with the same JSON as text), images,
+//! and an error flag. Failures are data, never panics or protocol errors.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use mcp_contract::catalog::{self, Capability, RETIRED_TOOLS, ToolSpec};
+use mcp_contract::params::*;
+use mcp_contract::results::*;
+use mcp_contract::{ToolError, parse_arguments};
+use notebook_model::edit::{EditOp, EditPolicy};
+use notebook_model::export::{ExportFormat, ExportOptions};
+use notebook_model::search::{MatchPlace, SearchQuery};
+use notebook_model::{
+    Cell, CellKind, CellRef, CellRefError, EditError, Notebook, Resolver, identity, view,
+};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation, OpenStatus};
+use crate::refs::{self, RefKind};
+use crate::render;
+
+/// An image returned as MCP image content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageContent {
+    /// Base64 of the image bytes.
+    pub data: String,
+    pub mime_type: String,
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    /// `structuredContent` (absent for errors, whose body is in `text`).
+    pub structured: Option<Value>,
+    /// The text content: the same JSON as `structured`, or the error body.
+    pub text: String,
+    pub images: Vec<ImageContent>,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
+        ToolOutput {
+            text: value.to_string(),
+            structured: Some(value),
+            images,
+            is_error: false,
+        }
+    }
+
+    /// A failure with a stable code and a message that says what to do next.
+    pub fn failure(error: ToolError) -> ToolOutput {
+        let body = serde_json::to_value(&error).expect("ToolError serialises");
+        ToolOutput {
+            text: json!({ "error": body }).to_string(),
+            structured: None,
+            images: Vec::new(),
+            is_error: true,
+        }
+    }
+
+    /// The error code, when this is a failure.
+    pub fn error_code(&self) -> Option<String> {
+        if !self.is_error {
+            return None;
+        }
+        let value: Value = serde_json::from_str(&self.text).ok()?;
+        Some(value["error"]["code"].as_str()?.to_owned())
+    }
+}
+
+/// Receives progress of long calls (MCP progress notifications when the client asked for them).
+pub trait ProgressSink: Send + Sync {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<String>);
+}
+
+/// Per-call context from the transport.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    pub progress: Option<Arc<dyn ProgressSink>>,
+}
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("CallContext")
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+pub(crate) fn error(code: &str, message: impl Into<String>) -> ToolError {
+    ToolError {
+        code: code.to_owned(),
+        message: message.into(),
+        details: None,
+    }
+}
+
+impl From<HostError> for ToolError {
+    fn from(host_error: HostError) -> ToolError {
+        error(host_error.code(), host_error.to_string())
+    }
+}
+
+fn cell_ref_error(reference_error: CellRefError) -> ToolError {
+    error(reference_error.code(), reference_error.to_string())
+}
+
+fn edit_error(edit: EditError) -> ToolError {
+    let details = edit.current.as_ref().map(|current| {
+        json!({
+            "editIndex": edit.op_index,
+            "current": {
+                "index": current.index,
+                "cell_id": current.id,
+                "name": current.name,
+                "rev": current.rev,
+                "source": current.source,
+            }
+        })
+    });
+    ToolError {
+        code: edit.code().to_owned(),
+        message: edit.to_string(),
+        details: details.or_else(|| Some(json!({ "editIndex": edit.op_index }))),
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("contract types serialise")
+}
+
+/// Clamps `maxOutputChars` as the reference does: non-finite → 12,000; then 1,000..=100,000.
+pub fn clamp_output_chars(requested: Option<f64>) -> usize {
+    match requested {
+        Some(value) if value.is_finite() => value.trunc().clamp(1_000.0, 100_000.0) as usize,
+        _ => 12_000,
+    }
+}
+
+type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
+
+/// The tools of one host.
+pub struct Tools<H: NotebookHost> {
+    host: Arc<H>,
+    specs: Vec<ToolSpec>,
+    input_schemas: HashMap<&'static str, Map<String, Value>>,
+    known_refs: Mutex<HashMap<String, NotebookLocation>>,
+    notebook_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The document version each notebook had when a client last saw it (read or changed it).
+    seen_versions: Mutex<HashMap<String, u64>>,
+}
+
+impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Tools")
+            .field("window", &self.host.window())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<H: NotebookHost> Tools<H> {
+    pub fn new(host: Arc<H>) -> Tools<H> {
+        let capabilities = [Capability::Documents];
+        let specs: Vec<ToolSpec> = catalog::all_tools()
+            .into_iter()
+            .filter(|spec| capabilities.contains(&spec.capability))
+            .filter(|spec| !matches!(spec.name, "get_execution" | "summarize_cells"))
+            .collect();
+        let input_schemas = specs
+            .iter()
+            .map(|spec| (spec.name, (spec.input_schema)()))
+            .collect();
+        Tools {
+            host,
+            specs,
+            input_schemas,
+            known_refs: Mutex::new(HashMap::new()),
+            notebook_locks: Mutex::new(HashMap::new()),
+            seen_versions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn host(&self) -> &Arc<H> {
+        &self.host
+    }
+
+    /// The tools this host lists.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Runs one tool call.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> ToolOutput {
+        let _ = &context;
+        let Some(schema) = self.input_schemas.get(name) else {
+            let message = match RETIRED_TOOLS.iter().find(|(retired, _)| *retired == name) {
+                Some((_, replacement)) => {
+                    format!("the tool `{name}` was removed; use {replacement} instead (refresh your tool list)")
+                }
+                None => format!("no tool is named `{name}`; call tools/list for the available tools"),
+            };
+            return ToolOutput::failure(error("unknown_tool", message));
+        };
+        let result = match name {
+            "list_notebooks" => self.list_notebooks().await,
+            "open_notebooks" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.open_notebooks(params).await,
+                Err(error) => Err(error),
+            },
+            "create_notebook" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.create_notebook(params).await,
+                Err(error) => Err(error),
+            },
+            "read_notebook" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.read_notebook(params).await,
+                Err(error) => Err(error),
+            },
+            "search_cells" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.search_cells(params).await,
+                Err(error) => Err(error),
+            },
+            "edit_cells" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.edit_cells(params).await,
+                Err(error) => Err(error),
+            },
+            "move_cells" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.move_cells(params).await,
+                Err(error) => Err(error),
+            },
+            "clear_cell_outputs" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.clear_cell_outputs(params).await,
+                Err(error) => Err(error),
+            },
+            "save_notebooks" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.save_notebooks(params).await,
+                Err(error) => Err(error),
+            },
+            "export_notebook" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.export_notebook(params).await,
+                Err(error) => Err(error),
+            },
+            "undo_last" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.undo_last(params).await,
+                Err(error) => Err(error),
+            },
+            "get_kernel_info" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.get_kernel_info(params).await,
+                Err(error) => Err(error),
+            },
+            other => Err(error(
+                "not_supported",
+                format!("`{other}` is not available on this host"),
+            )),
+        };
+        match result {
+            Ok((value, images)) => ToolOutput::success(value, images),
+            Err(failure) => ToolOutput::failure(failure),
+        }
+    }
+
+    fn remember(&self, location: &NotebookLocation) -> String {
+        let notebook_ref = refs::notebook_ref(&self.host.window().id, &location.uri);
+        self.known_refs
+            .lock()
+            .expect("ref table lock")
+            .insert(notebook_ref.clone(), location.clone());
+        notebook_ref
+    }
+
+    fn lock_for(&self, uri: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.notebook_locks
+            .lock()
+            .expect("lock table lock")
+            .entry(uri.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// Resolves a `notebookRef`, URI or path to a location.
+    pub async fn resolve(&self, reference: &str) -> Result<NotebookLocation, ToolError> {
+        match refs::classify(reference) {
+            RefKind::Malformed => Err(error(
+                "notebook_ref_malformed",
+                format!(
+                    "Malformed notebook reference `{reference}`: a notebookRef is nb_ followed by \
+                     24 lower-case hex characters, as list_notebooks returns it"
+                ),
+            )),
+            RefKind::Handle(handle) => {
+                if let Some(location) = self.known_refs.lock().expect("ref table lock").get(handle)
+                {
+                    return Ok(location.clone());
+                }
+                let listing = self.host.list().await?;
+                for location in &listing.notebooks {
+                    self.remember(location);
+                }
+                self.known_refs
+                    .lock()
+                    .expect("ref table lock")
+                    .get(handle)
+                    .cloned()
+                    .ok_or_else(|| {
+                        error(
+                            "notebook_ref_unknown",
+                            format!(
+                                "the notebookRef `{handle}` is unknown, stale, or collides with no \
+                                 listed notebook (refs change when a server restarts); call \
+                                 list_notebooks for current refs"
+                            ),
+                        )
+                    })
+            }
+            RefKind::Location(text) => {
+                if text.is_empty() {
+                    return Err(error("invalid_argument", "notebookRef is required"));
+                }
+                let location = self.host.locate(text).await?;
+                self.remember(&location);
+                Ok(location)
+            }
+        }
+    }
+
+    async fn load(&self, reference: &str) -> Result<(NotebookLocation, Arc<Document>), ToolError> {
+        let location = self.resolve(reference).await?;
+        let document = self.host.load(&location).await?;
+        self.saw(&document);
+        Ok((location, document))
+    }
+
+    /// Records that clients have seen this version of the document.
+    fn saw(&self, document: &Document) {
+        self.seen_versions
+            .lock()
+            .expect("seen versions lock")
+            .insert(document.location.uri.clone(), document.version);
+    }
+
+    /// Fails when the document changed (on disk, by someone else) since clients last saw it: the
+    /// new version is what they see from now on, and they must read it before changing it.
+    fn check_unchanged_since_seen(&self, document: &Document) -> Result<(), ToolError> {
+        let previous = self
+            .seen_versions
+            .lock()
+            .expect("seen versions lock")
+            .insert(document.location.uri.clone(), document.version);
+        match (previous, &document.location.path) {
+            (Some(previous), path) if previous != document.version => Err(HostError::ChangedOnDisk {
+                path: path.clone().unwrap_or_else(|| document.location.uri.clone()),
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    fn entry(&self, location: &NotebookLocation) -> NotebookEntry {
+        NotebookEntry {
+            notebook_ref: self.remember(location),
+            uri: location.uri.clone(),
+            path: location.path.clone(),
+        }
+    }
+
+    async fn list_notebooks(&self) -> ToolResult {
+        let window = self.host.window();
+        let listing = self.host.list().await?;
+        let notebooks = listing
+            .notebooks
+            .iter()
+            .map(|location| self.entry(location))
+            .collect();
+        let unreadable = listing
+            .unreadable
+            .iter()
+            .map(|(location, problem)| UnreadableNotebook {
+                uri: location.uri.clone(),
+                problem: problem.clone(),
+            })
+            .collect();
+        let result = ListNotebooksResult {
+            windows: vec![WindowEntry {
+                window_id: window.id,
+                window_label: window.label,
+                status: "available".to_owned(),
+                notebooks,
+                unreadable,
+            }],
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    fn check_window(&self, window_id: Option<&String>) -> Result<(), ToolError> {
+        match window_id {
+            Some(id) if *id != self.host.window().id => Err(HostError::WindowNotConnected {
+                window_id: id.clone(),
+            }
+            .into()),
+            _ => Ok(()),
+        }
+    }
+
+    async fn open_notebooks(&self, params: OpenNotebooksParams) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        if params.uris.is_empty() {
+            return Err(error("invalid_argument", "uris must list at least one notebook"));
+        }
+        let mut notebooks = Vec::with_capacity(params.uris.len());
+        for uri in &params.uris {
+            let location = self.resolve(uri).await?;
+            let (status, document) = self.host.open(&location).await?;
+            notebooks.push(OpenedNotebook {
+                notebook_ref: self.remember(&location),
+                uri: location.uri.clone(),
+                status: match status {
+                    OpenStatus::Opened => "opened",
+                    OpenStatus::AlreadyOpen => "already-open",
+                }
+                .to_owned(),
+                cell_count: document.notebook.len(),
+            });
+        }
+        Ok((to_value(&OpenNotebooksResult { notebooks }), Vec::new()))
+    }
+
+    async fn create_notebook(&self, params: CreateNotebookParams) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        if params.kernel_id.is_some() {
+            return Err(error(
+                "not_supported",
+                "this host runs no kernels, so kernelId cannot be recorded; omit it",
+            ));
+        }
+        let title = params.title.unwrap_or_else(|| "New notebook".to_owned());
+        let location = match &params.path {
+            Some(path) => {
+                let path = if path.ends_with(".ipynb") {
+                    path.clone()
+                } else {
+                    format!("{path}.ipynb")
+                };
+                self.host.locate(&path).await?
+            }
+            None => self.free_location_for(&title).await?,
+        };
+        let notebook = new_notebook(&title);
+        let document = self.host.create(&location, notebook).await?;
+        let result = CreateNotebookResult {
+            notebook_ref: self.remember(&location),
+            uri: location.uri.clone(),
+            path: location.path.clone(),
+            kernel: None,
+            cells: outline_cells(&document.notebook, None),
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    /// A root-level path derived from the title that no notebook uses yet.
+    async fn free_location_for(&self, title: &str) -> Result<NotebookLocation, ToolError> {
+        let base = match identity::slugify(title) {
+            slug if slug.is_empty() => "notebook".to_owned(),
+            slug => slug,
+        };
+        let listing = self.host.list().await?;
+        let taken: HashSet<String> = listing
+            .notebooks
+            .iter()
+            .filter_map(|location| location.path.clone())
+            .collect();
+        for attempt in 1..10_000 {
+            let path = if attempt == 1 {
+                format!("{base}.ipynb")
+            } else {
+                format!("{base}-{attempt}.ipynb")
+            };
+            if !taken.contains(&path) {
+                return Ok(self.host.locate(&path).await?);
+            }
+        }
+        Err(error(
+            "already_exists",
+            "could not find a free file name for the notebook; pass a path",
+        ))
+    }
+
+    fn resolve_cells(
+        notebook: &Notebook,
+        cell_ids: Option<&[CellRefParam]>,
+    ) -> Result<Vec<usize>, ToolError> {
+        let Some(cell_ids) = cell_ids else {
+            return Ok((0..notebook.len()).collect());
+        };
+        let resolver = Resolver::new(notebook);
+        cell_ids
+            .iter()
+            .map(|reference| {
+                resolver
+                    .resolve(&to_cell_ref(reference))
+                    .map_err(cell_ref_error)
+            })
+            .collect()
+    }
+
+    async fn read_notebook(&self, params: ReadNotebookParams) -> ToolResult {
+        let (location, document) = self.load(&params.notebook_ref).await?;
+        let notebook = &document.notebook;
+        let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
+        let view = params.view.unwrap_or_default();
+        if view == ReadView::Lint {
+            return Err(error(
+                "not_supported",
+                "the lint view needs the dataflow analysis, which this build lacks",
+            ));
+        }
+        let with_source = matches!(view, ReadView::Source | ReadView::All);
+        let with_outputs = matches!(view, ReadView::Outputs | ReadView::All);
+        let max_source_chars = params.max_source_chars.unwrap_or(12_000) as usize;
+        let max_output_chars = clamp_output_chars(params.max_output_chars);
+        let output_mode = params.output_mode.unwrap_or_default();
+        let mut cells = outline_cells(notebook, Some(&indices));
+        for cell_view in &mut cells {
+            let cell = notebook.cell(cell_view.index).expect("resolved index");
+            if with_source {
+                let slice = view::slice_source(
+                    cell.source(),
+                    cell_view.index,
+                    params.start_line,
+                    params.end_line,
+                    max_source_chars,
+                )
+                .map_err(|slice_error| error("source_range", slice_error.to_string()))?;
+                cell_view.source = Some(slice.text);
+                cell_view.source_truncated = Some(slice.truncated);
+                cell_view.metadata = Some(cell.metadata().clone());
+            }
+            if with_outputs {
+                let rendered = render::render_outputs(cell.outputs(), output_mode, max_output_chars);
+                cell_view.outputs = Some(rendered.text);
+                cell_view.outputs_truncated = Some(rendered.truncated);
+            }
+        }
+        let result = ReadNotebookResult {
+            notebook: location.uri.clone(),
+            notebook_ref: self.remember(&location),
+            cell_count: notebook.len(),
+            cells,
+            lint: None,
+            kernel: None,
+            images: Vec::new(),
+            notice: None,
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn search_cells(&self, params: SearchCellsParams) -> ToolResult {
+        let (location, document) = self.load(&params.notebook_ref).await?;
+        let indices = match &params.cell_ids {
+            Some(ids) => Some(Self::resolve_cells(&document.notebook, Some(ids))?),
+            None => None,
+        };
+        let query = SearchQuery {
+            query: params.query.clone(),
+            case_sensitive: params.case_sensitive.unwrap_or(false),
+            regex: params.regex.unwrap_or(false),
+            include_outputs: params.include_outputs.unwrap_or(true),
+            max_matches: params.max_matches.unwrap_or(200).max(1) as usize,
+        };
+        let found = notebook_model::search::search(&document.notebook, &query, indices.as_deref())
+            .map_err(|search_error| match search_error {
+                notebook_model::search::SearchError::EmptyQuery => {
+                    error("invalid_argument", "query must not be empty")
+                }
+                invalid => error("invalid_regex", invalid.to_string()),
+            })?;
+        let result = SearchCellsResult {
+            notebook: location.uri,
+            query: params.query,
+            total_matches: found.total_matches,
+            truncated: found.truncated,
+            cells: found
+                .cells
+                .into_iter()
+                .map(|cell| SearchCellEntry {
+                    index: cell.index,
+                    cell_id: cell.id,
+                    name: cell.name,
+                    matches: cell
+                        .matches
+                        .into_iter()
+                        .map(|found| {
+                            let (place, output_index, mime) = match found.place {
+                                MatchPlace::Source => ("source", None, None),
+                                MatchPlace::Name => ("name", None, None),
+                                MatchPlace::Output { output_index, mime } => {
+                                    ("output", Some(output_index), Some(mime))
+                                }
+                            };
+                            SearchMatchEntry {
+                                place: place.to_owned(),
+                                line: found.line,
+                                text: found.text,
+                                output_index,
+                                mime,
+                            }
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    /// Applies edit operations under the notebook's lock and commits them.
+    async fn mutate(
+        &self,
+        reference: &str,
+        ops: &[EditOp],
+        description: String,
+    ) -> Result<(NotebookLocation, notebook_model::EditOutcome, Arc<Document>), ToolError> {
+        let location = self.resolve(reference).await?;
+        let lock = self.lock_for(&location.uri);
+        let _guard = lock.lock().await;
+        let document = self.host.load(&location).await?;
+        self.check_unchanged_since_seen(&document)?;
+        let outcome = notebook_model::apply_edits(
+            &document.notebook,
+            ops,
+            EditPolicy {
+                require_expected_rev: true,
+            },
+        )
+        .map_err(edit_error)?;
+        let committed = self
+            .host
+            .commit(
+                &location,
+                document.version,
+                Commit {
+                    notebook: outcome.notebook.clone(),
+                    changes: outcome.changes.clone(),
+                    description,
+                },
+            )
+            .await?;
+        self.saw(&committed);
+        Ok((location, outcome, committed))
+    }
+
+    async fn edit_cells(&self, params: EditCellsParams) -> ToolResult {
+        if params.edits.is_empty() {
+            return Err(error("invalid_argument", "edits must list at least one edit"));
+        }
+        let wants_run = matches!(params.run, Some(RunAfterEdit::Mode(_)))
+            || matches!(params.run, Some(RunAfterEdit::Flag(true)))
+            || params.edits.iter().any(|edit| edit.run == Some(true));
+        if wants_run {
+            return Err(error(
+                "not_supported",
+                "this host runs no kernels, so edits cannot be run; drop `run`",
+            ));
+        }
+        let ops = params
+            .edits
+            .iter()
+            .enumerate()
+            .map(|(index, edit)| edit_op(index, edit))
+            .collect::<Result<Vec<_>, _>>()?;
+        let description = format!("edit_cells ({} edit(s))", ops.len());
+        let (location, outcome, committed) =
+            self.mutate(&params.notebook_ref, &ops, description).await?;
+        let result = EditCellsResult {
+            notebook: location.uri,
+            applied: outcome
+                .applied
+                .iter()
+                .map(|applied| AppliedEdit {
+                    edit_type: applied.verb.to_owned(),
+                    cells: applied.cells.iter().map(edited_cell).collect(),
+                    deleted: applied.deleted.clone(),
+                })
+                .collect(),
+            cell_count: committed.notebook.len(),
+            execution: None,
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn move_cells(&self, params: MoveCellsParams) -> ToolResult {
+        let to_index = params.to_index;
+        if !(to_index.is_finite() && to_index >= 0.0 && to_index.fract() == 0.0) {
+            return Err(error(
+                "invalid_argument",
+                format!("toIndex must be a non-negative integer, not {to_index}"),
+            ));
+        }
+        let ops = [EditOp::Move {
+            targets: params.cell_ids.iter().map(to_cell_ref).collect(),
+            to_index: to_index as u64,
+        }];
+        let description = format!("move_cells ({} cell(s))", params.cell_ids.len());
+        let (location, outcome, committed) =
+            self.mutate(&params.notebook_ref, &ops, description).await?;
+        let result = MoveCellsResult {
+            notebook: location.uri,
+            moved: outcome.applied[0].cells.iter().map(edited_cell).collect(),
+            cell_count: committed.notebook.len(),
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn clear_cell_outputs(&self, params: ClearCellOutputsParams) -> ToolResult {
+        let ops = [EditOp::ClearOutputs {
+            targets: params.cell_ids.iter().map(to_cell_ref).collect(),
+        }];
+        let description = format!("clear_cell_outputs ({} cell(s))", params.cell_ids.len());
+        let (location, outcome, _) = self.mutate(&params.notebook_ref, &ops, description).await?;
+        let result = ClearCellOutputsResult {
+            notebook: location.uri,
+            cleared: outcome.applied[0].cells.iter().map(edited_cell).collect(),
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn save_notebooks(&self, params: NotebookRefsParams) -> ToolResult {
+        if params.notebook_refs.is_empty() {
+            return Err(error(
+                "invalid_argument",
+                "notebookRefs must list at least one notebook",
+            ));
+        }
+        let mut locations = Vec::with_capacity(params.notebook_refs.len());
+        for reference in &params.notebook_refs {
+            locations.push(self.resolve(reference).await?);
+        }
+        let mut saved = Vec::new();
+        for location in &locations {
+            let lock = self.lock_for(&location.uri);
+            let _guard = lock.lock().await;
+            self.host.save(location).await?;
+            saved.push(location.uri.clone());
+        }
+        let result = SaveNotebooksResult {
+            saved,
+            skipped: Vec::new(),
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn export_notebook(&self, params: ExportNotebookParams) -> ToolResult {
+        let (location, document) = self.load(&params.notebook_ref).await?;
+        let (format, name) = match params.format {
+            ExportFormatParam::Markdown => (ExportFormat::Markdown, "markdown"),
+            ExportFormatParam::Python => (ExportFormat::Python, "python"),
+            ExportFormatParam::Html => (ExportFormat::Html, "html"),
+        };
+        let content = notebook_model::export::export(
+            &document.notebook,
+            format,
+            ExportOptions {
+                include_outputs: params.include_outputs.unwrap_or(false),
+            },
+        );
+        let bytes = content.len();
+        let result = match params.output_path {
+            Some(path) => {
+                let uri = self.host.write_new_file(&path, content.into_bytes()).await?;
+                ExportNotebookResult {
+                    notebook: location.uri,
+                    format: name.to_owned(),
+                    content: None,
+                    output_path: Some(uri),
+                    bytes,
+                }
+            }
+            None => ExportNotebookResult {
+                notebook: location.uri,
+                format: name.to_owned(),
+                content: Some(content),
+                output_path: None,
+                bytes,
+            },
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn undo_last(&self, params: NotebookRefParams) -> ToolResult {
+        let location = self.resolve(&params.notebook_ref).await?;
+        let lock = self.lock_for(&location.uri);
+        let _guard = lock.lock().await;
+        let restored = self.host.undo(&location).await?;
+        let result = UndoResult {
+            notebook: location.uri,
+            undid: restored.description.clone(),
+            snapshot_taken_at: restored.taken_at.clone(),
+            cell_count: restored.notebook.len(),
+            changed_cells: changed_cells(&restored.replaced, &restored.notebook),
+            remaining: restored.remaining,
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+
+    async fn get_kernel_info(&self, params: NotebookRefParams) -> ToolResult {
+        let (location, document) = self.load(&params.notebook_ref).await?;
+        let mut capabilities = Map::new();
+        let unavailable = json!({
+            "availability": "unavailable",
+            "reason": "this host runs no kernels"
+        });
+        capabilities.insert("execution".to_owned(), unavailable.clone());
+        capabilities.insert("kernelFileTransfer".to_owned(), unavailable);
+        let result = KernelInfoResult {
+            notebook: location.uri,
+            kernel: KernelState {
+                label: None,
+                id: None,
+                language: document.notebook.code_language().to_owned(),
+                status: "not-started".to_owned(),
+                runtime: "none".to_owned(),
+                runtime_reason: Some("this host runs no kernels".to_owned()),
+                implementation: None,
+                language_version: None,
+                epoch: None,
+                pid: None,
+            },
+            capabilities,
+        };
+        Ok((to_value(&result), Vec::new()))
+    }
+}
+
+/// The names of cells that differ between two versions of a notebook (added, removed or changed).
+fn changed_cells(before: &Notebook, after: &Notebook) -> Vec<String> {
+    let names_before = identity::effective_names(before);
+    let names_after = identity::effective_names(after);
+    let by_id_before: HashMap<&str, (usize, &Cell)> = before
+        .cells()
+        .iter()
+        .enumerate()
+        .map(|(index, cell)| (cell.id(), (index, cell.as_ref())))
+        .collect();
+    let mut changed = Vec::new();
+    let mut seen = HashSet::new();
+    for (index, cell) in after.cells().iter().enumerate() {
+        seen.insert(cell.id());
+        match by_id_before.get(cell.id()) {
+            Some((_, old)) if **old == **cell => {}
+            _ => changed.push(names_after[index].clone()),
+        }
+    }
+    for (index, cell) in before.cells().iter().enumerate() {
+        if !seen.contains(cell.id()) {
+            changed.push(names_before[index].clone());
+        }
+    }
+    changed
+}
+
+fn edited_cell(cell: &notebook_model::TouchedCell) -> EditedCell {
+    EditedCell {
+        index: cell.index,
+        cell_id: cell.id.clone(),
+        name: cell.name.clone(),
+        rev: cell.rev.clone(),
+    }
+}
+
+pub(crate) fn to_cell_ref(reference: &CellRefParam) -> CellRef {
+    match reference {
+        CellRefParam::Index(index) => CellRef::Index(*index),
+        CellRefParam::Text(text) => CellRef::Text(text.clone()),
+    }
+}
+
+/// Turns one `edit_cells` edit into a model operation, refusing fields that do not belong.
+fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, ToolError> {
+    let bad = |message: String| {
+        let mut failure = error("invalid_argument", format!("edit {position}: {message}"));
+        failure.details = Some(json!({ "editIndex": position }));
+        failure
+    };
+    let forbid = |present: bool, field: &str, kinds: &str| {
+        if present {
+            Err(bad(format!("{field} is only used by {kinds} edits")))
+        } else {
+            Ok(())
+        }
+    };
+    let target = || {
+        edit.cell_id
+            .as_ref()
+            .map(to_cell_ref)
+            .ok_or_else(|| bad("cellId is required for this editType".to_owned()))
+    };
+    match edit.edit_type {
+        EditType::Insert => {
+            forbid(edit.old_text.is_some(), "oldText", "replace")?;
+            forbid(edit.expected_rev.is_some(), "expectedRev", "edit, delete and replace")?;
+            let source = edit
+                .new_code
+                .clone()
+                .ok_or_else(|| bad("insert needs newCode (the new cell's source)".to_owned()))?;
+            let (kind, language) = match edit.language.as_deref().map(str::to_ascii_lowercase) {
+                Some(language) if language == "markdown" => (CellKind::Markdown, None),
+                Some(language) if language == "raw" => (CellKind::Raw, None),
+                Some(language) => (CellKind::Code, Some(language)),
+                None => (CellKind::Code, None),
+            };
+            Ok(EditOp::Insert {
+                anchor: edit.cell_id.as_ref().map(to_cell_ref),
+                kind,
+                source,
+                language,
+                metadata: edit.metadata.clone(),
+                name: edit.name.clone(),
+            })
+        }
+        EditType::Edit => {
+            forbid(edit.old_text.is_some(), "oldText", "replace")?;
+            Ok(EditOp::Edit {
+                target: target()?,
+                expected_rev: edit.expected_rev.clone(),
+                source: edit.new_code.clone(),
+                language: edit.language.clone(),
+                metadata: edit.metadata.clone(),
+                name: edit.name.clone(),
+            })
+        }
+        EditType::Delete => {
+            forbid(edit.new_code.is_some(), "newCode", "insert, edit and replace")?;
+            forbid(edit.old_text.is_some(), "oldText", "replace")?;
+            forbid(edit.metadata.is_some(), "metadata", "insert, edit and replace")?;
+            Ok(EditOp::Delete {
+                target: target()?,
+                expected_rev: edit.expected_rev.clone(),
+            })
+        }
+        EditType::Replace => {
+            forbid(edit.name.is_some(), "name", "insert and edit")?;
+            let old_text = edit
+                .old_text
+                .clone()
+                .ok_or_else(|| bad("replace needs oldText".to_owned()))?;
+            let new_text = edit
+                .new_code
+                .clone()
+                .ok_or_else(|| bad("replace needs newCode (may be empty)".to_owned()))?;
+            Ok(EditOp::Replace {
+                target: target()?,
+                expected_rev: edit.expected_rev.clone(),
+                old_text,
+                new_text,
+                metadata: edit.metadata.clone(),
+            })
+        }
+    }
+}
+
+/// A new notebook: a title heading and an empty code cell, Python 3 metadata.
+pub fn new_notebook(title: &str) -> Notebook {
+    let mut notebook = Notebook::new();
+    notebook.metadata_mut().insert(
+        "kernelspec".to_owned(),
+        json!({"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}),
+    );
+    notebook
+        .metadata_mut()
+        .insert("language_info".to_owned(), json!({"name": "python"}));
+    let heading = format!("# {title}");
+    let mut taken = HashSet::new();
+    for (kind, source) in [(CellKind::Markdown, heading.as_str()), (CellKind::Code, "")] {
+        let id = identity::fresh_id(kind, source, &taken);
+        taken.insert(id.clone());
+        let mut cell = Cell::new(kind, source, id);
+        let names: HashSet<String> = identity::effective_names(&notebook).into_iter().collect();
+        cell.set_stored_name(&identity::unique_name(&identity::base_name(&cell), &names));
+        notebook.push_cell(cell);
+    }
+    notebook
+}
+
+/// Outline entries for the cells at `indices` (all when `None`).
+pub fn outline_cells(notebook: &Notebook, indices: Option<&[usize]>) -> Vec<CellOutline> {
+    let names = identity::effective_names(notebook);
+    let all: Vec<usize> = (0..notebook.len()).collect();
+    indices
+        .unwrap_or(&all)
+        .iter()
+        .filter_map(|&index| {
+            let cell = notebook.cell(index)?;
+            Some(CellOutline {
+                index,
+                cell_id: cell.id().to_owned(),
+                name: names[index].clone(),
+                rev: cell.rev(),
+                kind: cell.kind().as_str().to_owned(),
+                language: notebook.cell_language(cell).to_owned(),
+                line_count: view::line_count(cell.source()),
+                execution_state: view::execution_state(cell).as_str().to_owned(),
+                execution_count: cell.execution_count(),
+                output_count: (cell.kind() == CellKind::Code).then_some(cell.outputs().len()),
+                ..CellOutline::default()
+            })
+        })
+        .collect()
+}
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Anything that serves tool calls: one host's [`Tools`], or a broker in front of many hosts.
+/// Transports (HTTP, stdio, the broker's peer endpoint) serve a `dyn ToolDispatch`.
+pub trait ToolDispatch: Send + Sync + 'static {
+    /// The tools to list.
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Runs one call.
+    fn dispatch(
+        &self,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> BoxFuture<'_, ToolOutput>;
+}
+
+impl<H: NotebookHost> ToolDispatch for Tools<H> {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    fn dispatch(
+        &self,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move { self.call(&name, arguments, context).await })
+    }
+}

@@ -1,0 +1,223 @@
+//! Paths and URIs under the root folder. Everything a client names is resolved here, and anything
+//! that leaves the root (`..`, absolute paths elsewhere, symlinks that escape) is refused.
+
+use std::path::{Component, Path, PathBuf};
+
+use host_core::HostError;
+
+/// The allowed root, canonicalised once.
+#[derive(Debug, Clone)]
+pub struct Root {
+    canonical: PathBuf,
+}
+
+/// A path inside the root.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RootedPath {
+    /// Absolute path (symlinks in existing ancestors resolved).
+    pub absolute: PathBuf,
+    /// Relative to the root, `/`-separated.
+    pub relative: String,
+}
+
+/// Characters kept as they are in `file:` URIs (RFC 3986 unreserved, plus `/`).
+fn keep_in_uri(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
+}
+
+/// The `file:` URI of an absolute path.
+pub fn file_uri(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut uri = String::from("file://");
+    for byte in text.bytes() {
+        if keep_in_uri(byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+/// Resolves `.` and `..` without touching the filesystem; `None` when `..` climbs above `/`.
+fn normalize(path: &Path) -> Option<PathBuf> {
+    let mut normalized = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::RootDir | Component::Prefix(_) => normalized.push(component.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !normalized.pop() {
+                    return None;
+                }
+            }
+            Component::Normal(part) => normalized.push(part),
+        }
+    }
+    Some(normalized)
+}
+
+impl Root {
+    pub fn new(path: &Path) -> std::io::Result<Root> {
+        let canonical = path.canonicalize()?;
+        if !canonical.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotADirectory,
+                format!("{} is not a folder", canonical.display()),
+            ));
+        }
+        Ok(Root { canonical })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.canonical
+    }
+
+    /// The folder's name, for the window label.
+    pub fn label(&self) -> String {
+        self.canonical
+            .file_name()
+            .map_or_else(|| "/".to_owned(), |name| name.to_string_lossy().into_owned())
+    }
+
+    fn outside(&self, reference: &str) -> HostError {
+        HostError::OutsideRoot {
+            reference: reference.to_owned(),
+            root: self.canonical.display().to_string(),
+        }
+    }
+
+    /// Resolves a `file:` URI, an absolute path or a root-relative path.
+    pub fn resolve(&self, reference: &str) -> Result<RootedPath, HostError> {
+        if reference.contains('\0') {
+            return Err(HostError::NotFound {
+                reference: reference.escape_debug().to_string(),
+            });
+        }
+        let raw = if let Some(rest) = reference.strip_prefix("file://") {
+            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            let decoded = percent_decode(rest).ok_or_else(|| HostError::NotFound {
+                reference: reference.to_owned(),
+            })?;
+            PathBuf::from(decoded)
+        } else if reference.starts_with("file:") || reference.contains("://") {
+            return Err(HostError::NotFound {
+                reference: reference.to_owned(),
+            });
+        } else {
+            let path = Path::new(reference);
+            if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                self.canonical.join(path)
+            }
+        };
+        let normalized = normalize(&raw).ok_or_else(|| self.outside(reference))?;
+        // Resolve symlinks in the longest existing ancestor, then re-attach the rest.
+        let mut existing = normalized.clone();
+        let mut remainder = Vec::new();
+        let resolved = loop {
+            match existing.canonicalize() {
+                Ok(canonical) => break canonical,
+                Err(_) => {
+                    let Some(name) = existing.file_name().map(ToOwned::to_owned) else {
+                        return Err(self.outside(reference));
+                    };
+                    remainder.push(name);
+                    if !existing.pop() {
+                        return Err(self.outside(reference));
+                    }
+                }
+            }
+        };
+        let mut absolute = resolved;
+        for part in remainder.into_iter().rev() {
+            absolute.push(part);
+        }
+        let relative = absolute
+            .strip_prefix(&self.canonical)
+            .map_err(|_| self.outside(reference))?;
+        let relative = relative
+            .components()
+            .map(|component| component.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok(RootedPath { absolute, relative })
+    }
+
+    /// Like [`Root::resolve`], and the path must name an `.ipynb` file (not the root itself).
+    pub fn resolve_notebook(&self, reference: &str) -> Result<RootedPath, HostError> {
+        let rooted = self.resolve(reference)?;
+        let is_notebook = rooted
+            .absolute
+            .extension()
+            .is_some_and(|extension| extension.eq_ignore_ascii_case("ipynb"));
+        if rooted.relative.is_empty() || !is_notebook || rooted.absolute.is_dir() {
+            return Err(HostError::NotANotebook {
+                reference: reference.to_owned(),
+            });
+        }
+        Ok(rooted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_round_trip_with_escapes() {
+        let path = Path::new("/tmp/a b/ü\"q'.ipynb");
+        let uri = file_uri(path);
+        assert_eq!(uri, "file:///tmp/a%20b/%C3%BC%22q%27.ipynb");
+        assert_eq!(percent_decode(&uri["file://".len()..]).unwrap(), path.to_str().unwrap());
+    }
+
+    #[test]
+    fn confinement() {
+        let outer = tempfile::tempdir().unwrap();
+        let root_dir = outer.path().join("root");
+        std::fs::create_dir_all(root_dir.join("sub")).unwrap();
+        std::fs::write(outer.path().join("secret.ipynb"), "{}").unwrap();
+        std::os::unix::fs::symlink(outer.path(), root_dir.join("escape")).unwrap();
+        let root = Root::new(&root_dir).unwrap();
+        let inside = root.resolve_notebook("sub/new.ipynb").unwrap();
+        assert_eq!(inside.relative, "sub/new.ipynb");
+        let via_uri = root.resolve_notebook(&file_uri(&inside.absolute)).unwrap();
+        assert_eq!(via_uri, inside);
+        for bad in [
+            "../secret.ipynb",
+            "sub/../../secret.ipynb",
+            "escape/secret.ipynb",
+            "/etc/passwd.ipynb",
+        ] {
+            assert!(
+                matches!(root.resolve_notebook(bad), Err(HostError::OutsideRoot { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            root.resolve_notebook("sub/file.txt"),
+            Err(HostError::NotANotebook { .. })
+        ));
+        assert!(root.resolve_notebook("a\0.ipynb").is_err());
+        assert!(root.resolve_notebook("http://x/a.ipynb").is_err());
+    }
+}

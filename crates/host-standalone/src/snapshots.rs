@@ -1,0 +1,176 @@
+//! Undo snapshots: before every change, the bytes it replaces are kept in the cache folder (at
+//! most [`MAX_SNAPSHOTS`] per notebook, surviving server restarts). `undo_last` restores the newest.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Snapshots kept per notebook.
+pub const MAX_SNAPSHOTS: usize = 20;
+
+/// What a snapshot records next to the bytes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SnapshotMeta {
+    pub notebook: String,
+    pub description: String,
+    pub taken_at: String,
+}
+
+/// A snapshot on disk.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub meta: SnapshotMeta,
+    pub bytes: Vec<u8>,
+    data_path: PathBuf,
+    meta_path: PathBuf,
+}
+
+/// Snapshots of every notebook, under one folder.
+#[derive(Debug, Clone)]
+pub struct SnapshotStore {
+    folder: PathBuf,
+}
+
+/// `seconds since 1970` as RFC 3339 UTC.
+pub fn rfc3339(time: SystemTime) -> String {
+    let total = time.duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+    let days = (total / 86_400) as i64;
+    let seconds_of_day = total % 86_400;
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        seconds_of_day / 3_600,
+        seconds_of_day % 3_600 / 60,
+        seconds_of_day % 60
+    )
+}
+
+impl SnapshotStore {
+    pub fn new(folder: PathBuf) -> SnapshotStore {
+        SnapshotStore { folder }
+    }
+
+    /// The default folder: `$XDG_CACHE_HOME/jupyter-mcp/snapshots` (or the platform cache dir).
+    pub fn default_folder() -> PathBuf {
+        dirs::cache_dir()
+            .unwrap_or_else(std::env::temp_dir)
+            .join("jupyter-mcp")
+            .join("snapshots")
+    }
+
+    fn folder_for(&self, notebook: &Path) -> PathBuf {
+        let digest = Sha256::digest(notebook.as_os_str().as_encoded_bytes());
+        let key: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+        self.folder.join(key)
+    }
+
+    fn sequence_numbers(folder: &Path) -> Vec<u64> {
+        let mut numbers: Vec<u64> = std::fs::read_dir(folder)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                name.strip_suffix(".ipynb")?.parse().ok()
+            })
+            .collect();
+        numbers.sort_unstable();
+        numbers
+    }
+
+    /// Keeps `bytes` as the newest snapshot of `notebook`, then trims to [`MAX_SNAPSHOTS`].
+    pub fn push(&self, notebook: &Path, bytes: &[u8], description: &str) -> std::io::Result<()> {
+        let folder = self.folder_for(notebook);
+        std::fs::create_dir_all(&folder)?;
+        let numbers = Self::sequence_numbers(&folder);
+        let next = numbers.last().map_or(1, |last| last + 1);
+        let meta = SnapshotMeta {
+            notebook: notebook.display().to_string(),
+            description: description.to_owned(),
+            taken_at: rfc3339(SystemTime::now()),
+        };
+        std::fs::write(folder.join(format!("{next:012}.json")), serde_json::to_vec(&meta)?)?;
+        std::fs::write(folder.join(format!("{next:012}.ipynb")), bytes)?;
+        let excess = (numbers.len() + 1).saturating_sub(MAX_SNAPSHOTS);
+        for old in numbers.iter().take(excess) {
+            let _ = std::fs::remove_file(folder.join(format!("{old:012}.ipynb")));
+            let _ = std::fs::remove_file(folder.join(format!("{old:012}.json")));
+        }
+        Ok(())
+    }
+
+    /// The newest snapshot of `notebook`, if any, and how many there are.
+    pub fn newest(&self, notebook: &Path) -> std::io::Result<Option<(Snapshot, usize)>> {
+        let folder = self.folder_for(notebook);
+        let numbers = Self::sequence_numbers(&folder);
+        let Some(last) = numbers.last() else {
+            return Ok(None);
+        };
+        let data_path = folder.join(format!("{last:012}.ipynb"));
+        let meta_path = folder.join(format!("{last:012}.json"));
+        let bytes = std::fs::read(&data_path)?;
+        let meta = std::fs::read(&meta_path)
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_else(|| SnapshotMeta {
+                notebook: notebook.display().to_string(),
+                description: "an earlier change".to_owned(),
+                taken_at: "unknown".to_owned(),
+            });
+        Ok(Some((
+            Snapshot {
+                meta,
+                bytes,
+                data_path,
+                meta_path,
+            },
+            numbers.len(),
+        )))
+    }
+
+    /// Forgets a snapshot once it has been restored.
+    pub fn remove(&self, snapshot: &Snapshot) {
+        let _ = std::fs::remove_file(&snapshot.data_path);
+        let _ = std::fs::remove_file(&snapshot.meta_path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let time = UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+        assert_eq!(rfc3339(time), "2026-11-30T00:53:20Z");
+    }
+
+    #[test]
+    fn keeps_the_newest_twenty() {
+        let folder = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(folder.path().to_path_buf());
+        let notebook = Path::new("/x/a.ipynb");
+        for index in 0..25 {
+            store.push(notebook, format!("{index}").as_bytes(), "edit").unwrap();
+        }
+        let (newest, count) = store.newest(notebook).unwrap().unwrap();
+        assert_eq!(newest.bytes, b"24");
+        assert_eq!(count, MAX_SNAPSHOTS);
+        store.remove(&newest);
+        assert_eq!(store.newest(notebook).unwrap().unwrap().0.bytes, b"23");
+        assert!(store.newest(Path::new("/x/other.ipynb")).unwrap().is_none());
+    }
+}

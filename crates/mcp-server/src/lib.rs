@@ -1,0 +1,25 @@
+//! The MCP transports of jupyter-mcp.
+//!
+//! Layer 3 (adapter). Binds a [`host_core::ToolDispatch`] to rmcp: Streamable HTTP on loopback
+//! (with the DNS-rebinding defence and the token check in front of it) and stdio. It knows
+//! nothing about notebooks, files or kernels.
+
+pub mod handler;
+pub mod http;
+
+pub use handler::McpHandler;
+pub use http::{HttpApp, HttpSecurity, bind_loopback, serve};
+
+/// Serves MCP over stdin/stdout until the client closes the stream.
+pub async fn serve_stdio(handler: McpHandler) -> std::io::Result<()> {
+    use rmcp::ServiceExt;
+    let running = handler
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|error| std::io::Error::other(error.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|error| std::io::Error::other(error.to_string()))?;
+    Ok(())
+}

@@ -1,0 +1,3 @@
+//! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
+
+mod documents;

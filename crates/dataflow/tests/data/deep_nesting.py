@@ -1,0 +1,4 @@
+Deeply nested expressions analyse without trouble.
+# %%
+value = ((((((((((((((((((((((((((((((leaf))))))))))))))))))))))))))))))
+items = [[[[[[[[[[[[[[[[[[[[inner]]]]]]]]]]]]]]]]]]]]

@@ -1,0 +1,8 @@
+`del x` uses and deletes `x`; a later use of `x` is linted.
+# %%
+tmp = load()
+cache = {}
+# %%
+del cache
+# %%
+print(cache)

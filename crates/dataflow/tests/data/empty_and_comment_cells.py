@@ -1,0 +1,6 @@
+Empty and comment-only cells analyse to nothing.
+# %%
+# %%
+# just a comment
+# %%
+

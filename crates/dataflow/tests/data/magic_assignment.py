@@ -1,0 +1,4 @@
+`x = %magic` defines `x`.
+# %%
+env = %env
+path = %pwd

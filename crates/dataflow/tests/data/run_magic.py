@@ -1,0 +1,5 @@
+`%run` defines unknown names, like a star import.
+# %%
+%run setup.py --fast
+# %%
+print(settings)

@@ -1,0 +1,3 @@
+Columns count characters, not bytes.
+# %%
+café = "naïve" + )

@@ -1,0 +1,128 @@
+//! The one error type of this crate.
+//!
+//! Messages are written for the person who has to act on them and never contain raw text
+//! from the kernel process or the operating system: the kernel's own log is carried in a
+//! separate `diagnostics` field, and OS errors only as a `source`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::status::ProcessExit;
+
+/// What went wrong while discovering, starting or driving a kernel.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No kernel can run the notebook. `advice` says exactly what to install or select.
+    #[error("no Jupyter kernel found: {advice}")]
+    NoKernel { advice: String },
+
+    /// A kernel id was asked for that discovery did not find.
+    #[error("unknown kernel `{id}`; available kernels: {}", available_list(.available))]
+    UnknownSpec { id: String, available: Vec<String> },
+
+    /// The kernel's interpreter does not have `ipykernel` installed.
+    #[error(
+        "the Python interpreter `{}` has no ipykernel: install it with `{} -m pip install ipykernel` or select another kernel",
+        .python.display(),
+        .python.display()
+    )]
+    IpykernelMissing { python: PathBuf },
+
+    /// The kernel program could not be started at all.
+    #[error("could not start kernel `{spec_id}`: {reason}")]
+    Spawn { spec_id: String, reason: String },
+
+    /// The kernel process exited before it answered `kernel_info_request`.
+    #[error(
+        "kernel `{spec_id}` exited during startup ({exit}); its log is available for diagnostics"
+    )]
+    StartFailed {
+        spec_id: String,
+        exit: ProcessExit,
+        /// The tail of the kernel's stdout and stderr. Not part of the message on purpose.
+        diagnostics: String,
+    },
+
+    /// The kernel did not answer `kernel_info_request` in time.
+    #[error(
+        "kernel `{spec_id}` did not become ready within {} s; its log is available for diagnostics",
+        .timeout.as_secs_f64()
+    )]
+    StartTimeout {
+        spec_id: String,
+        timeout: Duration,
+        /// The tail of the kernel's stdout and stderr. Not part of the message on purpose.
+        diagnostics: String,
+    },
+
+    /// The kernel process died; requests that were in flight are lost.
+    #[error("the kernel died ({exit})")]
+    KernelDied { exit: ProcessExit },
+
+    /// The kernel was restarted while a request was in flight.
+    #[error("the kernel was restarted before the request finished")]
+    KernelRestarted,
+
+    /// The kernel was shut down (by a caller or the idle time-to-live) or failed to restart.
+    #[error("the kernel is not running; start or restart it")]
+    NotRunning,
+
+    /// The connection to the kernel was lost while a request was in flight.
+    #[error("the connection to the kernel was lost")]
+    ConnectionLost,
+
+    /// An operation on the kernel did not finish in time.
+    #[error("{operation} did not finish within {} s", .after.as_secs_f64())]
+    Timeout {
+        operation: &'static str,
+        after: Duration,
+    },
+
+    /// A local I/O step (connection file, runtime directory, probing Python) failed.
+    #[error("{context}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The ZeroMQ transport failed.
+    #[error("the kernel connection failed while {context}")]
+    Transport {
+        context: &'static str,
+        #[source]
+        source: jupyter_zmq_client::RuntimeError,
+    },
+
+    /// Sending a signal to the kernel's process group failed.
+    #[error("could not signal the kernel process")]
+    Signal {
+        #[source]
+        source: nix::Error,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The tail of the kernel's own output, when the error carries one. Meant for logs and
+    /// diagnostics views, never for a user-facing message.
+    pub fn diagnostics(&self) -> Option<&str> {
+        match self {
+            Error::StartFailed { diagnostics, .. } | Error::StartTimeout { diagnostics, .. } => {
+                Some(diagnostics)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn available_list(ids: &[String]) -> String {
+    if ids.is_empty() {
+        "none".to_owned()
+    } else {
+        ids.join(", ")
+    }
+}

@@ -1,0 +1,147 @@
+//! The kernel's operating-system side: its process group, its captured output and the tasks
+//! that must not outlive it.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::task::JoinHandle;
+
+/// The kernel's process group (the kernel is spawned as its leader, so the group id is its
+/// pid). Dropping an armed guard SIGKILLs the whole group: the last resort that keeps a
+/// dropped kernel from outliving its owner.
+///
+/// Once the group has been killed after the leader exited, the guard disarms itself, so that a
+/// much later drop cannot signal a recycled group id.
+#[derive(Debug)]
+pub(crate) struct ProcessGroup {
+    pgid: Pid,
+    armed: AtomicBool,
+}
+
+impl ProcessGroup {
+    pub(crate) fn new(pid: u32) -> Self {
+        ProcessGroup {
+            pgid: Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
+            armed: AtomicBool::new(true),
+        }
+    }
+
+    /// Sends `signal` to every process in the group.
+    pub(crate) fn signal(&self, signal: Signal) -> nix::Result<()> {
+        if !self.armed.load(Ordering::SeqCst) || !self.is_safe_to_signal() {
+            return Err(nix::Error::ESRCH);
+        }
+        killpg(self.pgid, signal)
+    }
+
+    /// SIGKILLs what is left of the group and disarms the guard. Called once the leader has
+    /// exited (and been reaped), to take down helpers it left behind.
+    pub(crate) fn kill_and_disarm(&self) {
+        if self.armed.swap(false, Ordering::SeqCst) && self.is_safe_to_signal() {
+            // ESRCH (nothing left) is the normal outcome.
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl ProcessGroup {
+    /// Group ids 0 and 1 would mean "our own group" and "everything": never signal those.
+    fn is_safe_to_signal(&self) -> bool {
+        self.pgid.as_raw() > 1
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill_and_disarm();
+    }
+}
+
+/// The last `capacity` bytes of the kernel's stdout and stderr, for diagnostics only.
+#[derive(Debug)]
+pub(crate) struct BoundedLog {
+    capacity: usize,
+    bytes: Mutex<VecDeque<u8>>,
+}
+
+impl BoundedLog {
+    pub(crate) fn new(capacity: usize) -> Self {
+        BoundedLog {
+            capacity,
+            bytes: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    pub(crate) fn push(&self, chunk: &[u8]) {
+        let mut bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let chunk = &chunk[chunk.len().saturating_sub(self.capacity)..];
+        bytes.extend(chunk);
+        let excess = bytes.len().saturating_sub(self.capacity);
+        bytes.drain(..excess);
+    }
+
+    pub(crate) fn snapshot(&self) -> String {
+        let bytes = self
+            .bytes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (front, back) = bytes.as_slices();
+        let mut joined = Vec::with_capacity(bytes.len());
+        joined.extend_from_slice(front);
+        joined.extend_from_slice(back);
+        String::from_utf8_lossy(&joined).into_owned()
+    }
+}
+
+/// Tasks that are aborted when this value is dropped.
+#[derive(Debug, Default)]
+pub(crate) struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl AbortOnDrop {
+    pub(crate) fn push(&mut self, handle: JoinHandle<()>) {
+        self.0.push(handle);
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_keeps_only_the_tail() {
+        let log = BoundedLog::new(8);
+        log.push(b"hello ");
+        log.push(b"world");
+        assert_eq!(log.snapshot(), "lo world");
+        log.push(b"0123456789abc");
+        assert_eq!(log.snapshot(), "56789abc");
+    }
+
+    #[test]
+    fn log_survives_split_utf8() {
+        let log = BoundedLog::new(3);
+        log.push("é€".as_bytes());
+        assert!(log.snapshot().ends_with('€'));
+    }
+
+    #[test]
+    fn disarmed_group_is_not_signalled() {
+        let group = ProcessGroup::new(u32::MAX);
+        group.kill_and_disarm();
+        assert_eq!(group.signal(Signal::SIGINT), Err(nix::Error::ESRCH));
+    }
+}

@@ -1,0 +1,321 @@
+//! Routes IOPub and shell messages to the execute request they belong to.
+//!
+//! The router is the pure part of a kernel's pump: messages and the current time go in,
+//! events go out to each request's channel. It keeps the promised order per request (`Busy`,
+//! outputs, `Idle`, `Reply`) although IOPub and shell are separate sockets and the reply
+//! usually overtakes the final `idle`: a reply that arrives first is held until `idle`. If
+//! `idle` never comes (IOPub can drop messages under a flood), the reply is released after a
+//! grace period that restarts with every IOPub message of that request. And if the reply never
+//! comes after `idle` (ipykernel drops it when an interrupt lands in its own code rather than
+//! the user's), the request ends with a synthetic `aborted` reply after the same grace period
+//! instead of hanging.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::wire::{IopubItem, WireMessage, execute_reply, iopub_item};
+use crate::execute::{ExecuteEvent, ExecuteReply, JsonObject, ReplyStatus};
+use crate::status::KernelStatus;
+
+struct PendingRequest {
+    sink: mpsc::UnboundedSender<ExecuteEvent>,
+    idle_seen: bool,
+    held_reply: Option<ExecuteReply>,
+    release_at: Option<Instant>,
+}
+
+impl PendingRequest {
+    fn emit(&self, event: ExecuteEvent) {
+        // A caller that dropped its handle is simply no longer listening.
+        let _ = self.sink.send(event);
+    }
+}
+
+pub(crate) struct Router {
+    pending: HashMap<String, PendingRequest>,
+    grace: Duration,
+}
+
+impl Router {
+    pub(crate) fn new(grace: Duration) -> Self {
+        Router {
+            pending: HashMap::new(),
+            grace,
+        }
+    }
+
+    pub(crate) fn register(&mut self, msg_id: String, sink: mpsc::UnboundedSender<ExecuteEvent>) {
+        self.pending.insert(
+            msg_id,
+            PendingRequest {
+                sink,
+                idle_seen: false,
+                held_reply: None,
+                release_at: None,
+            },
+        );
+    }
+
+    #[cfg(test)]
+    pub(crate) fn pending_count(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Routes one IOPub message. Returns the kernel-wide busy/idle state it reports, if any.
+    pub(crate) fn on_iopub(&mut self, message: &WireMessage, now: Instant) -> Option<KernelStatus> {
+        let item = iopub_item(message);
+        let reported = match &item {
+            IopubItem::Status(status) => Some(status.clone()),
+            _ => None,
+        };
+        let Some(parent) = message.parent_msg_id.as_deref() else {
+            return reported;
+        };
+        let Some(request) = self.pending.get_mut(parent) else {
+            return reported;
+        };
+        match item {
+            IopubItem::Status(KernelStatus::Busy) => request.emit(ExecuteEvent::Busy),
+            IopubItem::Status(_) => {
+                request.idle_seen = true;
+                request.emit(ExecuteEvent::Idle);
+                if let Some(reply) = request.held_reply.take() {
+                    request.emit(ExecuteEvent::Reply(reply));
+                    self.pending.remove(parent);
+                } else {
+                    request.release_at = Some(now + self.grace);
+                }
+            }
+            IopubItem::Output(event) => {
+                request.emit(event);
+                if request.held_reply.is_some() {
+                    request.release_at = Some(now + self.grace);
+                }
+            }
+            IopubItem::Ignored => {}
+        }
+        reported
+    }
+
+    /// Routes one shell message (only `execute_reply` matters).
+    pub(crate) fn on_shell(&mut self, message: &WireMessage, now: Instant) {
+        if message.msg_type != "execute_reply" {
+            return;
+        }
+        let Some(parent) = message.parent_msg_id.as_deref() else {
+            return;
+        };
+        let Some(request) = self.pending.get_mut(parent) else {
+            return;
+        };
+        let reply = execute_reply(&message.content);
+        if request.idle_seen {
+            request.emit(ExecuteEvent::Reply(reply));
+            self.pending.remove(parent);
+        } else {
+            request.held_reply = Some(reply);
+            request.release_at = Some(now + self.grace);
+        }
+    }
+
+    /// When the next held reply must be released.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.pending
+            .values()
+            .filter_map(|request| request.release_at)
+            .min()
+    }
+
+    /// Ends requests whose grace period is over: a held reply is released with the `Idle`
+    /// that never came; an `Idle` without a reply gets a synthetic `aborted` reply.
+    pub(crate) fn on_timer(&mut self, now: Instant) {
+        self.pending.retain(|_, request| {
+            if request.release_at.is_none_or(|at| at > now) {
+                return true;
+            }
+            match request.held_reply.take() {
+                Some(reply) => {
+                    request.emit(ExecuteEvent::Idle);
+                    request.emit(ExecuteEvent::Reply(reply));
+                }
+                None => request.emit(ExecuteEvent::Reply(ExecuteReply {
+                    status: ReplyStatus::Aborted,
+                    execution_count: None,
+                    user_expressions: JsonObject::new(),
+                    payload: Vec::new(),
+                    error: None,
+                })),
+            }
+            false
+        });
+    }
+
+    /// Ends every pending request with the same terminal event.
+    pub(crate) fn end_all(&mut self, terminal: &ExecuteEvent) {
+        for (_, request) in self.pending.drain() {
+            request.emit(terminal.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::ProcessExit;
+    use serde_json::json;
+
+    const GRACE: Duration = Duration::from_secs(5);
+
+    fn status(parent: &str, state: &str) -> WireMessage {
+        WireMessage::for_test("status", Some(parent), json!({"execution_state": state}))
+    }
+
+    fn stream(parent: &str, text: &str) -> WireMessage {
+        WireMessage::for_test(
+            "stream",
+            Some(parent),
+            json!({"name": "stdout", "text": text}),
+        )
+    }
+
+    fn reply(parent: &str) -> WireMessage {
+        WireMessage::for_test(
+            "execute_reply",
+            Some(parent),
+            json!({"status": "ok", "execution_count": 1}),
+        )
+    }
+
+    fn drain(receiver: &mut mpsc::UnboundedReceiver<ExecuteEvent>) -> Vec<String> {
+        let mut names = Vec::new();
+        while let Ok(event) = receiver.try_recv() {
+            names.push(match event {
+                ExecuteEvent::Busy => "busy".to_owned(),
+                ExecuteEvent::Idle => "idle".to_owned(),
+                ExecuteEvent::Stream { text, .. } => format!("stream:{text}"),
+                ExecuteEvent::Reply(reply) => format!("reply:{:?}", reply.status),
+                ExecuteEvent::KernelDied { .. } => "died".to_owned(),
+                other => format!("{other:?}"),
+            });
+        }
+        names
+    }
+
+    fn router_with(ids: &[&str]) -> (Router, Vec<mpsc::UnboundedReceiver<ExecuteEvent>>) {
+        let mut router = Router::new(GRACE);
+        let receivers = ids
+            .iter()
+            .map(|id| {
+                let (sender, receiver) = mpsc::unbounded_channel();
+                router.register((*id).to_owned(), sender);
+                receiver
+            })
+            .collect();
+        (router, receivers)
+    }
+
+    #[test]
+    fn reply_before_idle_is_held_until_idle() {
+        let (mut router, mut receivers) = router_with(&["a"]);
+        let now = Instant::now();
+        router.on_iopub(&status("a", "busy"), now);
+        router.on_iopub(&stream("a", "2\n"), now);
+        router.on_shell(&reply("a"), now);
+        assert_eq!(drain(&mut receivers[0]), ["busy", "stream:2\n"]);
+        router.on_iopub(&status("a", "idle"), now);
+        assert_eq!(drain(&mut receivers[0]), ["idle", "reply:Ok"]);
+        assert_eq!(router.pending_count(), 0);
+    }
+
+    #[test]
+    fn idle_before_reply_passes_straight_through() {
+        let (mut router, mut receivers) = router_with(&["a"]);
+        let now = Instant::now();
+        router.on_iopub(&status("a", "busy"), now);
+        router.on_iopub(&status("a", "idle"), now);
+        router.on_shell(&reply("a"), now);
+        assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Ok"]);
+    }
+
+    #[test]
+    fn messages_are_routed_by_parent_only() {
+        let (mut router, mut receivers) = router_with(&["a", "b"]);
+        let now = Instant::now();
+        router.on_iopub(&stream("b", "for b"), now);
+        router.on_iopub(&stream("unknown", "nobody"), now);
+        router.on_iopub(&stream("a", "for a"), now);
+        assert_eq!(drain(&mut receivers[0]), ["stream:for a"]);
+        assert_eq!(drain(&mut receivers[1]), ["stream:for b"]);
+    }
+
+    #[test]
+    fn status_is_reported_for_any_parent() {
+        let (mut router, _receivers) = router_with(&[]);
+        assert_eq!(
+            router.on_iopub(&status("x", "busy"), Instant::now()),
+            Some(KernelStatus::Busy)
+        );
+    }
+
+    #[test]
+    fn held_reply_is_released_after_the_grace_period_which_output_extends() {
+        let (mut router, mut receivers) = router_with(&["a"]);
+        let start = Instant::now();
+        router.on_shell(&reply("a"), start);
+        assert_eq!(router.next_deadline(), Some(start + GRACE));
+        let later = start + Duration::from_secs(3);
+        router.on_iopub(&stream("a", "late"), later);
+        assert_eq!(router.next_deadline(), Some(later + GRACE));
+        router.on_timer(start + GRACE);
+        assert_eq!(drain(&mut receivers[0]), ["stream:late"]);
+        router.on_timer(later + GRACE);
+        assert_eq!(drain(&mut receivers[0]), ["idle", "reply:Ok"]);
+        assert_eq!(router.next_deadline(), None);
+    }
+
+    #[test]
+    fn idle_without_a_reply_ends_with_a_synthetic_abort() {
+        let (mut router, mut receivers) = router_with(&["a"]);
+        let start = Instant::now();
+        router.on_iopub(&status("a", "busy"), start);
+        router.on_iopub(&status("a", "idle"), start);
+        assert_eq!(router.next_deadline(), Some(start + GRACE));
+        router.on_timer(start + GRACE);
+        assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Aborted"]);
+        assert_eq!(router.pending_count(), 0);
+    }
+
+    #[test]
+    fn end_all_sends_the_terminal_event_to_every_request() {
+        let (mut router, mut receivers) = router_with(&["a", "b"]);
+        router.end_all(&ExecuteEvent::KernelDied {
+            exit: ProcessExit::default(),
+        });
+        assert_eq!(drain(&mut receivers[0]), ["died"]);
+        assert_eq!(drain(&mut receivers[1]), ["died"]);
+        assert_eq!(router.pending_count(), 0);
+    }
+
+    #[test]
+    fn reply_status_error_is_kept() {
+        let (mut router, mut receivers) = router_with(&["a"]);
+        let now = Instant::now();
+        router.on_iopub(&status("a", "idle"), now);
+        router.on_shell(
+            &WireMessage::for_test(
+                "execute_reply",
+                Some("a"),
+                json!({"status": "error", "ename": "E", "evalue": "v", "traceback": []}),
+            ),
+            now,
+        );
+        let events: Vec<_> = std::iter::from_fn(|| receivers[0].try_recv().ok()).collect();
+        assert!(matches!(
+            events.last(),
+            Some(ExecuteEvent::Reply(reply)) if reply.status == ReplyStatus::Error
+        ));
+    }
+}

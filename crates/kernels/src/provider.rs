@@ -1,0 +1,95 @@
+//! The seam between callers and where kernels run.
+//!
+//! Both traits are object-safe (methods return boxed futures), so the host holds an
+//! `Arc<dyn KernelProvider>` and `Arc<dyn KernelHandle>` and a remote provider (Jupyter Server,
+//! Kernel Gateway) can be added beside [`crate::LocalProvider`] without touching callers or
+//! growing an enum here. The cost is one allocation per call, which is nothing next to a
+//! kernel round trip.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+
+use crate::error::Result;
+use crate::execute::{ExecuteHandle, ExecuteOptions, ExecuteResultSummary};
+use crate::spec::{Discovery, KernelSpecInfo};
+use crate::status::{KernelInfo, KernelStatus};
+
+/// Lists kernel choices and starts kernels.
+pub trait KernelProvider: Send + Sync {
+    /// Every choice for a notebook in `notebook_dir` (or for the server root without one).
+    fn discover<'a>(&'a self, notebook_dir: Option<&'a Path>) -> BoxFuture<'a, Result<Discovery>>;
+
+    /// Starts `spec` with `cwd` as its working directory and waits until it is ready.
+    fn start<'a>(
+        &'a self,
+        spec: &'a KernelSpecInfo,
+        cwd: &'a Path,
+    ) -> BoxFuture<'a, Result<Arc<dyn KernelHandle>>>;
+
+    /// The folder the server serves, used to choose between virtual environments.
+    fn server_root(&self) -> Option<&Path>;
+}
+
+/// One running (or dead, or restartable) kernel.
+pub trait KernelHandle: Send + Sync {
+    /// The choice it was started from.
+    fn spec(&self) -> &KernelSpecInfo;
+
+    /// Its working directory.
+    fn cwd(&self) -> &Path;
+
+    /// What the kernel reported when it last started.
+    fn info(&self) -> KernelInfo;
+
+    /// Bumped on every start and restart, unique per provider: a request or observation
+    /// tagged with an older epoch is stale.
+    fn epoch(&self) -> u64;
+
+    /// A watch of the status. Survives restarts.
+    fn status(&self) -> watch::Receiver<KernelStatus>;
+
+    /// The kernel's process id, for local kernels.
+    fn process_id(&self) -> Option<u32>;
+
+    /// The tail of the kernel's own stdout and stderr, for diagnostics only.
+    fn diagnostics(&self) -> String;
+
+    /// Queues `code` for execution. Events arrive on the returned handle.
+    fn execute<'a>(
+        &'a self,
+        code: &'a str,
+        options: ExecuteOptions,
+    ) -> BoxFuture<'a, Result<ExecuteHandle>>;
+
+    /// Runs helper code quietly ([`ExecuteOptions::quiet`]) and gathers its text, results and
+    /// error.
+    fn execute_collect<'a>(&'a self, code: &'a str) -> BoxFuture<'a, Result<ExecuteResultSummary>> {
+        self.execute_collect_with(code, ExecuteOptions::quiet())
+    }
+
+    /// Like [`KernelHandle::execute_collect`] with explicit options (e.g. user expressions).
+    fn execute_collect_with<'a>(
+        &'a self,
+        code: &'a str,
+        options: ExecuteOptions,
+    ) -> BoxFuture<'a, Result<ExecuteResultSummary>> {
+        Box::pin(async move { self.execute(code, options).await?.summarize().await })
+    }
+
+    /// Interrupts the running request, honouring the kernelspec's interrupt mode.
+    fn interrupt(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// Stops the kernel and starts it again with the same choice and working directory.
+    /// Requests in flight end with `KernelRestarted`.
+    fn restart(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// Stops the kernel. Requests in flight end with `KernelShutdown`. Idempotent.
+    fn shutdown(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// Checks liveness within a bounded time and returns the resulting status (which the
+    /// status watch also reflects).
+    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>>;
+}

@@ -1,0 +1,174 @@
+# The kernel side of one jupyter-mcp transfer step.
+#
+# `KernelRequest::to_python` embeds this program as a string literal and runs it with `exec` in a
+# fresh globals dict that holds only `__builtins__`, `NONCE` (this transfer's nonce), `REQUEST`
+# (the step as JSON) and `PAYLOAD` (an upload chunk as base64, otherwise empty). Nothing here
+# touches the user's namespace. Whatever happens, it prints exactly one receipt line:
+# `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<compact JSON object>`. Exceptions are reported by class
+# name only, because their messages can carry user data.
+import base64
+import hashlib
+import json
+import linecache
+import os
+import stat
+import sys
+import zlib
+
+MARKER = "__JUPYTER_MCP_FILE_RECEIPT__"
+TAG = "# jupyter-mcp-transfer-request"
+BLOCK = 262144
+
+
+class TransferOffsetMismatch(Exception):
+    pass
+
+
+class TransferSizeMismatch(Exception):
+    pass
+
+
+class TransferHashMismatch(Exception):
+    pass
+
+
+class TransferShortRead(Exception):
+    pass
+
+
+class TransferShortWrite(Exception):
+    pass
+
+
+class TransferNotRegularFile(Exception):
+    pass
+
+
+def forget_tagged_sources():
+    # IPython caches every cell's source in linecache for the kernel's lifetime, under a name
+    # that depends on the kernel flavour (`<ipython-input-N-...>`, `/tmp/ipykernel_*/....py`).
+    # Our requests are recognised by their first line instead, so payload-bearing sources are
+    # dropped however they were sent. This includes the running request's own entry.
+    cache = linecache.cache
+    for key in list(cache):
+        entry = cache.get(key)
+        if type(entry) is tuple and len(entry) > 2:
+            lines = entry[2]
+            if type(lines) is list and lines and type(lines[0]) is str and lines[0].startswith(TAG):
+                cache.pop(key, None)
+
+
+def file_digest(path):
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as handle:
+        while True:
+            block = handle.read(BLOCK)
+            if not block:
+                break
+            size += len(block)
+            digest.update(block)
+    return size, digest.hexdigest()
+
+
+def create_temp(request):
+    with open(request["temp"], "xb"):
+        pass
+    return {"kind": "init"}
+
+
+def append_chunk(request):
+    data = base64.b64decode(PAYLOAD, validate=True)
+    if request["encoding"] == "zlib":
+        data = zlib.decompress(data)
+    if len(data) != request["bytes"]:
+        raise TransferSizeMismatch()
+    with open(request["temp"], "r+b") as handle:
+        handle.seek(0, 2)
+        if handle.tell() != request["offset"]:
+            raise TransferOffsetMismatch()
+        if handle.write(data) != len(data):
+            raise TransferShortWrite()
+        handle.flush()
+        os.fsync(handle.fileno())
+    return {"kind": "chunk", "offset": request["offset"], "bytes": len(data)}
+
+
+def promote_temp(request):
+    temp = request["temp"]
+    size, digest = file_digest(temp)
+    if size != request["bytes"]:
+        raise TransferSizeMismatch()
+    if digest != request["sha256"]:
+        raise TransferHashMismatch()
+    if request["overwrite"]:
+        os.replace(temp, request["destination"])
+    else:
+        # A hard link fails when the destination exists, so an existing file is never replaced,
+        # even by a racing writer.
+        os.link(temp, request["destination"])
+        try:
+            os.unlink(temp)
+        except Exception as error:
+            return {"kind": "error", "type": type(error).__name__, "committed": True}
+    return {"kind": "done", "bytes": size, "sha256": digest}
+
+
+def remove_temp(request):
+    try:
+        os.unlink(request["temp"])
+    except FileNotFoundError:
+        return {"kind": "clean", "removed": False}
+    return {"kind": "clean", "removed": True}
+
+
+def inspect_source(request):
+    info = os.stat(request["source"])
+    if not stat.S_ISREG(info.st_mode):
+        raise TransferNotRegularFile()
+    return {"kind": "meta", "bytes": info.st_size}
+
+
+def read_chunk(request):
+    with open(request["source"], "rb") as handle:
+        handle.seek(request["offset"])
+        data = handle.read(request["bytes"])
+    if len(data) != request["bytes"]:
+        raise TransferShortRead()
+    encoding = "raw"
+    packed = zlib.compress(data)
+    if len(packed) * 10 <= len(data) * 9:
+        encoding = "zlib"
+        data = packed
+    return {
+        "kind": "chunk",
+        "offset": request["offset"],
+        "bytes": request["bytes"],
+        "encoding": encoding,
+        "data": base64.b64encode(data).decode("ascii"),
+    }
+
+
+def hash_source(request):
+    size, digest = file_digest(request["source"])
+    return {"kind": "done", "bytes": size, "sha256": digest}
+
+
+OPERATIONS = {
+    "create_temp": create_temp,
+    "append_chunk": append_chunk,
+    "promote_temp": promote_temp,
+    "remove_temp": remove_temp,
+    "inspect_source": inspect_source,
+    "read_chunk": read_chunk,
+    "hash_source": hash_source,
+}
+
+try:
+    forget_tagged_sources()
+    request = json.loads(REQUEST)
+    result = OPERATIONS[request["op"]](request)
+except Exception as error:
+    result = {"kind": "error", "type": type(error).__name__}
+sys.stdout.write(MARKER + NONCE + ":" + json.dumps(result, separators=(",", ":")) + "\n")
+sys.stdout.flush()

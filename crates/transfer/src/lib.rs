@@ -1,0 +1,93 @@
+//! Moving files between the host and a Jupyter kernel, as a sans-I/O protocol.
+//!
+//! Layer 1 (domain). This crate decides every step of an upload or download through an existing
+//! IPython kernel and touches nothing itself: no filesystem, no kernel connection, no clock, no
+//! randomness, no async runtime. The host (the standalone server, the VS Code extension host)
+//! performs the [`Action`]s a machine hands out and feeds back [`Event`]s; the machine generates
+//! the kernel-side Python, parses the kernel's replies, hashes, counts budgets and decides.
+//!
+//! # Driving a transfer
+//!
+//! ```text
+//! let mut machine = Upload::new(UploadConfig::new(host_path, kernel_path, uuid, file_size))?;
+//! // or Download::new(DownloadConfig::new(host_path, kernel_path, uuid))?
+//! loop {
+//!     let event = match machine.next_action(&mut kernel_budget) {
+//!         Action::Done(receipt) => break Ok(receipt),
+//!         Action::Failed(error) => break Err(error),
+//!         Action::ReadHostChunk { offset, len } => /* pread */ Event::HostChunkRead(bytes),
+//!         Action::ExecuteKernel(step) => /* execute step.code within step.deadline */
+//!             Event::KernelReply(stdout) or Event::KernelFailed(KernelFailure::Timeout | ...),
+//!         Action::CreateHostTemp { .. } | Action::WriteHostChunk { .. }
+//!         | Action::PromoteHostFile { .. } | Action::RemoveHostTemp { .. } =>
+//!             Event::HostDone or Event::HostFailed(io_error.kind()),
+//!     };
+//!     machine.handle(event);
+//! }
+//! ```
+//!
+//! Every non-terminal action is answered by exactly one event; each action's documentation says
+//! which. The host's own duties are: confine `hostPath` to allowed roots, open the source and
+//! report its size (`UploadConfig::file_size`), keep one [`KernelBudget`] per live kernel object
+//! (fresh after a restart), run one transfer per kernel at a time, recheck before every
+//! `ExecuteKernel` that the original kernel object is still there and idle (`Busy` if not,
+//! `Restarted` if it was replaced), enforce each step's [`Deadline`], and quarantine a kernel
+//! whose execution timed out until it settles.
+//!
+//! # Kernel requests
+//!
+//! Each kernel step is a [`KernelRequest`] (kept as data) rendered by
+//! [`KernelRequest::to_python`]: a tag line and one expression that `exec`s the transfer program
+//! in a fresh globals dict, so no name lands in the user's namespace. A chunk travels once, as a
+//! base64 literal, zlib-compressed when that saves at least 10 % (in both directions). The
+//! program prints exactly one receipt line, `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<json>`, and
+//! reports kernel-side exceptions by class name only. IPython keeps every cell's source in
+//! `linecache` for the kernel's lifetime, so every request first drops all cached sources whose
+//! first line is the request tag, whatever the kernel named them; payloads are not retained
+//! there. Hosts must send requests with `store_history: false`: with history on, IPython would
+//! also keep each request in `In`, `_iN` and its history database, which this crate cannot clean.
+//!
+//! # Rules
+//!
+//! 256 KiB chunks ([`CHUNK_SIZE`]); `maxBytes` defaults to 64 MiB ([`DEFAULT_MAX_BYTES`]); at most
+//! 64 MiB of chunk traffic per kernel object ([`KERNEL_BUDGET_BYTES`]), refused before dispatch;
+//! SHA-256 on both sides; uploads write `<kernelPath>.jupyter-mcp-<nonce>.part` exclusively and
+//! the kernel promotes it only after size and hash match; downloads verify against an
+//! independent kernel-side hash before the host promotes `<hostPath>.jupyter-mcp-<nonce>.part`.
+//! Promotion without overwrite (the default) is a hard link then unlink, so an existing
+//! destination is never replaced; with overwrite it is an atomic rename. A restart observed
+//! mid-way invalidates the transfer and no further code is sent. After a failure that may have
+//! left a temp file, the machine asks for best-effort cleanup before reporting. Errors name the
+//! phase; an unconfirmed promotion is reported as [`TransferError::Uncertain`].
+#![forbid(unsafe_code)]
+
+mod budget;
+mod download;
+mod error;
+mod machine;
+mod names;
+mod receipt;
+mod request;
+mod upload;
+
+#[cfg(test)]
+mod simulator;
+
+pub use budget::{KERNEL_BUDGET_BYTES, KernelBudget};
+pub use download::{Download, DownloadConfig};
+pub use error::{
+    Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError, TransferReceipt,
+};
+pub use machine::{Action, Deadline, Event, KernelStep, TransferMachine};
+pub use names::{KernelPath, Nonce, temp_file_path, temp_file_suffix};
+pub use receipt::{RECEIPT_MARKER, ReceiptProblem, check_reply_parsing};
+pub use request::{
+    ChunkEncoding, EncodedChunk, KernelOperation, KernelRequest, REQUEST_TAG, saves_ten_percent,
+};
+pub use upload::{Upload, UploadConfig};
+
+/// Bytes per chunk: 256 KiB.
+pub const CHUNK_SIZE: usize = 262_144;
+
+/// The default `maxBytes`: 64 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 67_108_864;

@@ -1,0 +1,588 @@
+//! Parsing the kernel's reply: one receipt line per step.
+//!
+//! The host passes all stdout text a step produced (stream messages concatenated in arrival
+//! order). Exactly one line must carry `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:`, at its start,
+//! followed by a compact JSON object. Each step expects one receipt `kind` (or `error`) with an
+//! exact set of fields; every numeric field must be a non-negative integer no larger than
+//! 2^53 - 1 and equal to the value the machine expects. Problems are described without echoing
+//! kernel text.
+
+use std::fmt;
+use std::io::Read as _;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde_json::{Map, Value};
+
+use crate::error::is_class_name;
+use crate::names::Nonce;
+
+/// The text that starts every receipt line, followed by the nonce and a colon.
+pub const RECEIPT_MARKER: &str = "__JUPYTER_MCP_FILE_RECEIPT__";
+
+/// The largest integer a receipt may carry (JavaScript's safe-integer bound).
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// What is wrong with a kernel reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiptProblem {
+    /// No line carries the marker with this transfer's nonce.
+    Missing,
+    /// Several lines carry it.
+    Repeated {
+        /// How many.
+        count: usize,
+    },
+    /// The marker is not at the start of its line.
+    NotAtLineStart,
+    /// The text after the marker is not JSON.
+    NotJson,
+    /// The JSON is not an object.
+    NotObject,
+    /// The receipt's `kind` is missing, not a string, or not the one this step expects.
+    UnexpectedKind {
+        /// The kind the step expects.
+        expected: &'static str,
+    },
+    /// A required field is absent.
+    MissingField(&'static str),
+    /// The receipt has fields this kind does not have.
+    UnexpectedField,
+    /// A numeric field is not a non-negative safe integer.
+    NotNonNegativeInteger(&'static str),
+    /// A numeric field has another value than expected.
+    NumberMismatch {
+        /// The field.
+        field: &'static str,
+        /// The expected value.
+        expected: u64,
+        /// The received value.
+        actual: u64,
+    },
+    /// A field has the wrong type or an unacceptable value (a malformed hash, an unknown
+    /// encoding, a class name that is not an identifier, invalid base64 or zlib data).
+    InvalidValue(&'static str),
+    /// A string field differs from the value the machine expects.
+    ValueMismatch(&'static str),
+    /// A chunk's decoded length differs from its declared length.
+    ChunkLength {
+        /// The declared length.
+        expected: u64,
+    },
+}
+
+impl fmt::Display for ReceiptProblem {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReceiptProblem::Missing => formatter.write_str("no receipt line for this transfer"),
+            ReceiptProblem::Repeated { count } => {
+                write!(
+                    formatter,
+                    "{count} receipt lines for this transfer, expected one"
+                )
+            }
+            ReceiptProblem::NotAtLineStart => {
+                formatter.write_str("the receipt marker is not at the start of its line")
+            }
+            ReceiptProblem::NotJson => formatter.write_str("the receipt is not JSON"),
+            ReceiptProblem::NotObject => formatter.write_str("the receipt is not a JSON object"),
+            ReceiptProblem::UnexpectedKind { expected } => {
+                write!(formatter, "the receipt is not of kind {expected:?}")
+            }
+            ReceiptProblem::MissingField(field) => write!(formatter, "field {field:?} is missing"),
+            ReceiptProblem::UnexpectedField => {
+                formatter.write_str("the receipt has unexpected fields")
+            }
+            ReceiptProblem::NotNonNegativeInteger(field) => {
+                write!(formatter, "field {field:?} is not a non-negative integer")
+            }
+            ReceiptProblem::NumberMismatch {
+                field,
+                expected,
+                actual,
+            } => {
+                write!(
+                    formatter,
+                    "field {field:?} is {actual}, expected {expected}"
+                )
+            }
+            ReceiptProblem::InvalidValue(field) => {
+                write!(formatter, "field {field:?} has an invalid value")
+            }
+            ReceiptProblem::ValueMismatch(field) => {
+                write!(formatter, "field {field:?} differs from the expected value")
+            }
+            ReceiptProblem::ChunkLength { expected } => {
+                write!(
+                    formatter,
+                    "the chunk data does not decode to {expected} bytes"
+                )
+            }
+        }
+    }
+}
+
+/// A parsed reply: the step's receipt, or the kernel-side exception the transfer code caught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Reply<T> {
+    Receipt(T),
+    Exception {
+        class_name: String,
+        /// Only for the promote step: the destination was linked before the exception.
+        committed: bool,
+    },
+}
+
+/// Finds the single receipt object for `nonce` in `output`.
+pub(crate) fn find_receipt(
+    output: &str,
+    nonce: &Nonce,
+) -> Result<Map<String, Value>, ReceiptProblem> {
+    let prefix = format!("{RECEIPT_MARKER}{nonce}:");
+    let mut found = None;
+    let mut count = 0;
+    for line in output.split('\n') {
+        if line.contains(&prefix) {
+            count += 1;
+            found = Some(line);
+        }
+    }
+    let line = match (count, found) {
+        (1, Some(line)) => line,
+        (0, _) | (_, None) => return Err(ReceiptProblem::Missing),
+        (count, _) => return Err(ReceiptProblem::Repeated { count }),
+    };
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let json = line
+        .strip_prefix(&prefix)
+        .ok_or(ReceiptProblem::NotAtLineStart)?;
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ReceiptProblem::NotObject),
+        Err(_) => Err(ReceiptProblem::NotJson),
+    }
+}
+
+/// Reads a receipt's fields, tracking which ones were looked at so extras are refused.
+struct Fields {
+    object: Map<String, Value>,
+    seen: usize,
+}
+
+impl Fields {
+    fn get(&mut self, field: &'static str) -> Result<&Value, ReceiptProblem> {
+        let value = self
+            .object
+            .get(field)
+            .ok_or(ReceiptProblem::MissingField(field))?;
+        self.seen += 1;
+        Ok(value)
+    }
+
+    fn has(&self, field: &str) -> bool {
+        self.object.contains_key(field)
+    }
+
+    fn integer(&mut self, field: &'static str) -> Result<u64, ReceiptProblem> {
+        match self.get(field)?.as_u64() {
+            Some(value) if value <= MAX_SAFE_INTEGER => Ok(value),
+            _ => Err(ReceiptProblem::NotNonNegativeInteger(field)),
+        }
+    }
+
+    fn integer_equal(&mut self, field: &'static str, expected: u64) -> Result<(), ReceiptProblem> {
+        let actual = self.integer(field)?;
+        if actual == expected {
+            Ok(())
+        } else {
+            Err(ReceiptProblem::NumberMismatch {
+                field,
+                expected,
+                actual,
+            })
+        }
+    }
+
+    fn string(&mut self, field: &'static str) -> Result<&str, ReceiptProblem> {
+        self.get(field)?
+            .as_str()
+            .ok_or(ReceiptProblem::InvalidValue(field))
+    }
+
+    fn boolean(&mut self, field: &'static str) -> Result<bool, ReceiptProblem> {
+        self.get(field)?
+            .as_bool()
+            .ok_or(ReceiptProblem::InvalidValue(field))
+    }
+
+    fn sha256(&mut self) -> Result<String, ReceiptProblem> {
+        let text = self.string("sha256")?;
+        let valid = text.len() == 64
+            && text
+                .bytes()
+                .all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'));
+        if valid {
+            Ok(text.to_owned())
+        } else {
+            Err(ReceiptProblem::InvalidValue("sha256"))
+        }
+    }
+
+    fn finish(self) -> Result<(), ReceiptProblem> {
+        if self.seen == self.object.len() {
+            Ok(())
+        } else {
+            Err(ReceiptProblem::UnexpectedField)
+        }
+    }
+}
+
+/// Parses the reply to a step whose receipt has kind `kind`; `read` takes the kind's fields.
+/// `committed_allowed` admits `"committed": true` on error receipts (promote step only).
+fn parse<T>(
+    output: &str,
+    nonce: &Nonce,
+    kind: &'static str,
+    committed_allowed: bool,
+    read: impl FnOnce(&mut Fields) -> Result<T, ReceiptProblem>,
+) -> Result<Reply<T>, ReceiptProblem> {
+    let object = find_receipt(output, nonce)?;
+    let mut fields = Fields { object, seen: 0 };
+    let received_kind = match fields.get("kind") {
+        Ok(Value::String(received)) => received.clone(),
+        Ok(_) | Err(_) => return Err(ReceiptProblem::UnexpectedKind { expected: kind }),
+    };
+    if received_kind == "error" {
+        let class_name = fields.string("type")?.to_owned();
+        if !is_class_name(&class_name) {
+            return Err(ReceiptProblem::InvalidValue("type"));
+        }
+        let committed = if committed_allowed && fields.has("committed") {
+            if !fields.boolean("committed")? {
+                return Err(ReceiptProblem::InvalidValue("committed"));
+            }
+            true
+        } else {
+            false
+        };
+        fields.finish()?;
+        return Ok(Reply::Exception {
+            class_name,
+            committed,
+        });
+    }
+    if received_kind != kind {
+        return Err(ReceiptProblem::UnexpectedKind { expected: kind });
+    }
+    let value = read(&mut fields)?;
+    fields.finish()?;
+    Ok(Reply::Receipt(value))
+}
+
+/// `{"kind":"init"}`.
+pub(crate) fn parse_create(output: &str, nonce: &Nonce) -> Result<Reply<()>, ReceiptProblem> {
+    parse(output, nonce, "init", false, |_| Ok(()))
+}
+
+/// `{"kind":"chunk","offset":N,"bytes":N}` with both numbers as expected.
+pub(crate) fn parse_append(
+    output: &str,
+    nonce: &Nonce,
+    offset: u64,
+    bytes: u64,
+) -> Result<Reply<()>, ReceiptProblem> {
+    parse(output, nonce, "chunk", false, |fields| {
+        fields.integer_equal("offset", offset)?;
+        fields.integer_equal("bytes", bytes)
+    })
+}
+
+/// `{"kind":"done","bytes":N,"sha256":HEX}` with both as expected (upload promotion).
+pub(crate) fn parse_promote(
+    output: &str,
+    nonce: &Nonce,
+    bytes: u64,
+    sha256: &str,
+) -> Result<Reply<()>, ReceiptProblem> {
+    parse(output, nonce, "done", true, |fields| {
+        fields.integer_equal("bytes", bytes)?;
+        if fields.sha256()? == sha256 {
+            Ok(())
+        } else {
+            Err(ReceiptProblem::ValueMismatch("sha256"))
+        }
+    })
+}
+
+/// `{"kind":"clean","removed":BOOL}`.
+pub(crate) fn parse_remove(output: &str, nonce: &Nonce) -> Result<Reply<bool>, ReceiptProblem> {
+    parse(output, nonce, "clean", false, |fields| {
+        fields.boolean("removed")
+    })
+}
+
+/// `{"kind":"meta","bytes":N}`; the size is returned for the machine to judge.
+pub(crate) fn parse_inspect(output: &str, nonce: &Nonce) -> Result<Reply<u64>, ReceiptProblem> {
+    parse(output, nonce, "meta", false, |fields| {
+        fields.integer("bytes")
+    })
+}
+
+/// `{"kind":"chunk","offset":N,"bytes":N,"encoding":E,"data":BASE64}`; returns the decoded bytes.
+pub(crate) fn parse_read(
+    output: &str,
+    nonce: &Nonce,
+    offset: u64,
+    len: u64,
+) -> Result<Reply<Vec<u8>>, ReceiptProblem> {
+    parse(output, nonce, "chunk", false, |fields| {
+        fields.integer_equal("offset", offset)?;
+        fields.integer_equal("bytes", len)?;
+        let compressed = match fields.string("encoding")? {
+            "raw" => false,
+            "zlib" => true,
+            _ => return Err(ReceiptProblem::InvalidValue("encoding")),
+        };
+        let encoded = BASE64
+            .decode(fields.string("data")?)
+            .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
+        let decoded = if compressed {
+            inflate_at_most(&encoded, len)?
+        } else {
+            encoded
+        };
+        if decoded.len() as u64 == len {
+            Ok(decoded)
+        } else {
+            Err(ReceiptProblem::ChunkLength { expected: len })
+        }
+    })
+}
+
+/// Inflates zlib data, reading at most one byte more than `len` so a hostile stream cannot
+/// balloon memory.
+fn inflate_at_most(encoded: &[u8], len: u64) -> Result<Vec<u8>, ReceiptProblem> {
+    let mut decoded = Vec::new();
+    flate2::read::ZlibDecoder::new(encoded)
+        .take(len.saturating_add(1))
+        .read_to_end(&mut decoded)
+        .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
+    Ok(decoded)
+}
+
+/// `{"kind":"done","bytes":N,"sha256":HEX}`; returned for the machine to compare (download).
+pub(crate) fn parse_hash(
+    output: &str,
+    nonce: &Nonce,
+) -> Result<Reply<(u64, String)>, ReceiptProblem> {
+    parse(output, nonce, "done", false, |fields| {
+        Ok((fields.integer("bytes")?, fields.sha256()?))
+    })
+}
+
+/// Parses arbitrary bytes as a kernel reply to every kind of step, and drives both machines with
+/// them as every reply. For fuzzing: it must never panic, whatever `data` holds.
+pub fn check_reply_parsing(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let Ok(nonce) = Nonce::parse("fuzz-nonce") else {
+        return;
+    };
+    let _ = parse_create(&text, &nonce);
+    let _ = parse_append(&text, &nonce, 0, 3);
+    let _ = parse_promote(&text, &nonce, 3, &"0".repeat(64));
+    let _ = parse_remove(&text, &nonce);
+    let _ = parse_inspect(&text, &nonce);
+    let _ = parse_read(&text, &nonce, 0, 3);
+    let _ = parse_hash(&text, &nonce);
+    crate::machine::drive_with_constant_reply(&text, &nonce);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nonce() -> Nonce {
+        Nonce::parse("nonce-123").unwrap()
+    }
+
+    fn line(json: &str) -> String {
+        format!("{RECEIPT_MARKER}nonce-123:{json}\n")
+    }
+
+    #[test]
+    fn exactly_one_receipt_line_with_our_nonce_counts() {
+        let good = line(r#"{"kind":"init"}"#);
+        assert_eq!(parse_create(&good, &nonce()), Ok(Reply::Receipt(())));
+        let noisy = format!("hello\n{}{good}tail", "x\r\n");
+        assert_eq!(parse_create(&noisy, &nonce()), Ok(Reply::Receipt(())));
+        let crlf = good.replace('\n', "\r\n");
+        assert_eq!(parse_create(&crlf, &nonce()), Ok(Reply::Receipt(())));
+        assert_eq!(parse_create("", &nonce()), Err(ReceiptProblem::Missing));
+        let other = format!("{RECEIPT_MARKER}nonce-1234:{{\"kind\":\"init\"}}\n");
+        assert_eq!(parse_create(&other, &nonce()), Err(ReceiptProblem::Missing));
+        assert_eq!(
+            parse_create(&format!("{good}{good}"), &nonce()),
+            Err(ReceiptProblem::Repeated { count: 2 })
+        );
+        assert_eq!(
+            parse_create(&format!("x{good}"), &nonce()),
+            Err(ReceiptProblem::NotAtLineStart)
+        );
+        assert_eq!(
+            parse_create(&line(r#"{"kind":"in"#), &nonce()),
+            Err(ReceiptProblem::NotJson)
+        );
+        assert_eq!(
+            parse_create(&line("[1]"), &nonce()),
+            Err(ReceiptProblem::NotObject)
+        );
+        assert_eq!(
+            parse_create(&line(r#"{"kind":"init","x":1}"#), &nonce()),
+            Err(ReceiptProblem::UnexpectedField)
+        );
+        assert_eq!(
+            parse_create(&line(r#"{"kind":"done"}"#), &nonce()),
+            Err(ReceiptProblem::UnexpectedKind { expected: "init" })
+        );
+    }
+
+    #[test]
+    fn numbers_must_be_exact_non_negative_integers() {
+        let check = |json: &str| parse_append(&line(json), &nonce(), 5, 7);
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":5,"bytes":7}"#),
+            Ok(Reply::Receipt(()))
+        );
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":6,"bytes":7}"#),
+            Err(ReceiptProblem::NumberMismatch {
+                field: "offset",
+                expected: 5,
+                actual: 6
+            })
+        );
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":5.0,"bytes":7}"#),
+            Err(ReceiptProblem::NotNonNegativeInteger("offset"))
+        );
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":-5,"bytes":7}"#),
+            Err(ReceiptProblem::NotNonNegativeInteger("offset"))
+        );
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":"5","bytes":7}"#),
+            Err(ReceiptProblem::NotNonNegativeInteger("offset"))
+        );
+        assert_eq!(
+            check(r#"{"kind":"chunk","offset":5}"#),
+            Err(ReceiptProblem::MissingField("bytes"))
+        );
+        assert_eq!(
+            parse_inspect(
+                &line(r#"{"kind":"meta","bytes":9007199254740992}"#),
+                &nonce()
+            ),
+            Err(ReceiptProblem::NotNonNegativeInteger("bytes"))
+        );
+    }
+
+    #[test]
+    fn exceptions_come_back_by_class_name_only() {
+        let reply = parse_create(
+            &line(r#"{"kind":"error","type":"PermissionError"}"#),
+            &nonce(),
+        );
+        assert_eq!(
+            reply,
+            Ok(Reply::Exception {
+                class_name: "PermissionError".into(),
+                committed: false
+            })
+        );
+        let reply = parse_create(
+            &line(r#"{"kind":"error","type":"no such file: /secret"}"#),
+            &nonce(),
+        );
+        assert_eq!(reply, Err(ReceiptProblem::InvalidValue("type")));
+        let committed = line(r#"{"kind":"error","type":"PermissionError","committed":true}"#);
+        assert_eq!(
+            parse_create(&committed, &nonce()),
+            Err(ReceiptProblem::UnexpectedField)
+        );
+        let sha = "a".repeat(64);
+        assert_eq!(
+            parse_promote(&committed, &nonce(), 1, &sha),
+            Ok(Reply::Exception {
+                class_name: "PermissionError".into(),
+                committed: true
+            })
+        );
+        let not_committed = line(r#"{"kind":"error","type":"PermissionError","committed":false}"#);
+        assert_eq!(
+            parse_promote(&not_committed, &nonce(), 1, &sha),
+            Err(ReceiptProblem::InvalidValue("committed"))
+        );
+    }
+
+    #[test]
+    fn chunks_decode_raw_and_zlib_and_must_have_the_declared_length() {
+        let raw = line(&format!(
+            r#"{{"kind":"chunk","offset":0,"bytes":3,"encoding":"raw","data":"{}"}}"#,
+            BASE64.encode(b"abc")
+        ));
+        assert_eq!(
+            parse_read(&raw, &nonce(), 0, 3),
+            Ok(Reply::Receipt(b"abc".to_vec()))
+        );
+        let chunk = crate::request::EncodedChunk::encode(&[7u8; 4000]);
+        let zlib = line(&format!(
+            r#"{{"kind":"chunk","offset":8,"bytes":4000,"encoding":"zlib","data":"{}"}}"#,
+            BASE64.encode(&chunk.encoded)
+        ));
+        assert_eq!(
+            parse_read(&zlib, &nonce(), 8, 4000),
+            Ok(Reply::Receipt(vec![7u8; 4000]))
+        );
+        assert_eq!(
+            parse_read(&zlib.replace("4000", "3999"), &nonce(), 8, 3999),
+            Err(ReceiptProblem::ChunkLength { expected: 3999 })
+        );
+        assert_eq!(
+            parse_read(&raw.replace("raw", "gzip"), &nonce(), 0, 3),
+            Err(ReceiptProblem::InvalidValue("encoding"))
+        );
+        assert_eq!(
+            parse_read(&raw.replace("YWJj", "YWJ!"), &nonce(), 0, 3),
+            Err(ReceiptProblem::InvalidValue("data"))
+        );
+    }
+
+    #[test]
+    fn hashes_must_be_lowercase_hex() {
+        let upper = line(&format!(
+            r#"{{"kind":"done","bytes":1,"sha256":"{}"}}"#,
+            "A".repeat(64)
+        ));
+        assert_eq!(
+            parse_hash(&upper, &nonce()),
+            Err(ReceiptProblem::InvalidValue("sha256"))
+        );
+        let short = line(r#"{"kind":"done","bytes":1,"sha256":"abc"}"#);
+        assert_eq!(
+            parse_hash(&short, &nonce()),
+            Err(ReceiptProblem::InvalidValue("sha256"))
+        );
+    }
+
+    #[test]
+    fn the_fuzz_entry_point_survives_odd_input() {
+        for sample in [
+            &b""[..],
+            b"\xff\xfe",
+            b"__JUPYTER_MCP_FILE_RECEIPT__fuzz-nonce:{\"kind\":\"error\",\"type\":\"X\"}",
+            b"__JUPYTER_MCP_FILE_RECEIPT__fuzz-nonce:{\"kind\":\"chunk\",\"offset\":0,\"bytes\":3,\"encoding\":\"zlib\",\"data\":\"eJw=\"}",
+        ] {
+            check_reply_parsing(sample);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Kernel-side requests: their structure, and their rendering as Python source.
+//!
+//! A request is kept as data ([`KernelRequest`]) so tests can execute its meaning directly;
+//! [`KernelRequest::to_python`] renders the source a host sends to the kernel. The rendering is
+//! two lines of ASCII:
+//!
+//! ```text
+//! # jupyter-mcp-transfer-request <nonce> <sequence>
+//! (lambda b: b.exec(b.compile(<program>, "<jupyter-mcp-transfer-<nonce>-<sequence>>", "exec"), {"__builtins__": b, "NONCE": ..., "REQUEST": <json>, "PAYLOAD": <base64>}))(__import__("builtins"))
+//! ```
+//!
+//! The lambda binds no name in the user's namespace and reaches `exec` and `compile` through the
+//! `builtins` module, so user variables named `compile` or `exec` do not matter. The first line is
+//! the tag by which later requests recognise and drop this source from `linecache`.
+
+use std::io::Write as _;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use flate2::Compression;
+use flate2::write::ZlibEncoder;
+use serde_json::json;
+
+use crate::names::Nonce;
+
+/// The kernel program every request runs (see `kernel_body.py`).
+pub(crate) const KERNEL_PROGRAM: &str = include_str!("kernel_body.py");
+
+/// The first line of every request, by which requests recognise each other in `linecache`.
+pub const REQUEST_TAG: &str = "# jupyter-mcp-transfer-request";
+
+/// How a chunk's bytes travel inside the base64 literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChunkEncoding {
+    /// The bytes as they are.
+    Raw,
+    /// zlib-compressed (RFC 1950), used when that saves at least 10 %.
+    Zlib,
+}
+
+impl ChunkEncoding {
+    /// The wire name (`"raw"` or `"zlib"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChunkEncoding::Raw => "raw",
+            ChunkEncoding::Zlib => "zlib",
+        }
+    }
+}
+
+/// A chunk prepared for the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedChunk {
+    /// How `encoded` relates to the original bytes.
+    pub encoding: ChunkEncoding,
+    /// The original length.
+    pub raw_len: u64,
+    /// The bytes that get base64-encoded into the request.
+    pub encoded: Vec<u8>,
+}
+
+impl EncodedChunk {
+    /// Encodes a chunk, compressing it when zlib saves at least 10 %.
+    pub fn encode(raw: &[u8]) -> EncodedChunk {
+        let compressed = zlib_compress(raw);
+        if saves_ten_percent(raw.len(), compressed.len()) {
+            EncodedChunk {
+                encoding: ChunkEncoding::Zlib,
+                raw_len: raw.len() as u64,
+                encoded: compressed,
+            }
+        } else {
+            EncodedChunk {
+                encoding: ChunkEncoding::Raw,
+                raw_len: raw.len() as u64,
+                encoded: raw.to_vec(),
+            }
+        }
+    }
+}
+
+/// Whether compressing `raw_len` bytes into `compressed_len` saves at least 10 %.
+pub fn saves_ten_percent(raw_len: usize, compressed_len: usize) -> bool {
+    raw_len > 0 && (compressed_len as u128) * 10 <= (raw_len as u128) * 9
+}
+
+fn zlib_compress(raw: &[u8]) -> Vec<u8> {
+    let mut encoder = ZlibEncoder::new(
+        Vec::with_capacity(raw.len() / 2 + 64),
+        Compression::default(),
+    );
+    // Writing into a Vec cannot fail.
+    let _ = encoder.write_all(raw);
+    encoder.finish().unwrap_or_default()
+}
+
+/// What one kernel step does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KernelOperation {
+    /// Upload: create `temp_path` exclusively (it must not exist). Receipt `{"kind":"init"}`.
+    CreateTemp {
+        /// `<kernelPath>.jupyter-mcp-<nonce>.part`.
+        temp_path: String,
+    },
+    /// Upload: append a chunk, checking that the file's end is at `offset`.
+    /// Receipt `{"kind":"chunk","offset":N,"bytes":N}`.
+    AppendChunk {
+        /// The temp file.
+        temp_path: String,
+        /// Where the chunk starts.
+        offset: u64,
+        /// The chunk; its base64 is the request's only payload.
+        chunk: EncodedChunk,
+    },
+    /// Upload: check size and SHA-256 of the temp file, then promote it: `os.replace` with
+    /// overwrite, otherwise hard link and unlink (never replacing an existing destination).
+    /// Receipt `{"kind":"done","bytes":N,"sha256":HEX}`; when only the unlink after the link
+    /// failed, `{"kind":"error","type":NAME,"committed":true}`.
+    PromoteTemp {
+        /// The temp file.
+        temp_path: String,
+        /// The destination (`kernelPath`).
+        destination_path: String,
+        /// Expected size.
+        bytes: u64,
+        /// Expected lowercase hex SHA-256.
+        sha256: String,
+        /// Replace an existing destination.
+        overwrite: bool,
+    },
+    /// Upload: best-effort unlink of the temp file; a missing file is fine.
+    /// Receipt `{"kind":"clean","removed":BOOL}`.
+    RemoveTemp {
+        /// The temp file.
+        temp_path: String,
+    },
+    /// Download: stat the source and require a regular file. Receipt `{"kind":"meta","bytes":N}`.
+    InspectSource {
+        /// The source (`kernelPath`).
+        source_path: String,
+    },
+    /// Download: read exactly `len` bytes at `offset`, compressed when zlib saves 10 %.
+    /// Receipt `{"kind":"chunk","offset":N,"bytes":N,"encoding":"raw"|"zlib","data":BASE64}`.
+    ReadChunk {
+        /// The source.
+        source_path: String,
+        /// Where to read.
+        offset: u64,
+        /// How much to read.
+        len: u64,
+    },
+    /// Download: hash the whole source independently. Receipt `{"kind":"done","bytes":N,"sha256":HEX}`.
+    HashSource {
+        /// The source.
+        source_path: String,
+    },
+}
+
+impl KernelOperation {
+    /// The JSON that travels as `REQUEST`: the wire form of this operation, without payload.
+    pub fn wire_json(&self) -> serde_json::Value {
+        match self {
+            KernelOperation::CreateTemp { temp_path } => {
+                json!({"op": "create_temp", "temp": temp_path})
+            }
+            KernelOperation::AppendChunk {
+                temp_path,
+                offset,
+                chunk,
+            } => json!({
+                "op": "append_chunk",
+                "temp": temp_path,
+                "offset": offset,
+                "bytes": chunk.raw_len,
+                "encoding": chunk.encoding.as_str(),
+            }),
+            KernelOperation::PromoteTemp {
+                temp_path,
+                destination_path,
+                bytes,
+                sha256,
+                overwrite,
+            } => json!({
+                "op": "promote_temp",
+                "temp": temp_path,
+                "destination": destination_path,
+                "bytes": bytes,
+                "sha256": sha256,
+                "overwrite": overwrite,
+            }),
+            KernelOperation::RemoveTemp { temp_path } => {
+                json!({"op": "remove_temp", "temp": temp_path})
+            }
+            KernelOperation::InspectSource { source_path } => {
+                json!({"op": "inspect_source", "source": source_path})
+            }
+            KernelOperation::ReadChunk {
+                source_path,
+                offset,
+                len,
+            } => json!({
+                "op": "read_chunk",
+                "source": source_path,
+                "offset": offset,
+                "bytes": len,
+            }),
+            KernelOperation::HashSource { source_path } => {
+                json!({"op": "hash_source", "source": source_path})
+            }
+        }
+    }
+}
+
+/// One request to run in the kernel: an operation, tagged with the transfer's nonce and the
+/// step's sequence number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelRequest {
+    /// The transfer's nonce; the receipt line must carry it.
+    pub nonce: Nonce,
+    /// The step's number within the transfer, starting at 1 (part of the tag and file name).
+    pub sequence: u32,
+    /// What to do.
+    pub operation: KernelOperation,
+}
+
+impl KernelRequest {
+    /// The Python source to execute in an IPython kernel for this request.
+    ///
+    /// The source is ASCII, two lines, and carries the payload (if any) exactly once, as base64.
+    /// Hosts should execute it with `store_history: false` (see the crate documentation).
+    pub fn to_python(&self) -> String {
+        let nonce = self.nonce.as_str();
+        let sequence = self.sequence;
+        let payload = match &self.operation {
+            KernelOperation::AppendChunk { chunk, .. } => BASE64.encode(&chunk.encoded),
+            _ => String::new(),
+        };
+        format!(
+            "{REQUEST_TAG} {nonce} {sequence}\n\
+             (lambda b: b.exec(b.compile({program}, {filename}, \"exec\"), \
+             {{\"__builtins__\": b, \"NONCE\": {nonce_literal}, \"REQUEST\": {request}, \"PAYLOAD\": \"{payload}\"}}))\
+             (__import__(\"builtins\"))\n",
+            program = python_string_literal(KERNEL_PROGRAM),
+            filename = python_string_literal(&format!("<jupyter-mcp-transfer-{nonce}-{sequence}>")),
+            nonce_literal = python_string_literal(nonce),
+            request = python_string_literal(&self.operation.wire_json().to_string()),
+        )
+    }
+}
+
+/// A double-quoted Python string literal for `text`, in printable ASCII only.
+pub(crate) fn python_string_literal(text: &str) -> String {
+    let mut literal = String::with_capacity(text.len() + 2);
+    literal.push('"');
+    for character in text.chars() {
+        match character {
+            '\\' => literal.push_str("\\\\"),
+            '"' => literal.push_str("\\\""),
+            ' '..='~' => literal.push(character),
+            '\n' => literal.push_str("\\n"),
+            _ if (character as u32) < 0x1_0000 => {
+                literal.push_str(&format!("\\u{:04x}", character as u32));
+            }
+            _ => literal.push_str(&format!("\\U{:08x}", character as u32)),
+        }
+    }
+    literal.push('"');
+    literal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nonce() -> Nonce {
+        Nonce::parse("0f8fad5b-d9cb-469f-a165-70867728950e").unwrap()
+    }
+
+    #[test]
+    fn literals_are_ascii_and_escape_everything_else() {
+        expect_test::expect![[r#""a\"b\\c\nd\u0000\u00e4\U0001f600'""#]]
+            .assert_eq(&python_string_literal("a\"b\\c\nd\0ä😀'"));
+    }
+
+    #[test]
+    fn compression_is_used_only_when_it_saves_ten_percent() {
+        assert!(saves_ten_percent(100, 90));
+        assert!(!saves_ten_percent(100, 91));
+        assert!(!saves_ten_percent(0, 0));
+        let compressible = EncodedChunk::encode(&[b'a'; 1000]);
+        assert_eq!(compressible.encoding, ChunkEncoding::Zlib);
+        assert_eq!(compressible.raw_len, 1000);
+        let tiny = EncodedChunk::encode(b"abc");
+        assert_eq!(tiny.encoding, ChunkEncoding::Raw);
+        assert_eq!(tiny.encoded, b"abc");
+    }
+
+    #[test]
+    fn requests_render_as_two_ascii_lines_carrying_the_payload_once() {
+        let chunk = EncodedChunk::encode(b"payload bytes that are not compressible enough");
+        let payload = BASE64.encode(&chunk.encoded);
+        let request = KernelRequest {
+            nonce: nonce(),
+            sequence: 3,
+            operation: KernelOperation::AppendChunk {
+                temp_path: "/tmp/d\u{e4}t\u{e4} \"q\".bin.jupyter-mcp-x.part".into(),
+                offset: 262_144,
+                chunk,
+            },
+        };
+        let code = request.to_python();
+        assert!(code.is_ascii());
+        assert_eq!(code.lines().count(), 2);
+        assert_eq!(code.matches(&payload).count(), 1);
+        let first_line = code.lines().next().unwrap();
+        expect_test::expect![
+            "# jupyter-mcp-transfer-request 0f8fad5b-d9cb-469f-a165-70867728950e 3"
+        ]
+        .assert_eq(first_line);
+        let second_line = code.lines().nth(1).unwrap();
+        let program = python_string_literal(KERNEL_PROGRAM);
+        expect_test::expect![[r#"(lambda b: b.exec(b.compile(<program>, "<jupyter-mcp-transfer-0f8fad5b-d9cb-469f-a165-70867728950e-3>", "exec"), {"__builtins__": b, "NONCE": "0f8fad5b-d9cb-469f-a165-70867728950e", "REQUEST": "{\"bytes\":46,\"encoding\":\"raw\",\"offset\":262144,\"op\":\"append_chunk\",\"temp\":\"/tmp/d\u00e4t\u00e4 \\\"q\\\".bin.jupyter-mcp-x.part\"}", "PAYLOAD": "cGF5bG9hZCBieXRlcyB0aGF0IGFyZSBub3QgY29tcHJlc3NpYmxlIGVub3VnaA=="}))(__import__("builtins"))"#]]
+            .assert_eq(&second_line.replace(&program, "<program>"));
+    }
+
+    #[test]
+    fn the_kernel_program_tag_never_starts_the_second_line() {
+        // Requests are recognised by their first line only, so the program text (which mentions
+        // the tag) must not make any other line look like a request.
+        let code = KernelRequest {
+            nonce: nonce(),
+            sequence: 1,
+            operation: KernelOperation::CreateTemp {
+                temp_path: "/x.part".into(),
+            },
+        }
+        .to_python();
+        assert_eq!(
+            code.lines()
+                .filter(|line| line.starts_with(REQUEST_TAG))
+                .count(),
+            1
+        );
+        assert!(KERNEL_PROGRAM.contains(&format!("TAG = \"{REQUEST_TAG}\"")));
+        assert!(
+            KERNEL_PROGRAM.contains(&format!("MARKER = \"{}\"", crate::receipt::RECEIPT_MARKER))
+        );
+    }
+}

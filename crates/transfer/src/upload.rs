@@ -1,0 +1,472 @@
+//! The upload machine: host file → kernel file.
+//!
+//! Steps: check size and budget (`validate source`); create `<kernelPath>.jupyter-mcp-<nonce>.part`
+//! exclusively (`initialize remote temporary file`); for each chunk, read it on the host and
+//! append it in the kernel at the expected offset (`transfer chunk`); have the kernel check size
+//! and SHA-256 and promote the temp file (`verify and promote destination`). After a failure
+//! that may have left the temp file, a best-effort cleanup step runs first, unless the kernel
+//! died or restarted.
+
+use std::mem;
+
+use sha2::Digest as _;
+
+use crate::budget::KernelBudget;
+use crate::error::{Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError};
+use crate::machine::{
+    Action, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
+};
+use crate::names::temp_file_path;
+use crate::receipt::{self, Reply};
+use crate::request::{EncodedChunk, KernelOperation};
+
+/// Everything an upload needs to know before it starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadConfig {
+    /// The host file as the host resolved it (echoed in receipts and messages).
+    pub host_path: String,
+    /// The `kernelPath` argument, before normalisation.
+    pub kernel_path: String,
+    /// This transfer's nonce (a fresh random UUID).
+    pub nonce: String,
+    /// The host file's size, from the host's `stat` of the opened file.
+    pub file_size: u64,
+    /// Replace an existing destination (default false).
+    pub overwrite: bool,
+    /// The largest file the caller accepts (default 64 MiB).
+    pub max_bytes: u64,
+    /// Chunk size (default and maximum 256 KiB; smaller values exist for tests).
+    pub chunk_size: usize,
+}
+
+impl UploadConfig {
+    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks.
+    pub fn new(
+        host_path: impl Into<String>,
+        kernel_path: impl Into<String>,
+        nonce: impl Into<String>,
+        file_size: u64,
+    ) -> UploadConfig {
+        UploadConfig {
+            host_path: host_path.into(),
+            kernel_path: kernel_path.into(),
+            nonce: nonce.into(),
+            file_size,
+            overwrite: false,
+            max_bytes: crate::DEFAULT_MAX_BYTES,
+            chunk_size: crate::CHUNK_SIZE,
+        }
+    }
+}
+
+/// One upload's state machine. See [`TransferMachine`] for the driving loop.
+#[derive(Debug)]
+pub struct Upload {
+    common: Common,
+    temp_path: String,
+    file_size: u64,
+    /// The SHA-256 sent with the promote step.
+    sha256: String,
+    /// Whether the kernel temp file may exist (so cleanup is worth asking for).
+    remote_temp_may_exist: bool,
+    /// False once the kernel died or restarted: no more code goes to it.
+    kernel_usable: bool,
+    state: State,
+}
+
+#[derive(Debug)]
+enum State {
+    Next(Next),
+    Awaiting(Awaiting),
+    Finished(Action),
+}
+
+/// Decided but not yet handed out.
+#[derive(Debug)]
+enum Next {
+    Validate,
+    Read { offset: u64 },
+    Send { offset: u64, bytes: Vec<u8> },
+    Promote,
+    Cleanup(Pending),
+    Finish(Action),
+}
+
+/// Handed out, waiting for the host's event.
+#[derive(Debug)]
+enum Awaiting {
+    Create,
+    Read { offset: u64, len: usize },
+    Append { offset: u64, len: u64 },
+    Promote,
+    Cleanup(Pending),
+}
+
+impl Upload {
+    /// Validates the arguments (kernel path, nonce, limits). Size and budget are judged by the
+    /// first action, as phase `validate source`.
+    pub fn new(config: UploadConfig) -> Result<Upload, TransferError> {
+        let common = validate_common(
+            Direction::Upload,
+            &config.host_path,
+            &config.kernel_path,
+            &config.nonce,
+            config.overwrite,
+            config.max_bytes,
+            config.chunk_size,
+        )?;
+        let temp_path = temp_file_path(common.kernel_path.as_str(), &common.nonce);
+        Ok(Upload {
+            common,
+            temp_path,
+            file_size: config.file_size,
+            sha256: String::new(),
+            remote_temp_may_exist: false,
+            kernel_usable: true,
+            state: State::Next(Next::Validate),
+        })
+    }
+
+    /// The kernel-side temp file: `<kernelPath>.jupyter-mcp-<nonce>.part`.
+    pub fn temp_path(&self) -> &str {
+        &self.temp_path
+    }
+
+    /// The next action; see [`TransferMachine::next_action`].
+    pub fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
+        match mem::replace(&mut self.state, State::Next(Next::Validate)) {
+            State::Next(next) => self.emit(next, budget),
+            State::Awaiting(awaiting) => {
+                // The host asked again without answering: the outstanding step's outcome is
+                // unknown.
+                let next = self.on_unanswered(awaiting);
+                self.emit(next, budget)
+            }
+            State::Finished(action) => {
+                self.state = State::Finished(action.clone());
+                action
+            }
+        }
+    }
+
+    /// Feeds the host's answer; see [`TransferMachine::handle`].
+    pub fn handle(&mut self, event: Event) {
+        self.state = match mem::replace(&mut self.state, State::Next(Next::Validate)) {
+            State::Awaiting(awaiting) => State::Next(self.on_event(awaiting, event)),
+            State::Next(next) => State::Next(self.on_event_without_action(next)),
+            finished @ State::Finished(_) => finished,
+        };
+    }
+
+    fn emit(&mut self, next: Next, budget: &mut KernelBudget) -> Action {
+        let (action, state) = match next {
+            Next::Validate => {
+                if self.file_size > self.common.max_bytes {
+                    let cause = Cause::TooLarge {
+                        bytes: self.file_size,
+                        max_bytes: self.common.max_bytes,
+                    };
+                    let next = self.fail(Phase::ValidateSource, cause);
+                    return self.emit(next, budget);
+                }
+                if let Err(refusal) = budget.check(self.file_size) {
+                    let cause = Cause::BudgetExhausted {
+                        needed: refusal.needed,
+                        remaining: refusal.remaining,
+                        limit: refusal.limit,
+                    };
+                    let next = self.fail(Phase::ValidateSource, cause);
+                    return self.emit(next, budget);
+                }
+                self.remote_temp_may_exist = true;
+                let operation = KernelOperation::CreateTemp {
+                    temp_path: self.temp_path.clone(),
+                };
+                let action = self.common.kernel_step(
+                    operation,
+                    Deadline::Lookup,
+                    Phase::InitializeRemoteTemporaryFile,
+                );
+                (action, State::Awaiting(Awaiting::Create))
+            }
+            Next::Read { offset } => {
+                let len = (self.file_size - offset).min(self.common.chunk_size) as usize;
+                (
+                    Action::ReadHostChunk { offset, len },
+                    State::Awaiting(Awaiting::Read { offset, len }),
+                )
+            }
+            Next::Send { offset, bytes } => {
+                let len = bytes.len() as u64;
+                if let Err(refusal) = budget.try_charge(len) {
+                    let cause = Cause::BudgetExhausted {
+                        needed: refusal.needed,
+                        remaining: refusal.remaining,
+                        limit: refusal.limit,
+                    };
+                    let next = self.fail(Phase::TransferChunk, cause);
+                    return self.emit(next, budget);
+                }
+                let operation = KernelOperation::AppendChunk {
+                    temp_path: self.temp_path.clone(),
+                    offset,
+                    chunk: EncodedChunk::encode(&bytes),
+                };
+                let action =
+                    self.common
+                        .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
+                (action, State::Awaiting(Awaiting::Append { offset, len }))
+            }
+            Next::Promote => {
+                self.sha256 = self.common.sha256_hex();
+                let operation = KernelOperation::PromoteTemp {
+                    temp_path: self.temp_path.clone(),
+                    destination_path: self.common.kernel_path.as_str().to_owned(),
+                    bytes: self.file_size,
+                    sha256: self.sha256.clone(),
+                    overwrite: self.common.overwrite,
+                };
+                let action = self.common.kernel_step(
+                    operation,
+                    Deadline::Lookup,
+                    Phase::VerifyAndPromoteDestination,
+                );
+                (action, State::Awaiting(Awaiting::Promote))
+            }
+            Next::Cleanup(pending) => {
+                let phase = match pending.outcome {
+                    Outcome::BeforeCommit(phase) => phase,
+                    Outcome::Uncertain | Outcome::Committed(_) => {
+                        Phase::VerifyAndPromoteDestination
+                    }
+                };
+                let operation = KernelOperation::RemoveTemp {
+                    temp_path: self.temp_path.clone(),
+                };
+                let action = self.common.kernel_step(operation, Deadline::Cleanup, phase);
+                (action, State::Awaiting(Awaiting::Cleanup(pending)))
+            }
+            Next::Finish(action) => (action.clone(), State::Finished(action)),
+        };
+        self.state = state;
+        action
+    }
+
+    fn on_event(&mut self, awaiting: Awaiting, event: Event) -> Next {
+        match awaiting {
+            Awaiting::Create => self.on_create(event),
+            Awaiting::Read { offset, len } => self.on_read(offset, len, event),
+            Awaiting::Append { offset, len } => self.on_append(offset, len, event),
+            Awaiting::Promote => self.on_promote(event),
+            Awaiting::Cleanup(pending) => self.on_cleanup(pending, event),
+        }
+    }
+
+    fn on_create(&mut self, event: Event) -> Next {
+        let phase = Phase::InitializeRemoteTemporaryFile;
+        match event {
+            Event::KernelReply(output) => {
+                match receipt::parse_create(&output, &self.common.nonce) {
+                    Ok(Reply::Receipt(())) => self.after_chunk(0),
+                    Ok(Reply::Exception { class_name, .. }) => {
+                        // Exclusive creation raised, so the temp file (if any) is not ours.
+                        self.remote_temp_may_exist = false;
+                        self.fail(phase, Cause::KernelException { class_name })
+                    }
+                    Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
+                }
+            }
+            Event::KernelFailed(failure) => self.kernel_failed(phase, failure),
+            Event::Cancelled => {
+                self.remote_temp_may_exist = false;
+                self.fail(phase, Cause::Cancelled)
+            }
+            Event::HostChunkRead(_) | Event::HostDone | Event::HostFailed(_) => {
+                self.fail(phase, Cause::HostProtocolViolation)
+            }
+        }
+    }
+
+    fn on_read(&mut self, offset: u64, len: usize, event: Event) -> Next {
+        let phase = Phase::TransferChunk;
+        match event {
+            Event::HostChunkRead(bytes) if bytes.len() == len => {
+                self.common.hasher.update(&bytes);
+                Next::Send { offset, bytes }
+            }
+            Event::HostChunkRead(bytes) => self.fail(
+                phase,
+                Cause::HostReadLength {
+                    expected: len,
+                    actual: bytes.len(),
+                },
+            ),
+            Event::HostFailed(kind) => self.fail(phase, Cause::HostIo(kind)),
+            Event::Cancelled => self.fail(phase, Cause::Cancelled),
+            Event::HostDone | Event::KernelReply(_) | Event::KernelFailed(_) => {
+                self.fail(phase, Cause::HostProtocolViolation)
+            }
+        }
+    }
+
+    fn on_append(&mut self, offset: u64, len: u64, event: Event) -> Next {
+        let phase = Phase::TransferChunk;
+        match event {
+            Event::KernelReply(output) => {
+                match receipt::parse_append(&output, &self.common.nonce, offset, len) {
+                    Ok(Reply::Receipt(())) => self.after_chunk(offset + len),
+                    Ok(Reply::Exception { class_name, .. }) => {
+                        self.fail(phase, Cause::KernelException { class_name })
+                    }
+                    Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
+                }
+            }
+            Event::KernelFailed(failure) => self.kernel_failed(phase, failure),
+            Event::Cancelled => self.fail(phase, Cause::Cancelled),
+            Event::HostChunkRead(_) | Event::HostDone | Event::HostFailed(_) => {
+                self.fail(phase, Cause::HostProtocolViolation)
+            }
+        }
+    }
+
+    fn on_promote(&mut self, event: Event) -> Next {
+        let phase = Phase::VerifyAndPromoteDestination;
+        match event {
+            Event::KernelReply(output) => {
+                match receipt::parse_promote(
+                    &output,
+                    &self.common.nonce,
+                    self.file_size,
+                    &self.sha256,
+                ) {
+                    Ok(Reply::Receipt(())) => {
+                        self.remote_temp_may_exist = false;
+                        Next::Finish(Action::Done(
+                            self.common.receipt(self.file_size, self.sha256.clone()),
+                        ))
+                    }
+                    Ok(Reply::Exception {
+                        class_name,
+                        committed: true,
+                    }) => {
+                        let receipt = self.common.receipt(self.file_size, self.sha256.clone());
+                        self.begin_failure(Pending {
+                            outcome: Outcome::Committed(receipt),
+                            cause: Cause::KernelException { class_name },
+                        })
+                    }
+                    Ok(Reply::Exception {
+                        class_name,
+                        committed: false,
+                    }) => {
+                        if class_name == "FileExistsError" && !self.common.overwrite {
+                            self.fail(phase, Cause::DestinationExists)
+                        } else {
+                            self.fail(phase, Cause::KernelException { class_name })
+                        }
+                    }
+                    Err(problem) => {
+                        self.begin_failure(Pending::uncertain(Cause::InvalidReceipt(problem)))
+                    }
+                }
+            }
+            Event::KernelFailed(failure) if failure.may_have_run() => {
+                self.kernel_usable &= failure.kernel_still_usable();
+                self.begin_failure(Pending::uncertain(Cause::Kernel(failure)))
+            }
+            Event::KernelFailed(failure) => self.fail(phase, Cause::Kernel(failure)),
+            Event::Cancelled => self.fail(phase, Cause::Cancelled),
+            Event::HostChunkRead(_) | Event::HostDone | Event::HostFailed(_) => {
+                self.begin_failure(Pending::uncertain(Cause::HostProtocolViolation))
+            }
+        }
+    }
+
+    fn on_cleanup(&mut self, pending: Pending, event: Event) -> Next {
+        let removed = match event {
+            Event::KernelReply(output) => {
+                matches!(
+                    receipt::parse_remove(&output, &self.common.nonce),
+                    Ok(Reply::Receipt(_))
+                )
+            }
+            _ => false,
+        };
+        let leftover = (!removed).then(|| self.leftover());
+        Next::Finish(self.common.conclude(pending, leftover))
+    }
+
+    /// The host answered with no action outstanding (a host bug).
+    fn on_event_without_action(&mut self, next: Next) -> Next {
+        let phase = match next {
+            Next::Cleanup(_) | Next::Finish(_) => return next,
+            Next::Validate => Phase::ValidateSource,
+            Next::Read { .. } | Next::Send { .. } => Phase::TransferChunk,
+            Next::Promote => Phase::VerifyAndPromoteDestination,
+        };
+        self.fail(phase, Cause::HostProtocolViolation)
+    }
+
+    /// The host asked for the next action without answering the last one (a host bug).
+    fn on_unanswered(&mut self, awaiting: Awaiting) -> Next {
+        match awaiting {
+            Awaiting::Create => self.fail(
+                Phase::InitializeRemoteTemporaryFile,
+                Cause::HostProtocolViolation,
+            ),
+            Awaiting::Read { .. } | Awaiting::Append { .. } => {
+                self.fail(Phase::TransferChunk, Cause::HostProtocolViolation)
+            }
+            Awaiting::Promote => {
+                self.begin_failure(Pending::uncertain(Cause::HostProtocolViolation))
+            }
+            Awaiting::Cleanup(pending) => {
+                Next::Finish(self.common.conclude(pending, Some(self.leftover())))
+            }
+        }
+    }
+
+    fn after_chunk(&self, offset: u64) -> Next {
+        if offset >= self.file_size {
+            Next::Promote
+        } else {
+            Next::Read { offset }
+        }
+    }
+
+    fn kernel_failed(&mut self, phase: Phase, failure: KernelFailure) -> Next {
+        self.kernel_usable &= failure.kernel_still_usable();
+        self.fail(phase, Cause::Kernel(failure))
+    }
+
+    fn fail(&mut self, phase: Phase, cause: Cause) -> Next {
+        self.begin_failure(Pending::before_commit(phase, cause))
+    }
+
+    /// Cleanup first if the temp file may exist and the kernel can still take code.
+    fn begin_failure(&mut self, pending: Pending) -> Next {
+        if self.remote_temp_may_exist && self.kernel_usable {
+            Next::Cleanup(pending)
+        } else {
+            let leftover = self.remote_temp_may_exist.then(|| self.leftover());
+            Next::Finish(self.common.conclude(pending, leftover))
+        }
+    }
+
+    fn leftover(&self) -> Leftover {
+        Leftover {
+            side: Side::Kernel,
+            path: self.temp_path.clone(),
+        }
+    }
+}
+
+impl TransferMachine for Upload {
+    fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
+        Upload::next_action(self, budget)
+    }
+
+    fn handle(&mut self, event: Event) {
+        Upload::handle(self, event);
+    }
+}

@@ -19,7 +19,10 @@ use serde_json::{Map, Value};
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .expect("workspace root")
 }
 
 /// The Python with ipykernel, nbformat and the `mcp` SDK (`JUPYTER_MCP_TEST_PYTHON`, else the
@@ -45,7 +48,14 @@ pub fn server_binary() -> PathBuf {
             return;
         }
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "host-standalone", "--bin", "jupyter-mcp"])
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "host-standalone",
+                "--bin",
+                "jupyter-mcp",
+            ])
             .current_dir(workspace_root())
             .status()
             .expect("cargo runs");
@@ -254,7 +264,10 @@ impl Client {
 
     pub async fn tool_names(&self) -> Result<Vec<String>> {
         let tools = self.service.list_all_tools().await?;
-        Ok(tools.into_iter().map(|tool| tool.name.to_string()).collect())
+        Ok(tools
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect())
     }
 
     pub async fn tools(&self) -> Result<Vec<rmcp::model::Tool>> {
@@ -274,7 +287,9 @@ impl Client {
             .service
             .call_tool(params)
             .await
-            .unwrap_or_else(|error| panic!("tools/call {name} failed at the protocol level: {error}"));
+            .unwrap_or_else(|error| {
+                panic!("tools/call {name} failed at the protocol level: {error}")
+            });
         Call { result }
     }
 
@@ -301,7 +316,11 @@ for path in sys.argv[1:]:
         .args(paths)
         .output()
         .expect("python runs");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .map(str::to_owned)

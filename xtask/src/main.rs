@@ -1,4 +1,410 @@
-//! Project automation: `cargo xtask ci | deps | bench | serve`.
-fn main() -> anyhow::Result<()> {
+//! Project automation. `cargo xtask <command>`:
+//!
+//! - `setup`: the project-local Python environment (`.venv`) with ipykernel, nbformat and the
+//!   test client, from `python/requirements.txt`.
+//! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
+//! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
+//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
+//! - `serve`: setup, then run the server on the example notebooks.
+//! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// Domain crates: pure, synchronous, sans-I/O.
+const DOMAIN_CRATES: &[&str] = &[
+    "notebook-model",
+    "mcp-contract",
+    "execution-tracker",
+    "transfer",
+    "dataflow",
+    "condense",
+];
+
+/// Packages a domain crate must never depend on, directly or through others.
+const FORBIDDEN_PACKAGES: &[&str] = &[
+    "tokio",
+    "mio",
+    "hyper",
+    "hyper-util",
+    "reqwest",
+    "rmcp",
+    "napi",
+    "napi-derive",
+    "async-std",
+    "zeromq",
+    "jupyter-zmq-client",
+    "rand",
+    "getrandom",
+    "uuid",
+];
+
+/// Source patterns that mean I/O, clocks or randomness in a domain crate.
+const FORBIDDEN_SOURCE: &[&str] = &[
+    "std::fs",
+    "std::net",
+    "std::process",
+    "std::env::var",
+    "SystemTime::now",
+    "Instant::now",
+    "tokio::",
+];
+
+/// Sub-folders of `.work/corpus` and the source distributions whose test notebooks they hold.
+const CORPUS: &[&str] = &[
+    "nbformat==5.11.1",
+    "nbclient==0.11.0",
+    "nbconvert==7.17.2",
+    "jupyter_client==8.10.0",
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_path_buf()
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    eprintln!("$ {command:?}");
+    let status = command
+        .status()
+        .with_context(|| format!("could not start {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
     Ok(())
+}
+
+fn cargo() -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    command.current_dir(root());
+    command
+}
+
+fn venv_python() -> PathBuf {
+    root().join(".venv/bin/python")
+}
+
+/// Creates `.venv` and installs `python/requirements.txt` when they changed.
+fn setup() -> Result<()> {
+    let root = root();
+    let requirements = root.join("python/requirements.txt");
+    let marker = root.join(".venv/.jupyter-mcp-requirements");
+    let wanted = std::fs::read_to_string(&requirements).context("python/requirements.txt")?;
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(());
+    }
+    if !venv_python().exists() {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        run(Command::new(&python)
+            .args(["-m", "venv"])
+            .arg(root.join(".venv")))
+        .context(
+            "creating .venv failed: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)",
+        )?;
+    }
+    run(Command::new(venv_python()).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--upgrade",
+        "pip",
+    ]))?;
+    run(Command::new(venv_python())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements))?;
+    std::fs::write(marker, wanted)?;
+    Ok(())
+}
+
+/// Downloads the source distributions and unpacks their `.ipynb` files.
+fn corpus() -> Result<()> {
+    let target = root().join(".work/corpus");
+    let marker = target.join(".complete");
+    let wanted = CORPUS.join("\n");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(());
+    }
+    setup()?;
+    let downloads = root().join(".work/sdists");
+    std::fs::create_dir_all(&downloads)?;
+    let mut download = Command::new(venv_python());
+    download
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "--dest",
+        ])
+        .arg(&downloads)
+        .args(CORPUS);
+    run(&mut download)?;
+    let script = r#"
+import pathlib, sys, tarfile
+downloads, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+count = 0
+for archive in sorted(downloads.glob("*.tar.gz")):
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.endswith(".ipynb"):
+                destination = target / archive.name[: -len(".tar.gz")] / member.name
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                destination.write_bytes(tar.extractfile(member).read())
+                count += 1
+print(f"corpus: {count} notebooks in {target}")
+"#;
+    run(Command::new(venv_python())
+        .arg("-c")
+        .arg(script)
+        .arg(&downloads)
+        .arg(&target))?;
+    std::fs::write(marker, wanted)?;
+    Ok(())
+}
+
+/// Checks that domain crates stay pure.
+fn deps() -> Result<()> {
+    let output = cargo()
+        .args(["metadata", "--format-version", "1"])
+        .output()
+        .context("cargo metadata")?;
+    if !output.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+    let packages = metadata["packages"].as_array().context("packages")?;
+    let name_of = |id: &str| -> String {
+        packages
+            .iter()
+            .find(|package| package["id"] == id)
+            .and_then(|package| package["name"].as_str())
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let nodes = metadata["resolve"]["nodes"].as_array().context("resolve")?;
+    let mut problems = Vec::new();
+    for domain in DOMAIN_CRATES {
+        let Some(start) = packages.iter().find(|package| package["name"] == *domain) else {
+            continue;
+        };
+        // Normal (non-dev, non-build) dependencies, transitively.
+        let mut pending = vec![(
+            start["id"].as_str().unwrap_or_default().to_owned(),
+            vec![(*domain).to_owned()],
+        )];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((id, path)) = pending.pop() {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let Some(node) = nodes.iter().find(|node| node["id"] == id.as_str()) else {
+                continue;
+            };
+            for dependency in node["deps"].as_array().into_iter().flatten() {
+                let normal = dependency["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|kind| kind["kind"].is_null());
+                if !normal {
+                    continue;
+                }
+                let dependency_id = dependency["pkg"].as_str().unwrap_or_default().to_owned();
+                let name = name_of(&dependency_id);
+                let mut chain = path.clone();
+                chain.push(name.clone());
+                if FORBIDDEN_PACKAGES.contains(&name.as_str()) {
+                    problems.push(format!(
+                        "{domain} depends on {name}: {}",
+                        chain.join(" -> ")
+                    ));
+                }
+                pending.push((dependency_id, chain));
+            }
+        }
+        let source = root().join("crates").join(domain).join("src");
+        scan_source(&source, domain, &mut problems)?;
+    }
+    if !problems.is_empty() {
+        bail!(
+            "domain crates must stay pure (no tokio, I/O, clocks or randomness):\n  {}",
+            problems.join("\n  ")
+        );
+    }
+    eprintln!("deps: {} domain crates are pure", DOMAIN_CRATES.len());
+    Ok(())
+}
+
+fn scan_source(folder: &Path, domain: &str, problems: &mut Vec<String>) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|name| name == "tests") {
+                continue;
+            }
+            scan_source(&path, domain, problems)?;
+            continue;
+        }
+        if path.extension().is_none_or(|extension| extension != "rs")
+            || path.file_name().is_some_and(|name| name == "tests.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)?;
+        for (number, line) in production_lines(&text) {
+            let code = line.split("//").next().unwrap_or_default();
+            for pattern in FORBIDDEN_SOURCE {
+                if code.contains(pattern) {
+                    problems.push(format!(
+                        "{domain}: {}:{} uses `{pattern}`",
+                        path.strip_prefix(root()).unwrap_or(&path).display(),
+                        number + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The lines of a source file outside `#[cfg(test)]` items (unit tests may use the
+/// filesystem; production code may not), with their 0-based numbers.
+fn production_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut skipping = false;
+    let mut depth: i64 = 0;
+    let mut entered = false;
+    for (number, line) in text.lines().enumerate() {
+        if !skipping && line.trim_start().starts_with("#[cfg(test)]") {
+            skipping = true;
+            depth = 0;
+            entered = false;
+            continue;
+        }
+        if skipping {
+            for character in line.chars() {
+                match character {
+                    '{' => {
+                        depth += 1;
+                        entered = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+            // An item without a body (`mod tests;`) ends at its semicolon.
+            if (entered && depth <= 0) || (!entered && line.trim_end().ends_with(';')) {
+                skipping = false;
+            }
+            continue;
+        }
+        lines.push((number, line));
+    }
+    lines
+}
+
+fn ci() -> Result<()> {
+    setup()?;
+    corpus()?;
+    deps()?;
+    run(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    run(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    run(cargo()
+        .args(["test", "--workspace"])
+        .env("JUPYTER_MCP_TEST_PYTHON", venv_python()))?;
+    eprintln!("ci: all checks passed");
+    Ok(())
+}
+
+fn serve(arguments: &[String]) -> Result<()> {
+    setup()?;
+    let venv_bin = root().join(".venv/bin");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let mut paths = vec![venv_bin];
+    paths.extend(std::env::split_paths(&path));
+    let mut command = cargo();
+    command
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "host-standalone",
+            "--bin",
+            "jupyter-mcp",
+            "--",
+            "serve",
+        ])
+        .env("PATH", std::env::join_paths(paths)?);
+    if arguments.iter().all(|argument| argument != "--root") {
+        command.arg("--root").arg(root().join("examples/notebooks"));
+    }
+    command.args(arguments);
+    run(&mut command)
+}
+
+fn bench(arguments: &[String]) -> Result<()> {
+    setup()?;
+    let mut command = cargo();
+    command
+        .args([
+            "run",
+            "--release",
+            "-p",
+            "jupyter-mcp-tests",
+            "--bin",
+            "bench",
+            "--",
+        ])
+        .args(arguments)
+        .env("JUPYTER_MCP_TEST_PYTHON", venv_python());
+    run(&mut command)
+}
+
+fn main() -> Result<()> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    match arguments.first().map(String::as_str) {
+        Some("setup") => setup(),
+        Some("corpus") => corpus(),
+        Some("deps") => deps(),
+        Some("ci") => ci(),
+        Some("serve") => serve(&arguments[1..]),
+        Some("bench") => bench(&arguments[1..]),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args]>"
+            );
+            std::process::exit(2);
+        }
+    }
 }

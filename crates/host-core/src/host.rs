@@ -73,7 +73,9 @@ pub struct Listing {
 /// Why a host operation failed. Each variant maps to a contract error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum HostError {
-    #[error("no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see")]
+    #[error(
+        "no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see"
+    )]
     NotFound { reference: String },
     #[error("`{reference}` is outside the root folder {root}; only notebooks under it can be used")]
     OutsideRoot { reference: String, root: String },

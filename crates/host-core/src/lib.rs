@@ -14,4 +14,6 @@ pub use host::{
     Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
     WindowInfo,
 };
-pub use tools::{BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools};
+pub use tools::{
+    BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,
+};

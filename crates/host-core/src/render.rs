@@ -12,7 +12,10 @@ pub struct RenderedOutputs {
 }
 
 fn summary_line(index: usize, output: &Value) -> String {
-    let output_type = output.get("output_type").and_then(Value::as_str).unwrap_or("?");
+    let output_type = output
+        .get("output_type")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
     match output.get("data").and_then(Value::as_object) {
         Some(bundle) => {
             let parts: Vec<String> = bundle
@@ -36,7 +39,11 @@ pub fn render_outputs(outputs: &[Value], mode: OutputMode, max_chars: usize) -> 
                 if texts.is_empty() {
                     parts.push(summary_line(index, output));
                 }
-                let take = if mode == OutputMode::Text { 1 } else { texts.len() };
+                let take = if mode == OutputMode::Text {
+                    1
+                } else {
+                    texts.len()
+                };
                 for (mime, text) in texts.into_iter().take(take) {
                     parts.push(format!("[output {index} | {mime}]\n{text}"));
                 }

@@ -206,9 +206,13 @@ impl<H: NotebookHost> Tools<H> {
         let Some(schema) = self.input_schemas.get(name) else {
             let message = match RETIRED_TOOLS.iter().find(|(retired, _)| *retired == name) {
                 Some((_, replacement)) => {
-                    format!("the tool `{name}` was removed; use {replacement} instead (refresh your tool list)")
+                    format!(
+                        "the tool `{name}` was removed; use {replacement} instead (refresh your tool list)"
+                    )
                 }
-                None => format!("no tool is named `{name}`; call tools/list for the available tools"),
+                None => {
+                    format!("no tool is named `{name}`; call tools/list for the available tools")
+                }
             };
             return ToolOutput::failure(error("unknown_tool", message));
         };
@@ -357,10 +361,14 @@ impl<H: NotebookHost> Tools<H> {
             .expect("seen versions lock")
             .insert(document.location.uri.clone(), document.version);
         match (previous, &document.location.path) {
-            (Some(previous), path) if previous != document.version => Err(HostError::ChangedOnDisk {
-                path: path.clone().unwrap_or_else(|| document.location.uri.clone()),
+            (Some(previous), path) if previous != document.version => {
+                Err(HostError::ChangedOnDisk {
+                    path: path
+                        .clone()
+                        .unwrap_or_else(|| document.location.uri.clone()),
+                }
+                .into())
             }
-            .into()),
             _ => Ok(()),
         }
     }
@@ -414,7 +422,10 @@ impl<H: NotebookHost> Tools<H> {
     async fn open_notebooks(&self, params: OpenNotebooksParams) -> ToolResult {
         self.check_window(params.window_id.as_ref())?;
         if params.uris.is_empty() {
-            return Err(error("invalid_argument", "uris must list at least one notebook"));
+            return Err(error(
+                "invalid_argument",
+                "uris must list at least one notebook",
+            ));
         }
         let mut notebooks = Vec::with_capacity(params.uris.len());
         for uri in &params.uris {
@@ -545,7 +556,8 @@ impl<H: NotebookHost> Tools<H> {
                 cell_view.metadata = Some(cell.metadata().clone());
             }
             if with_outputs {
-                let rendered = render::render_outputs(cell.outputs(), output_mode, max_output_chars);
+                let rendered =
+                    render::render_outputs(cell.outputs(), output_mode, max_output_chars);
                 cell_view.outputs = Some(rendered.text);
                 cell_view.outputs_truncated = Some(rendered.truncated);
             }
@@ -659,7 +671,10 @@ impl<H: NotebookHost> Tools<H> {
 
     async fn edit_cells(&self, params: EditCellsParams) -> ToolResult {
         if params.edits.is_empty() {
-            return Err(error("invalid_argument", "edits must list at least one edit"));
+            return Err(error(
+                "invalid_argument",
+                "edits must list at least one edit",
+            ));
         }
         let wants_run = matches!(params.run, Some(RunAfterEdit::Mode(_)))
             || matches!(params.run, Some(RunAfterEdit::Flag(true)))
@@ -774,7 +789,10 @@ impl<H: NotebookHost> Tools<H> {
         let bytes = content.len();
         let result = match params.output_path {
             Some(path) => {
-                let uri = self.host.write_new_file(&path, content.into_bytes()).await?;
+                let uri = self
+                    .host
+                    .write_new_file(&path, content.into_bytes())
+                    .await?;
                 ExportNotebookResult {
                     notebook: location.uri,
                     format: name.to_owned(),
@@ -905,7 +923,11 @@ fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, ToolError> {
     match edit.edit_type {
         EditType::Insert => {
             forbid(edit.old_text.is_some(), "oldText", "replace")?;
-            forbid(edit.expected_rev.is_some(), "expectedRev", "edit, delete and replace")?;
+            forbid(
+                edit.expected_rev.is_some(),
+                "expectedRev",
+                "edit, delete and replace",
+            )?;
             let source = edit
                 .new_code
                 .clone()
@@ -937,9 +959,17 @@ fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, ToolError> {
             })
         }
         EditType::Delete => {
-            forbid(edit.new_code.is_some(), "newCode", "insert, edit and replace")?;
+            forbid(
+                edit.new_code.is_some(),
+                "newCode",
+                "insert, edit and replace",
+            )?;
             forbid(edit.old_text.is_some(), "oldText", "replace")?;
-            forbid(edit.metadata.is_some(), "metadata", "insert, edit and replace")?;
+            forbid(
+                edit.metadata.is_some(),
+                "metadata",
+                "insert, edit and replace",
+            )?;
             Ok(EditOp::Delete {
                 target: target()?,
                 expected_rev: edit.expected_rev.clone(),

@@ -99,7 +99,10 @@ pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> st
     let name = destination
         .file_name()
         .map_or_else(|| "notebook".into(), |name| name.to_string_lossy());
-    let temporary = folder.join(format!(".{name}.jupyter-mcp-{}.tmp", uuid::Uuid::new_v4().simple()));
+    let temporary = folder.join(format!(
+        ".{name}.jupyter-mcp-{}.tmp",
+        uuid::Uuid::new_v4().simple()
+    ));
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -133,7 +136,11 @@ impl FileHost {
         let root = Root::new(&config.root)?;
         // A window id derived from the root keeps notebookRefs valid across server restarts.
         let digest = Sha256::digest(root.path().as_os_str().as_encoded_bytes());
-        let id: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+        let id: String = digest
+            .iter()
+            .take(8)
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
         Ok(FileHost {
             window: WindowInfo {
                 id: format!("standalone-{id}"),
@@ -178,14 +185,17 @@ impl FileHost {
         let metadata = fs::metadata(path).map_err(|error| io_error("read", path, &error))?;
         let notebook = match Notebook::parse(&bytes) {
             Ok(notebook) => {
-                self.unreadable.lock().expect("unreadable lock").remove(path);
-                notebook
-            }
-            Err(problem) => {
                 self.unreadable
                     .lock()
                     .expect("unreadable lock")
-                    .insert(path.clone(), (DiskStamp::of(&metadata), problem.to_string()));
+                    .remove(path);
+                notebook
+            }
+            Err(problem) => {
+                self.unreadable.lock().expect("unreadable lock").insert(
+                    path.clone(),
+                    (DiskStamp::of(&metadata), problem.to_string()),
+                );
                 return Err(HostError::Unreadable {
                     path: rooted.relative.clone(),
                     problem: problem.to_string(),
@@ -351,10 +361,11 @@ impl FileHost {
             .ok_or_else(|| HostError::NothingToUndo {
                 path: rooted.relative.clone(),
             })?;
-        let notebook = Notebook::parse(&snapshot.bytes).map_err(|problem| HostError::Unreadable {
-            path: format!("the snapshot of {}", rooted.relative),
-            problem: problem.to_string(),
-        })?;
+        let notebook =
+            Notebook::parse(&snapshot.bytes).map_err(|problem| HostError::Unreadable {
+                path: format!("the snapshot of {}", rooted.relative),
+                problem: problem.to_string(),
+            })?;
         write_atomically(path, &snapshot.bytes, false)
             .map_err(|error| io_error("write", path, &error))?;
         self.snapshots.remove(&snapshot);
@@ -453,8 +464,10 @@ impl NotebookHost for SharedFileHost {
     ) -> Result<Arc<Document>, HostError> {
         let rooted = self.0.rooted(location)?;
         let host = self.0.clone();
-        blocking(move || host.commit_sync(&rooted, base_version, commit.notebook, &commit.description))
-            .await
+        blocking(move || {
+            host.commit_sync(&rooted, base_version, commit.notebook, &commit.description)
+        })
+        .await
     }
 
     async fn create(

@@ -7,7 +7,11 @@ use host_standalone::snapshots::SnapshotStore;
 use host_standalone::{ServeConfig, Transport};
 
 #[derive(Debug, Parser)]
-#[command(name = "jupyter-mcp", version, about = "An MCP server for Jupyter notebooks")]
+#[command(
+    name = "jupyter-mcp",
+    version,
+    about = "An MCP server for Jupyter notebooks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -92,9 +92,10 @@ impl Root {
 
     /// The folder's name, for the window label.
     pub fn label(&self) -> String {
-        self.canonical
-            .file_name()
-            .map_or_else(|| "/".to_owned(), |name| name.to_string_lossy().into_owned())
+        self.canonical.file_name().map_or_else(
+            || "/".to_owned(),
+            |name| name.to_string_lossy().into_owned(),
+        )
     }
 
     fn outside(&self, reference: &str) -> HostError {
@@ -187,7 +188,10 @@ mod tests {
         let path = Path::new("/tmp/a b/ü\"q'.ipynb");
         let uri = file_uri(path);
         assert_eq!(uri, "file:///tmp/a%20b/%C3%BC%22q%27.ipynb");
-        assert_eq!(percent_decode(&uri["file://".len()..]).unwrap(), path.to_str().unwrap());
+        assert_eq!(
+            percent_decode(&uri["file://".len()..]).unwrap(),
+            path.to_str().unwrap()
+        );
     }
 
     #[test]
@@ -209,7 +213,10 @@ mod tests {
             "/etc/passwd.ipynb",
         ] {
             assert!(
-                matches!(root.resolve_notebook(bad), Err(HostError::OutsideRoot { .. })),
+                matches!(
+                    root.resolve_notebook(bad),
+                    Err(HostError::OutsideRoot { .. })
+                ),
                 "{bad}"
             );
         }

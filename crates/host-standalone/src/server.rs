@@ -61,7 +61,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .with_context(|| format!("cannot serve {}", config.root.display()))?;
     let root = host.root().to_path_buf();
-    let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(SharedFileHost(Arc::new(host)))));
+    let tools: Arc<dyn ToolDispatch> =
+        Arc::new(Tools::new(Arc::new(SharedFileHost(Arc::new(host)))));
     let handler = McpHandler::new(tools);
     match config.transport {
         Transport::Stdio => {
@@ -82,7 +83,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             let app = HttpApp::new(handler, HttpSecurity::default(), None, cancel.clone());
             let url = format!("http://{address}/mcp");
             let mut stdout = std::io::stdout();
-            writeln!(stdout, "jupyter-mcp {} serving {} at {url}", env!("CARGO_PKG_VERSION"), root.display())?;
+            writeln!(
+                stdout,
+                "jupyter-mcp {} serving {} at {url}",
+                env!("CARGO_PKG_VERSION"),
+                root.display()
+            )?;
             stdout.flush()?;
             let server = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
             signals.recv().await;

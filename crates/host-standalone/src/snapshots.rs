@@ -36,18 +36,25 @@ pub struct SnapshotStore {
 
 /// `seconds since 1970` as RFC 3339 UTC.
 pub fn rfc3339(time: SystemTime) -> String {
-    let total = time.duration_since(UNIX_EPOCH).map_or(0, |elapsed| elapsed.as_secs());
+    let total = time
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
     let days = (total / 86_400) as i64;
     let seconds_of_day = total % 86_400;
     // Civil date from days since the epoch (Howard Hinnant's algorithm).
     let shifted = days + 719_468;
     let era = shifted.div_euclid(146_097);
     let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
@@ -72,7 +79,11 @@ impl SnapshotStore {
 
     fn folder_for(&self, notebook: &Path) -> PathBuf {
         let digest = Sha256::digest(notebook.as_os_str().as_encoded_bytes());
-        let key: String = digest.iter().take(8).map(|byte| format!("{byte:02x}")).collect();
+        let key: String = digest
+            .iter()
+            .take(8)
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
         self.folder.join(key)
     }
 
@@ -101,7 +112,10 @@ impl SnapshotStore {
             description: description.to_owned(),
             taken_at: rfc3339(SystemTime::now()),
         };
-        std::fs::write(folder.join(format!("{next:012}.json")), serde_json::to_vec(&meta)?)?;
+        std::fs::write(
+            folder.join(format!("{next:012}.json")),
+            serde_json::to_vec(&meta)?,
+        )?;
         std::fs::write(folder.join(format!("{next:012}.ipynb")), bytes)?;
         let excess = (numbers.len() + 1).saturating_sub(MAX_SNAPSHOTS);
         for old in numbers.iter().take(excess) {
@@ -164,7 +178,9 @@ mod tests {
         let store = SnapshotStore::new(folder.path().to_path_buf());
         let notebook = Path::new("/x/a.ipynb");
         for index in 0..25 {
-            store.push(notebook, format!("{index}").as_bytes(), "edit").unwrap();
+            store
+                .push(notebook, format!("{index}").as_bytes(), "edit")
+                .unwrap();
         }
         let (newest, count) = store.newest(notebook).unwrap().unwrap();
         assert_eq!(newest.bytes, b"24");

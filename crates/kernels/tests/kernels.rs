@@ -292,7 +292,12 @@ async fn execute_reports_every_output_kind_in_order() {
     assert_eq!(info.implementation, "ipython");
     assert!(info.protocol_version.starts_with('5'), "{info:?}");
     assert!(!info.banner.is_empty());
-    assert_eq!(*kernel.status().borrow(), KernelStatus::Idle);
+    // The start-up handshake may still be settling (a resent kernel_info); idle comes next.
+    let mut status = kernel.status();
+    wait_for_status(&mut status, Duration::from_secs(10), |status| {
+        *status == KernelStatus::Idle
+    })
+    .await;
 
     let printed = run(&*kernel, "print(1+1)").await;
     assert_eq!(

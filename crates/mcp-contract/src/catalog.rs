@@ -133,52 +133,213 @@ macro_rules! tool {
 /// Every tool, in the order `tools/list` shows them.
 pub fn all_tools() -> Vec<ToolSpec> {
     vec![
-        tool!("list_notebooks", "List notebooks", Documents, READ, ListNotebooksParams, schema_object::<ListNotebooksResult>,
-            "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."),
-        tool!("open_notebooks", "Open notebooks", Documents, IDEMPOTENT_WRITE, OpenNotebooksParams, schema_object::<OpenNotebooksResult>,
-            "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."),
-        tool!("create_notebook", "Create a notebook", Documents, WRITE, CreateNotebookParams, schema_object::<CreateNotebookResult>,
-            "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."),
-        tool!("read_notebook", "Read a notebook", Documents, READ, ReadNotebookParams, schema_object::<ReadNotebookResult>,
-            "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked."),
-        tool!("search_cells", "Search cells", Documents, READ, SearchCellsParams, schema_object::<SearchCellsResult>,
-            "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."),
-        tool!("edit_cells", "Edit cells", Documents, DESTRUCTIVE, EditCellsParams, schema_object::<EditCellsResult>,
-            "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."),
-        tool!("move_cells", "Move cells", Documents, WRITE, MoveCellsParams, schema_object::<MoveCellsResult>,
-            "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."),
-        tool!("clear_cell_outputs", "Clear outputs", Documents, DESTRUCTIVE, ClearCellOutputsParams, schema_object::<ClearCellOutputsResult>,
-            "Clear the outputs and execution counts of cells, keeping their source, id and metadata."),
-        tool!("save_notebooks", "Save notebooks", Documents, IDEMPOTENT_WRITE, NotebookRefsParams, schema_object::<SaveNotebooksResult>,
-            "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"),
-        tool!("export_notebook", "Export a notebook", Documents, READ, ExportNotebookParams, schema_object::<ExportNotebookResult>,
-            "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."),
-        tool!("undo_last", "Undo the last change", Documents, DESTRUCTIVE, NotebookRefParams, schema_object::<UndoResult>,
-            "Restore the snapshot taken before the last change made through this server (at most 20 kept per notebook, across restarts), and say what changed."),
-        tool!("get_kernel_info", "Kernel info", Documents, READ, NotebookRefParams, schema_object::<KernelInfoResult>,
-            "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."),
-        tool!("list_kernels", "List kernels", Kernels, READ, NotebookRefParams, schema_object::<ListKernelsResult>,
-            "List the kernels this notebook can use (installed kernelspecs and project virtual environments with ipykernel), with exact ids. Read-only."),
-        tool!("select_kernel", "Select a kernel", Kernels, WRITE, SelectKernelParams, schema_object::<SelectKernelResult>,
-            "Select an exact kernel id from list_kernels for a notebook and record it in the notebook's metadata. No fallback, no start."),
-        tool!("configure_kernel", "Start the kernel", Kernels, IDEMPOTENT_WRITE, NotebookRefParams, schema_object::<ConfigureKernelResult>,
-            "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."),
-        tool!("run_cells", "Run cells", Kernels, EXECUTE, RunCellsParams, receipt_schema,
-            "Run cells as one tracked run. Without cellIds: exactly the stale cells, in document order (minimal re-run). With cellIds: those cells in that order, after their stale ancestors (freshDeps, default true). Stops at the first failure. waitMs (default 1000) bounds only this call's wait; execution goes on, follow it with get_execution. Sends progress notifications when the request carries a progressToken."),
-        tool!("get_execution", "Follow a run", Documents, READ, GetExecutionParams, receipt_schema,
-            "Get a tracked run's receipt (default: the notebook's latest), optionally waiting up to waitMs for it to finish. Returns output so far while it runs. Never starts or stops anything."),
-        tool!("interrupt_kernels", "Interrupt kernels", Kernels, EXECUTE, NotebookRefsParams, schema_object::<KernelRequestsResult>,
-            "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."),
-        tool!("restart_kernels", "Restart kernels", Kernels, DESTRUCTIVE, NotebookRefsParams, schema_object::<KernelRequestsResult>,
-            "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."),
-        tool!("inspect_variable", "Inspect a variable", Kernels, READ, InspectVariableParams, free_object,
-            "Inspect a live variable without adding cells or history: type, shape/length, schema (columns and dtypes for data frames) and its richest repr (data frames as CSV head, figures as images, else a bounded repr)."),
-        tool!("summarize_cells", "Summarise cells", Documents, IDEMPOTENT_WRITE, SummarizeCellsParams, free_object,
-            "Give cells a tldr, a description and an output summary, cached in cell metadata by content hash (unchanged cells are never re-summarised). Uses the Anthropic API when ANTHROPIC_API_KEY is set, else deterministic summaries marked with *."),
-        tool!("upload_file", "Upload a file to the kernel", Transfer, WRITE, TransferParams, schema_object::<TransferResult>,
-            "Copy a file from the server's machine (hostPath, inside the root) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."),
-        tool!("download_file", "Download a file from the kernel", Transfer, WRITE, TransferParams, schema_object::<TransferResult>,
-            "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."),
+        tool!(
+            "list_notebooks",
+            "List notebooks",
+            Documents,
+            READ,
+            ListNotebooksParams,
+            schema_object::<ListNotebooksResult>,
+            "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."
+        ),
+        tool!(
+            "open_notebooks",
+            "Open notebooks",
+            Documents,
+            IDEMPOTENT_WRITE,
+            OpenNotebooksParams,
+            schema_object::<OpenNotebooksResult>,
+            "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."
+        ),
+        tool!(
+            "create_notebook",
+            "Create a notebook",
+            Documents,
+            WRITE,
+            CreateNotebookParams,
+            schema_object::<CreateNotebookResult>,
+            "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."
+        ),
+        tool!(
+            "read_notebook",
+            "Read a notebook",
+            Documents,
+            READ,
+            ReadNotebookParams,
+            schema_object::<ReadNotebookResult>,
+            "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked."
+        ),
+        tool!(
+            "search_cells",
+            "Search cells",
+            Documents,
+            READ,
+            SearchCellsParams,
+            schema_object::<SearchCellsResult>,
+            "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."
+        ),
+        tool!(
+            "edit_cells",
+            "Edit cells",
+            Documents,
+            DESTRUCTIVE,
+            EditCellsParams,
+            schema_object::<EditCellsResult>,
+            "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."
+        ),
+        tool!(
+            "move_cells",
+            "Move cells",
+            Documents,
+            WRITE,
+            MoveCellsParams,
+            schema_object::<MoveCellsResult>,
+            "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."
+        ),
+        tool!(
+            "clear_cell_outputs",
+            "Clear outputs",
+            Documents,
+            DESTRUCTIVE,
+            ClearCellOutputsParams,
+            schema_object::<ClearCellOutputsResult>,
+            "Clear the outputs and execution counts of cells, keeping their source, id and metadata."
+        ),
+        tool!(
+            "save_notebooks",
+            "Save notebooks",
+            Documents,
+            IDEMPOTENT_WRITE,
+            NotebookRefsParams,
+            schema_object::<SaveNotebooksResult>,
+            "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"
+        ),
+        tool!(
+            "export_notebook",
+            "Export a notebook",
+            Documents,
+            READ,
+            ExportNotebookParams,
+            schema_object::<ExportNotebookResult>,
+            "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."
+        ),
+        tool!(
+            "undo_last",
+            "Undo the last change",
+            Documents,
+            DESTRUCTIVE,
+            NotebookRefParams,
+            schema_object::<UndoResult>,
+            "Restore the snapshot taken before the last change made through this server (at most 20 kept per notebook, across restarts), and say what changed."
+        ),
+        tool!(
+            "get_kernel_info",
+            "Kernel info",
+            Documents,
+            READ,
+            NotebookRefParams,
+            schema_object::<KernelInfoResult>,
+            "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."
+        ),
+        tool!(
+            "list_kernels",
+            "List kernels",
+            Kernels,
+            READ,
+            NotebookRefParams,
+            schema_object::<ListKernelsResult>,
+            "List the kernels this notebook can use (installed kernelspecs and project virtual environments with ipykernel), with exact ids. Read-only."
+        ),
+        tool!(
+            "select_kernel",
+            "Select a kernel",
+            Kernels,
+            WRITE,
+            SelectKernelParams,
+            schema_object::<SelectKernelResult>,
+            "Select an exact kernel id from list_kernels for a notebook and record it in the notebook's metadata. No fallback, no start."
+        ),
+        tool!(
+            "configure_kernel",
+            "Start the kernel",
+            Kernels,
+            IDEMPOTENT_WRITE,
+            NotebookRefParams,
+            schema_object::<ConfigureKernelResult>,
+            "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."
+        ),
+        tool!(
+            "run_cells",
+            "Run cells",
+            Kernels,
+            EXECUTE,
+            RunCellsParams,
+            receipt_schema,
+            "Run cells as one tracked run. Without cellIds: exactly the stale cells, in document order (minimal re-run). With cellIds: those cells in that order, after their stale ancestors (freshDeps, default true). Stops at the first failure. waitMs (default 1000) bounds only this call's wait; execution goes on, follow it with get_execution. Sends progress notifications when the request carries a progressToken."
+        ),
+        tool!(
+            "get_execution",
+            "Follow a run",
+            Documents,
+            READ,
+            GetExecutionParams,
+            receipt_schema,
+            "Get a tracked run's receipt (default: the notebook's latest), optionally waiting up to waitMs for it to finish. Returns output so far while it runs. Never starts or stops anything."
+        ),
+        tool!(
+            "interrupt_kernels",
+            "Interrupt kernels",
+            Kernels,
+            EXECUTE,
+            NotebookRefsParams,
+            schema_object::<KernelRequestsResult>,
+            "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."
+        ),
+        tool!(
+            "restart_kernels",
+            "Restart kernels",
+            Kernels,
+            DESTRUCTIVE,
+            NotebookRefsParams,
+            schema_object::<KernelRequestsResult>,
+            "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."
+        ),
+        tool!(
+            "inspect_variable",
+            "Inspect a variable",
+            Kernels,
+            READ,
+            InspectVariableParams,
+            free_object,
+            "Inspect a live variable without adding cells or history: type, shape/length, schema (columns and dtypes for data frames) and its richest repr (data frames as CSV head, figures as images, else a bounded repr)."
+        ),
+        tool!(
+            "summarize_cells",
+            "Summarise cells",
+            Documents,
+            IDEMPOTENT_WRITE,
+            SummarizeCellsParams,
+            free_object,
+            "Give cells a tldr, a description and an output summary, cached in cell metadata by content hash (unchanged cells are never re-summarised). Uses the Anthropic API when ANTHROPIC_API_KEY is set, else deterministic summaries marked with *."
+        ),
+        tool!(
+            "upload_file",
+            "Upload a file to the kernel",
+            Transfer,
+            WRITE,
+            TransferParams,
+            schema_object::<TransferResult>,
+            "Copy a file from the server's machine (hostPath, inside the root) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
+        ),
+        tool!(
+            "download_file",
+            "Download a file from the kernel",
+            Transfer,
+            WRITE,
+            TransferParams,
+            schema_object::<TransferResult>,
+            "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
+        ),
     ]
 }
 
@@ -196,7 +357,10 @@ pub const RETIRED_TOOLS: &[(&str, &str)] = &[
     ("clear_outputs", "clear_cell_outputs"),
     ("restart_notebooks", "restart_kernels"),
     ("inspect_notebooks", "read_notebook"),
-    ("read_cells", "read_notebook with view \"source\" or \"all\""),
+    (
+        "read_cells",
+        "read_notebook with view \"source\" or \"all\"",
+    ),
     ("read_cell_outputs", "read_notebook with view \"outputs\""),
     ("notebook_overview", "read_notebook (outline view)"),
     ("add_cell", "edit_cells with editType \"insert\""),
@@ -218,7 +382,12 @@ mod tests {
         assert_eq!(tools.len(), 23);
         for spec in &tools {
             let input = (spec.input_schema)();
-            assert_eq!(input.get("type"), Some(&Value::from("object")), "{}", spec.name);
+            assert_eq!(
+                input.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                spec.name
+            );
             assert_eq!(
                 input.get("additionalProperties"),
                 Some(&Value::Bool(false)),
@@ -226,9 +395,18 @@ mod tests {
                 spec.name
             );
             let text = Value::Object(input).to_string();
-            assert!(!text.contains("$ref"), "{} schema is self-contained", spec.name);
+            assert!(
+                !text.contains("$ref"),
+                "{} schema is self-contained",
+                spec.name
+            );
             let output = (spec.output_schema)();
-            assert_eq!(output.get("type"), Some(&Value::from("object")), "{}", spec.name);
+            assert_eq!(
+                output.get("type"),
+                Some(&Value::from("object")),
+                "{}",
+                spec.name
+            );
         }
     }
 
@@ -239,7 +417,11 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), tools.len());
-        assert!(names.iter().all(|name| name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')));
+        assert!(
+            names
+                .iter()
+                .all(|name| name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        );
         for (retired, _) in RETIRED_TOOLS {
             assert!(!names.contains(retired));
         }

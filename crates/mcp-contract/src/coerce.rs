@@ -131,8 +131,10 @@ mod tests {
     fn stringified_values_are_understood() {
         let schema = (catalog::tool("run_cells").unwrap().input_schema)();
         let parsed: RunCellsParams = parse_arguments(
-            arguments(json!({"notebookRef": "a.ipynb", "waitMs": "2500", "includeOutputs": "false",
-                              "cellIds": "[0, \"load\"]"})),
+            arguments(
+                json!({"notebookRef": "a.ipynb", "waitMs": "2500", "includeOutputs": "false",
+                              "cellIds": "[0, \"load\"]"}),
+            ),
             &schema,
         )
         .unwrap();
@@ -159,12 +161,20 @@ mod tests {
         assert!(error.message.contains("everything"), "{}", error.message);
         let missing =
             parse_arguments::<ReadNotebookParams>(arguments(json!({})), &schema).unwrap_err();
-        assert!(missing.message.contains("notebookRef"), "{}", missing.message);
+        assert!(
+            missing.message.contains("notebookRef"),
+            "{}",
+            missing.message
+        );
         let negative = parse_arguments::<ReadNotebookParams>(
             arguments(json!({"notebookRef": "a", "cellIds": [-1]})),
             &schema,
         )
         .unwrap_err();
-        assert!(negative.message.contains("negative"), "{}", negative.message);
+        assert!(
+            negative.message.contains("negative"),
+            "{}",
+            negative.message
+        );
     }
 }

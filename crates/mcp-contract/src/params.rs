@@ -23,18 +23,24 @@ impl<'de> Deserialize<'de> for CellRefParam {
         impl Visitor<'_> for CellRefVisitor {
             type Value = CellRefParam;
             fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-                formatter.write_str("a cell reference: a 0-based index (number), an id, a name, TOP or BOTTOM")
+                formatter.write_str(
+                    "a cell reference: a 0-based index (number), an id, a name, TOP or BOTTOM",
+                )
             }
             fn visit_u64<E: de::Error>(self, value: u64) -> Result<Self::Value, E> {
                 Ok(CellRefParam::Index(value))
             }
             fn visit_i64<E: de::Error>(self, value: i64) -> Result<Self::Value, E> {
                 u64::try_from(value).map(CellRefParam::Index).map_err(|_| {
-                    E::custom(format!("cell index {value} is negative; indices start at 0"))
+                    E::custom(format!(
+                        "cell index {value} is negative; indices start at 0"
+                    ))
                 })
             }
             fn visit_f64<E: de::Error>(self, value: f64) -> Result<Self::Value, E> {
-                Err(E::custom(format!("cell index {value} is not a whole number")))
+                Err(E::custom(format!(
+                    "cell index {value} is not a whole number"
+                )))
             }
             fn visit_str<E: de::Error>(self, value: &str) -> Result<Self::Value, E> {
                 Ok(CellRefParam::Text(value.to_owned()))

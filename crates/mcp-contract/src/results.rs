@@ -105,15 +105,27 @@ pub struct CellOutline {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_count: Option<i64>,
     /// Number of saved outputs.
-    #[serde(rename = "outputCount", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputCount",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub output_count: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    #[serde(rename = "sourceTruncated", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "sourceTruncated",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub source_truncated: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<String>,
-    #[serde(rename = "outputsTruncated", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "outputsTruncated",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub outputs_truncated: Option<bool>,
     /// nbformat cell metadata (in `source` and `all` views).
     #[serde(default, skip_serializing_if = "Option::is_none")]

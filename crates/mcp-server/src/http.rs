@@ -63,7 +63,10 @@ fn is_loopback_host(host: &str) -> bool {
             .filter(|(_, port)| port.bytes().all(|byte| byte.is_ascii_digit()))
             .map_or(host, |(name, _)| name)
     };
-    matches!(name.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
+    matches!(
+        name.to_ascii_lowercase().as_str(),
+        "localhost" | "127.0.0.1" | "::1"
+    )
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
@@ -73,32 +76,35 @@ fn is_loopback_origin(origin: &str) -> bool {
     matches!(scheme, "http" | "https") && is_loopback_host(rest.trim_end_matches('/'))
 }
 
-/// Checks the DNS-rebinding defence: `Host` must be loopback, `Origin` (when present) too.
-pub fn check_loopback<B>(request: &Request<B>) -> Result<(), Response<Body>> {
+/// The DNS-rebinding defence: `Host` must be loopback, `Origin` (when present) too. Returns the
+/// 403 response for a request that fails it.
+pub fn loopback_rejection<B>(request: &Request<B>) -> Option<Response<Body>> {
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|value| value.to_str().ok())
-        .or_else(|| request.uri().authority().map(|authority| authority.as_str()));
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(|authority| authority.as_str())
+        });
     if !host.is_some_and(is_loopback_host) {
-        return Err(json_response(
+        return Some(json_response(
             StatusCode::FORBIDDEN,
             serde_json::json!({"error": "Forbidden: the Host header must name a loopback address (localhost, 127.0.0.1 or [::1])."}),
         ));
     }
     if let Some(origin) = request.headers().get(header::ORIGIN) {
-        let allowed = origin
-            .to_str()
-            .ok()
-            .is_some_and(|origin| is_loopback_origin(origin));
+        let allowed = origin.to_str().ok().is_some_and(is_loopback_origin);
         if !allowed {
-            return Err(json_response(
+            return Some(json_response(
                 StatusCode::FORBIDDEN,
                 serde_json::json!({"error": "Forbidden: requests from web pages on other origins are refused."}),
             ));
         }
     }
-    Ok(())
+    None
 }
 
 /// Compares two byte strings in time independent of where they differ.
@@ -112,8 +118,9 @@ fn constant_time_equal(left: &[u8], right: &[u8]) -> bool {
         == 0
 }
 
-/// Checks the token, from `Authorization: Bearer` or the `token` query parameter.
-pub fn check_token<B>(request: &Request<B>, token: &str) -> Result<(), Response<Body>> {
+/// The token check, from `Authorization: Bearer` or the `token` query parameter. Returns the 401
+/// response for a request without the right token.
+pub fn token_rejection<B>(request: &Request<B>, token: &str) -> Option<Response<Body>> {
     let from_header = request
         .headers()
         .get(header::AUTHORIZATION)
@@ -126,9 +133,10 @@ pub fn check_token<B>(request: &Request<B>, token: &str) -> Result<(), Response<
             .find_map(|pair| pair.strip_prefix("token="))
     });
     let presented = from_header.or(from_query);
-    if presented.is_some_and(|presented| constant_time_equal(presented.as_bytes(), token.as_bytes()))
+    if presented
+        .is_some_and(|presented| constant_time_equal(presented.as_bytes(), token.as_bytes()))
     {
-        return Ok(());
+        return None;
     }
     let mut response = json_response(
         StatusCode::UNAUTHORIZED,
@@ -138,7 +146,7 @@ pub fn check_token<B>(request: &Request<B>, token: &str) -> Result<(), Response<
         header::WWW_AUTHENTICATE,
         header::HeaderValue::from_static("Bearer"),
     );
-    Err(response)
+    Some(response)
 }
 
 type McpService = StreamableHttpService<McpHandler, LocalSessionManager>;
@@ -185,12 +193,12 @@ impl HttpApp {
 
     /// Handles one request.
     pub async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        if let Err(response) = check_loopback(&request) {
+        if let Some(response) = loopback_rejection(&request) {
             return response;
         }
         if request.uri().path() == "/mcp" || request.uri().path() == "/mcp/" {
             if let Some(token) = &self.security.token
-                && let Err(response) = check_token(&request, token)
+                && let Some(response) = token_rejection(&request, token)
             {
                 return response;
             }
@@ -208,7 +216,10 @@ impl HttpApp {
             None => request,
         };
         let _ = request;
-        json_response(StatusCode::NOT_FOUND, serde_json::json!({"error": "Not found."}))
+        json_response(
+            StatusCode::NOT_FOUND,
+            serde_json::json!({"error": "Not found."}),
+        )
     }
 }
 
@@ -263,10 +274,22 @@ mod tests {
 
     #[test]
     fn loopback_hosts_and_origins() {
-        for host in ["127.0.0.1:51303", "localhost", "LOCALHOST:1", "[::1]:8080", "::1"] {
+        for host in [
+            "127.0.0.1:51303",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:8080",
+            "::1",
+        ] {
             assert!(is_loopback_host(host), "{host}");
         }
-        for host in ["evil.com", "127.0.0.2", "localhost.evil.com", "10.0.0.1:80", ""] {
+        for host in [
+            "evil.com",
+            "127.0.0.2",
+            "localhost.evil.com",
+            "10.0.0.1:80",
+            "",
+        ] {
             assert!(!is_loopback_host(host), "{host}");
         }
         assert!(is_loopback_origin("http://localhost:3000"));
@@ -278,21 +301,18 @@ mod tests {
 
     #[test]
     fn tokens_from_header_or_query() {
-        let request = Request::builder()
-            .uri("/mcp?token=abc")
-            .body(())
-            .unwrap();
-        assert!(check_token(&request, "abc").is_ok());
-        assert!(check_token(&request, "abd").is_err());
+        let request = Request::builder().uri("/mcp?token=abc").body(()).unwrap();
+        assert!(token_rejection(&request, "abc").is_none());
+        assert!(token_rejection(&request, "abd").is_some());
         let request = Request::builder()
             .uri("/mcp")
             .header(header::AUTHORIZATION, "Bearer abc")
             .body(())
             .unwrap();
-        assert!(check_token(&request, "abc").is_ok());
+        assert!(token_rejection(&request, "abc").is_none());
         let request = Request::builder().uri("/mcp").body(()).unwrap();
         assert_eq!(
-            check_token(&request, "abc").unwrap_err().status(),
+            token_rejection(&request, "abc").unwrap().status(),
             StatusCode::UNAUTHORIZED
         );
     }

@@ -54,7 +54,10 @@ async fn handshake_and_tool_catalogue() {
         "get_kernel_info",
         "undo_last",
     ] {
-        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
     }
     for tool in &tools {
         assert_eq!(
@@ -63,7 +66,11 @@ async fn handshake_and_tool_catalogue() {
             "{} input schema is strict",
             tool.name
         );
-        assert!(tool.output_schema.is_some(), "{} has an output schema", tool.name);
+        assert!(
+            tool.output_schema.is_some(),
+            "{} has an output schema",
+            tool.name
+        );
         let annotations = tool.annotations.as_ref().expect("annotations");
         assert!(annotations.read_only_hint.is_some() && annotations.destructive_hint.is_some());
     }
@@ -75,7 +82,11 @@ async fn listing_refs_and_unreadable_notebooks() {
     std::fs::create_dir_all(root.path().join(".hidden")).unwrap();
     std::fs::write(root.path().join(".hidden/secret.ipynb"), "{}").unwrap();
     std::fs::create_dir_all(root.path().join(".ipynb_checkpoints")).unwrap();
-    std::fs::write(root.path().join(".ipynb_checkpoints/x-checkpoint.ipynb"), "{}").unwrap();
+    std::fs::write(
+        root.path().join(".ipynb_checkpoints/x-checkpoint.ipynb"),
+        "{}",
+    )
+    .unwrap();
     std::fs::write(root.path().join("broken.ipynb"), "{\"cells\": [").unwrap();
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
@@ -96,7 +107,11 @@ async fn listing_refs_and_unreadable_notebooks() {
         .collect();
     assert_eq!(
         paths,
-        vec!["analysis/weather.ipynb", "broken.ipynb", "getting-started.ipynb"]
+        vec![
+            "analysis/weather.ipynb",
+            "broken.ipynb",
+            "getting-started.ipynb"
+        ]
     );
     let window_id = window["windowId"].as_str().unwrap();
     for notebook in window["notebooks"].as_array().unwrap() {
@@ -105,7 +120,11 @@ async fn listing_refs_and_unreadable_notebooks() {
         let uri = notebook["uri"].as_str().unwrap();
         let json_text = serde_json::to_string(&[window_id, uri]).unwrap();
         let digest = Sha256::digest(json_text.as_bytes());
-        let hex: String = digest.iter().take(12).map(|byte| format!("{byte:02x}")).collect();
+        let hex: String = digest
+            .iter()
+            .take(12)
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
         assert_eq!(reference, format!("nb_{hex}"));
         assert!(uri.starts_with("file:///"));
     }
@@ -123,13 +142,24 @@ async fn listing_refs_and_unreadable_notebooks() {
         .await;
     assert_eq!(broken.error_code(), "notebook_unreadable");
     let message = broken.error()["message"].as_str().unwrap().to_owned();
-    assert!(message.contains("broken.ipynb") && message.contains("JSON"), "{message}");
+    assert!(
+        message.contains("broken.ipynb") && message.contains("JSON"),
+        "{message}"
+    );
     let listed_again = client.call("list_notebooks", json!({})).await.ok();
-    assert_eq!(listed_again["windows"][0]["unreadable"][0]["uri"].as_str().unwrap().ends_with("broken.ipynb"), true);
+    assert!(
+        listed_again["windows"][0]["unreadable"][0]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.ipynb")
+    );
 
     assert_eq!(
         client
-            .call("read_notebook", json!({"notebookRef": "nb_0123456789abcdef01234567"}))
+            .call(
+                "read_notebook",
+                json!({"notebookRef": "nb_0123456789abcdef01234567"})
+            )
             .await
             .error_code(),
         "notebook_ref_unknown"
@@ -156,7 +186,16 @@ async fn read_views_and_cell_references() {
     let cells = outline(&client, NOTEBOOK).await;
     assert_eq!(cells.len(), 6);
     let squares = by_name(&cells, "squares");
-    for field in ["index", "cell_id", "name", "rev", "kind", "language", "lineCount", "executionState"] {
+    for field in [
+        "index",
+        "cell_id",
+        "name",
+        "rev",
+        "kind",
+        "language",
+        "lineCount",
+        "executionState",
+    ] {
         assert!(squares.get(field).is_some(), "outline has {field}");
     }
     assert!(squares.get("source").is_none(), "outline has no source");
@@ -167,7 +206,13 @@ async fn read_views_and_cell_references() {
     assert_eq!(cells[0]["name"], "getting-started");
 
     // Every kind of reference reaches the same cell.
-    for reference in [json!(2), json!("start-2"), json!("squares"), json!("index:2"), json!("2")] {
+    for reference in [
+        json!(2),
+        json!("start-2"),
+        json!("squares"),
+        json!("index:2"),
+        json!("2"),
+    ] {
         let read = client
             .call(
                 "read_notebook",
@@ -213,12 +258,18 @@ async fn read_views_and_cell_references() {
         (json!(""), "invalid_cell_ref"),
     ] {
         let read = client
-            .call("read_notebook", json!({"notebookRef": NOTEBOOK, "cellIds": [reference]}))
+            .call(
+                "read_notebook",
+                json!({"notebookRef": NOTEBOOK, "cellIds": [reference]}),
+            )
             .await;
         assert_eq!(read.error_code(), code, "{reference}");
     }
     let negative = client
-        .call("read_notebook", json!({"notebookRef": NOTEBOOK, "cellIds": [-1]}))
+        .call(
+            "read_notebook",
+            json!({"notebookRef": NOTEBOOK, "cellIds": [-1]}),
+        )
         .await;
     assert_eq!(negative.error_code(), "invalid_arguments");
 }
@@ -242,7 +293,10 @@ async fn saved_outputs_are_readable() {
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
     let read = client
-        .call("read_notebook", json!({"notebookRef": "outputs.ipynb", "view": "all"}))
+        .call(
+            "read_notebook",
+            json!({"notebookRef": "outputs.ipynb", "view": "all"}),
+        )
         .await
         .ok();
     let cell = &read["cells"][0];
@@ -250,7 +304,10 @@ async fn saved_outputs_are_readable() {
     let outputs = cell["outputs"].as_str().unwrap();
     assert!(outputs.contains("hello"), "{outputs}");
     assert!(outputs.contains("ZeroDivisionError"), "{outputs}");
-    assert!(!outputs.contains('\u{1b}'), "ANSI escapes are stripped: {outputs:?}");
+    assert!(
+        !outputs.contains('\u{1b}'),
+        "ANSI escapes are stripped: {outputs:?}"
+    );
     let summary = client
         .call(
             "read_notebook",
@@ -258,7 +315,12 @@ async fn saved_outputs_are_readable() {
         )
         .await
         .ok();
-    assert!(!summary["cells"][0]["outputs"].as_str().unwrap().contains("hello"));
+    assert!(
+        !summary["cells"][0]["outputs"]
+            .as_str()
+            .unwrap()
+            .contains("hello")
+    );
 }
 
 #[tokio::test]
@@ -285,8 +347,17 @@ async fn edits_are_one_transaction_with_revisions() {
     let details = &rejected.error()["details"];
     assert_eq!(details["editIndex"], 1);
     assert_eq!(details["current"]["rev"], total["rev"]);
-    assert!(details["current"]["source"].as_str().unwrap().starts_with("# Total"));
-    assert_eq!(std::fs::read(&path).unwrap(), before_bytes, "a rejected batch writes nothing");
+    assert!(
+        details["current"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("# Total")
+    );
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before_bytes,
+        "a rejected batch writes nothing"
+    );
 
     let missing_rev = client
         .call(
@@ -315,19 +386,31 @@ async fn edits_are_one_transaction_with_revisions() {
     let inserted = &applied["applied"][0]["cells"][0];
     assert_eq!(inserted["name"], "cubes");
     assert_eq!(inserted["index"], 3);
-    let new_squares_rev = applied["applied"][1]["cells"][0]["rev"].as_str().unwrap().to_owned();
+    let new_squares_rev = applied["applied"][1]["cells"][0]["rev"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_ne!(new_squares_rev, squares["rev"].as_str().unwrap());
 
     // The file is valid, the untouched cells are byte-identical, the changed ones changed.
-    assert!(nbformat_problems(&[path.clone()]).is_empty());
+    assert!(nbformat_problems(std::slice::from_ref(&path)).is_empty());
     let after_cells: HashMap<String, String> = cell_texts(&path).into_iter().collect();
     for id in ["start-0", "start-1", "start-4", "start-5"] {
-        assert_eq!(after_cells[id], before_cells[id], "cell {id} is byte-identical");
+        assert_eq!(
+            after_cells[id], before_cells[id],
+            "cell {id} is byte-identical"
+        );
     }
     assert_ne!(after_cells["start-2"], before_cells["start-2"]);
     let on_disk = notebook_model::Notebook::parse(&std::fs::read(&path).unwrap()).unwrap();
-    assert_eq!(on_disk.cells()[3].source(), "# Cubes\ncubes = [i ** 3 for i in range(n)]");
-    assert_eq!(on_disk.cells()[4].source(), "# Total\ntotal = sum(squares) + sum(cubes)\nprint(f\"total = {total}\")");
+    assert_eq!(
+        on_disk.cells()[3].source(),
+        "# Cubes\ncubes = [i ** 3 for i in range(n)]"
+    );
+    assert_eq!(
+        on_disk.cells()[4].source(),
+        "# Total\ntotal = sum(squares) + sum(cubes)\nprint(f\"total = {total}\")"
+    );
     assert_eq!(on_disk.cells()[2].metadata()["tags"], json!(["math"]));
     assert_eq!(on_disk.cells()[2].stored_name(), Some("squares"));
 
@@ -341,11 +424,17 @@ async fn edits_are_one_transaction_with_revisions() {
         )
         .await;
     assert_eq!(stale.error_code(), "rev_mismatch");
-    assert_eq!(stale.error()["details"]["current"]["rev"], new_squares_rev.as_str());
+    assert_eq!(
+        stale.error()["details"]["current"]["rev"],
+        new_squares_rev.as_str()
+    );
 
     // replace must match exactly once.
     let cubes_rev = inserted["rev"].clone();
-    for (old_text, code) in [("nowhere", "old_text_not_found"), ("i", "old_text_ambiguous")] {
+    for (old_text, code) in [
+        ("nowhere", "old_text_not_found"),
+        ("i", "old_text_ambiguous"),
+    ] {
         let replace = client
             .call(
                 "edit_cells",
@@ -378,43 +467,100 @@ async fn bad_arguments_are_refused_without_side_effects() {
     let before = std::fs::read(&path).unwrap();
     let cases = [
         ("read_notebook", json!({})),
-        ("read_notebook", json!({"notebookRef": NOTEBOOK, "filePath": "x"})),
-        ("read_notebook", json!({"notebookRef": NOTEBOOK, "view": "everything"})),
+        (
+            "read_notebook",
+            json!({"notebookRef": NOTEBOOK, "filePath": "x"}),
+        ),
+        (
+            "read_notebook",
+            json!({"notebookRef": NOTEBOOK, "view": "everything"}),
+        ),
         ("edit_cells", json!({"notebookRef": NOTEBOOK})),
-        ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "insert", "newCode": "x", "kernel": "py"}]})),
-        ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "explode", "cellId": 0}]})),
-        ("move_cells", json!({"notebookRef": NOTEBOOK, "cellIds": [0]})),
+        (
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "insert", "newCode": "x", "kernel": "py"}]}),
+        ),
+        (
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "explode", "cellId": 0}]}),
+        ),
+        (
+            "move_cells",
+            json!({"notebookRef": NOTEBOOK, "cellIds": [0]}),
+        ),
         ("search_cells", json!({"notebookRef": NOTEBOOK, "query": 5})),
-        ("export_notebook", json!({"notebookRef": NOTEBOOK, "format": "pdf"})),
+        (
+            "export_notebook",
+            json!({"notebookRef": NOTEBOOK, "format": "pdf"}),
+        ),
         ("save_notebooks", json!({"notebookRefs": NOTEBOOK})),
     ];
     for (tool, arguments) in cases {
         let call = client.call(tool, arguments.clone()).await;
-        assert_eq!(call.error_code(), "invalid_arguments", "{tool} {arguments}: {}", call.text());
+        assert_eq!(
+            call.error_code(),
+            "invalid_arguments",
+            "{tool} {arguments}: {}",
+            call.text()
+        );
     }
     let invalid_values = [
         ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": []})),
-        ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "insert"}]})),
-        ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "delete", "cellId": 1, "expectedRev": "x", "oldText": "y"}]})),
-        ("move_cells", json!({"notebookRef": NOTEBOOK, "cellIds": [0], "toIndex": 1.5})),
-        ("search_cells", json!({"notebookRef": NOTEBOOK, "query": ""})),
+        (
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "insert"}]}),
+        ),
+        (
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "delete", "cellId": 1, "expectedRev": "x", "oldText": "y"}]}),
+        ),
+        (
+            "move_cells",
+            json!({"notebookRef": NOTEBOOK, "cellIds": [0], "toIndex": 1.5}),
+        ),
+        (
+            "search_cells",
+            json!({"notebookRef": NOTEBOOK, "query": ""}),
+        ),
         ("open_notebooks", json!({"uris": []})),
     ];
     for (tool, arguments) in invalid_values {
         let call = client.call(tool, arguments.clone()).await;
-        assert_eq!(call.error_code(), "invalid_argument", "{tool} {arguments}: {}", call.text());
+        assert_eq!(
+            call.error_code(),
+            "invalid_argument",
+            "{tool} {arguments}: {}",
+            call.text()
+        );
     }
     assert_eq!(
-        client.call("search_cells", json!({"notebookRef": NOTEBOOK, "query": "(", "regex": true})).await.error_code(),
+        client
+            .call(
+                "search_cells",
+                json!({"notebookRef": NOTEBOOK, "query": "(", "regex": true})
+            )
+            .await
+            .error_code(),
         "invalid_regex"
     );
     assert_eq!(
-        client.call("read_cells", json!({"notebookRef": NOTEBOOK})).await.error_code(),
+        client
+            .call("read_cells", json!({"notebookRef": NOTEBOOK}))
+            .await
+            .error_code(),
         "unknown_tool"
     );
     let retired = client.call("read_cells", json!({})).await;
-    assert!(retired.error()["message"].as_str().unwrap().contains("read_notebook"));
-    assert_eq!(client.call("no_such_tool", json!({})).await.error_code(), "unknown_tool");
+    assert!(
+        retired.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("read_notebook")
+    );
+    assert_eq!(
+        client.call("no_such_tool", json!({})).await.error_code(),
+        "unknown_tool"
+    );
     // Stringified values from buggy clients are understood.
     let coerced = client
         .call(
@@ -433,13 +579,16 @@ async fn paths_outside_the_root_are_refused() {
     let root = outer.path().join("root");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::copy(
-        jupyter_mcp_tests::workspace_root().join("examples/notebooks").join(NOTEBOOK),
+        jupyter_mcp_tests::workspace_root()
+            .join("examples/notebooks")
+            .join(NOTEBOOK),
         root.join(NOTEBOOK),
     )
     .unwrap();
     std::fs::copy(root.join(NOTEBOOK), outer.path().join("outside.ipynb")).unwrap();
     std::os::unix::fs::symlink(outer.path(), root.join("escape")).unwrap();
-    std::os::unix::fs::symlink(outer.path().join("outside.ipynb"), root.join("link.ipynb")).unwrap();
+    std::os::unix::fs::symlink(outer.path().join("outside.ipynb"), root.join("link.ipynb"))
+        .unwrap();
     let server = HttpServer::start(&root, &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
     let outside_uri = format!("file://{}", outer.path().join("outside.ipynb").display());
@@ -450,7 +599,9 @@ async fn paths_outside_the_root_are_refused() {
         "escape/outside.ipynb".to_owned(),
         "link.ipynb".to_owned(),
     ] {
-        let read = client.call("read_notebook", json!({"notebookRef": reference})).await;
+        let read = client
+            .call("read_notebook", json!({"notebookRef": reference}))
+            .await;
         assert_eq!(read.error_code(), "path_outside_root", "{reference}");
     }
     let created = client
@@ -473,7 +624,9 @@ async fn paths_outside_the_root_are_refused() {
         .map(|notebook| notebook["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, vec![NOTEBOOK], "escaping links are not listed");
-    let nul = client.call("read_notebook", json!({"notebookRef": "a\u{0}.ipynb"})).await;
+    let nul = client
+        .call("read_notebook", json!({"notebookRef": "a\u{0}.ipynb"}))
+        .await;
     assert!(nul.is_error());
 }
 
@@ -497,8 +650,18 @@ async fn a_change_on_disk_is_never_overwritten() {
         )
         .await;
     // The file changed since the server showed it: the change is refused and nothing is written.
-    assert_eq!(edit.error_code(), "notebook_changed_on_disk", "{}", edit.text());
-    assert!(edit.error()["message"].as_str().unwrap().contains("reloaded"));
+    assert_eq!(
+        edit.error_code(),
+        "notebook_changed_on_disk",
+        "{}",
+        edit.text()
+    );
+    assert!(
+        edit.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("reloaded")
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), human);
     // The reload is what clients see now: the same edit goes through and keeps the human's change.
     let retry = client
@@ -519,16 +682,25 @@ async fn a_change_on_disk_is_never_overwritten() {
 async fn moves_clears_search_and_exports() {
     let root = example_root();
     let mut notebook: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.path().join(NOTEBOOK)).unwrap()).unwrap();
-    notebook["cells"][2]["outputs"] = json!([{"output_type": "stream", "name": "stdout", "text": ["[0, 1, 4]\n"]}]);
+        serde_json::from_str(&std::fs::read_to_string(root.path().join(NOTEBOOK)).unwrap())
+            .unwrap();
+    notebook["cells"][2]["outputs"] =
+        json!([{"output_type": "stream", "name": "stdout", "text": ["[0, 1, 4]\n"]}]);
     notebook["cells"][2]["execution_count"] = json!(2);
     notebook["cells"][2]["metadata"] = json!({"tags": ["keep"]});
-    std::fs::write(root.path().join(NOTEBOOK), serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    std::fs::write(
+        root.path().join(NOTEBOOK),
+        serde_json::to_string_pretty(&notebook).unwrap(),
+    )
+    .unwrap();
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
 
     let moved = client
-        .call("move_cells", json!({"notebookRef": NOTEBOOK, "cellIds": ["total", "parameters"], "toIndex": 0}))
+        .call(
+            "move_cells",
+            json!({"notebookRef": NOTEBOOK, "cellIds": ["total", "parameters"], "toIndex": 0}),
+        )
         .await
         .ok();
     assert_eq!(moved["moved"][0]["index"], 0);
@@ -543,13 +715,19 @@ async fn moves_clears_search_and_exports() {
         (json!([0]), 6, "index_out_of_range"),
     ] {
         let call = client
-            .call("move_cells", json!({"notebookRef": NOTEBOOK, "cellIds": cell_ids, "toIndex": to_index}))
+            .call(
+                "move_cells",
+                json!({"notebookRef": NOTEBOOK, "cellIds": cell_ids, "toIndex": to_index}),
+            )
             .await;
         assert_eq!(call.error_code(), code);
     }
 
     let found = client
-        .call("search_cells", json!({"notebookRef": NOTEBOOK, "query": "SQUARES"}))
+        .call(
+            "search_cells",
+            json!({"notebookRef": NOTEBOOK, "query": "SQUARES"}),
+        )
         .await
         .ok();
     let places: Vec<&str> = found["cells"]
@@ -559,9 +737,15 @@ async fn moves_clears_search_and_exports() {
         .flat_map(|cell| cell["matches"].as_array().unwrap())
         .map(|found| found["in"].as_str().unwrap())
         .collect();
-    assert!(places.contains(&"source") && places.contains(&"name"), "{places:?}");
+    assert!(
+        places.contains(&"source") && places.contains(&"name"),
+        "{places:?}"
+    );
     let in_output = client
-        .call("search_cells", json!({"notebookRef": NOTEBOOK, "query": "[0, 1, 4]"}))
+        .call(
+            "search_cells",
+            json!({"notebookRef": NOTEBOOK, "query": "[0, 1, 4]"}),
+        )
         .await
         .ok();
     assert_eq!(in_output["cells"][0]["matches"][0]["in"], "output");
@@ -572,36 +756,69 @@ async fn moves_clears_search_and_exports() {
     assert_eq!(regex["totalMatches"], 2, "range(n) and range(3)");
 
     let cleared = client
-        .call("clear_cell_outputs", json!({"notebookRef": NOTEBOOK, "cellIds": ["squares"]}))
+        .call(
+            "clear_cell_outputs",
+            json!({"notebookRef": NOTEBOOK, "cellIds": ["squares"]}),
+        )
         .await
         .ok();
     assert_eq!(cleared["cleared"][0]["name"], "squares");
-    let on_disk = notebook_model::Notebook::parse(&std::fs::read(root.path().join(NOTEBOOK)).unwrap()).unwrap();
-    let squares = on_disk.cells().iter().find(|cell| cell.id() == "start-2").unwrap();
+    let on_disk =
+        notebook_model::Notebook::parse(&std::fs::read(root.path().join(NOTEBOOK)).unwrap())
+            .unwrap();
+    let squares = on_disk
+        .cells()
+        .iter()
+        .find(|cell| cell.id() == "start-2")
+        .unwrap();
     assert!(squares.outputs().is_empty());
     assert_eq!(squares.execution_count(), None);
     assert_eq!(squares.metadata()["tags"], json!(["keep"]));
     assert!(squares.source().starts_with("# Squares"));
 
     let python = client
-        .call("export_notebook", json!({"notebookRef": NOTEBOOK, "format": "python"}))
+        .call(
+            "export_notebook",
+            json!({"notebookRef": NOTEBOOK, "format": "python"}),
+        )
         .await
         .ok();
-    assert!(python["content"].as_str().unwrap().contains("# %%\n# Squares"));
+    assert!(
+        python["content"]
+            .as_str()
+            .unwrap()
+            .contains("# %%\n# Squares")
+    );
     let markdown = client
-        .call("export_notebook", json!({"notebookRef": NOTEBOOK, "format": "markdown"}))
+        .call(
+            "export_notebook",
+            json!({"notebookRef": NOTEBOOK, "format": "markdown"}),
+        )
         .await
         .ok();
-    assert!(markdown["content"].as_str().unwrap().contains("```python\n# Squares"));
+    assert!(
+        markdown["content"]
+            .as_str()
+            .unwrap()
+            .contains("```python\n# Squares")
+    );
     let html = client
-        .call("export_notebook", json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}))
+        .call(
+            "export_notebook",
+            json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}),
+        )
         .await
         .ok();
     assert!(html["content"].is_null());
     let written = std::fs::read_to_string(root.path().join("exports/page.html")).unwrap();
-    assert!(written.starts_with("<!DOCTYPE html>") && written.contains("&quot;total = {total}&quot;"));
+    assert!(
+        written.starts_with("<!DOCTYPE html>") && written.contains("&quot;total = {total}&quot;")
+    );
     let again = client
-        .call("export_notebook", json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}))
+        .call(
+            "export_notebook",
+            json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}),
+        )
         .await;
     assert_eq!(again.error_code(), "already_exists");
     assert!(nbformat_problems(&[root.path().join(NOTEBOOK)]).is_empty());
@@ -611,15 +828,21 @@ async fn moves_clears_search_and_exports() {
 async fn create_save_and_undo() {
     let (root, _server, client) = start().await;
     let created = client
-        .call("create_notebook", json!({"title": "Model training", "path": "work/train"}))
+        .call(
+            "create_notebook",
+            json!({"title": "Model training", "path": "work/train"}),
+        )
         .await
         .ok();
     assert_eq!(created["path"], "work/train.ipynb");
     assert_eq!(created["cells"][0]["name"], "model-training");
     let path: PathBuf = root.path().join("work/train.ipynb");
-    assert!(nbformat_problems(&[path.clone()]).is_empty());
+    assert!(nbformat_problems(std::slice::from_ref(&path)).is_empty());
     let again = client
-        .call("create_notebook", json!({"title": "Other", "path": "work/train.ipynb"}))
+        .call(
+            "create_notebook",
+            json!({"title": "Other", "path": "work/train.ipynb"}),
+        )
         .await;
     assert_eq!(again.error_code(), "already_exists");
     let default_path = client.call("create_notebook", json!({})).await.ok();
@@ -649,25 +872,46 @@ async fn create_save_and_undo() {
         .ok();
     let after_second = std::fs::read(&notebook_path).unwrap();
     client
-        .call("move_cells", json!({"notebookRef": NOTEBOOK, "cellIds": [5], "toIndex": 0}))
+        .call(
+            "move_cells",
+            json!({"notebookRef": NOTEBOOK, "cellIds": [5], "toIndex": 0}),
+        )
         .await
         .ok();
     // A change that changes nothing is not a step to undo.
     client
-        .call("clear_cell_outputs", json!({"notebookRef": NOTEBOOK, "cellIds": [1]}))
+        .call(
+            "clear_cell_outputs",
+            json!({"notebookRef": NOTEBOOK, "cellIds": [1]}),
+        )
         .await
         .ok();
-    let undone = client.call("undo_last", json!({"notebookRef": NOTEBOOK})).await.ok();
+    let undone = client
+        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
     assert!(undone["undid"].as_str().unwrap().starts_with("move_cells"));
     assert_eq!(std::fs::read(&notebook_path).unwrap(), after_second);
-    let undone = client.call("undo_last", json!({"notebookRef": NOTEBOOK})).await.ok();
+    let undone = client
+        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
     assert!(undone["undid"].as_str().unwrap().starts_with("edit_cells"));
     assert_eq!(undone["changedCells"], json!(["end"]));
     assert_eq!(std::fs::read(&notebook_path).unwrap(), after_first);
-    let undone = client.call("undo_last", json!({"notebookRef": NOTEBOOK})).await.ok();
+    let undone = client
+        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
     assert_eq!(undone["changedCells"], json!(["parameters"]));
-    assert_eq!(std::fs::read(&notebook_path).unwrap(), original, "byte for byte");
-    let nothing = client.call("undo_last", json!({"notebookRef": NOTEBOOK})).await;
+    assert_eq!(
+        std::fs::read(&notebook_path).unwrap(),
+        original,
+        "byte for byte"
+    );
+    let nothing = client
+        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
+        .await;
     assert_eq!(nothing.error_code(), "nothing_to_undo");
 
     // save writes the canonical form of a hand-formatted file.
@@ -677,10 +921,16 @@ async fn create_save_and_undo() {
         r#"{"nbformat":4,"nbformat_minor":5,"metadata":{},"cells":[{"cell_type":"code","id":"a","metadata":{},"source":"x = 1\ny = 2","outputs":[],"execution_count":null}]}"#,
     )
     .unwrap();
-    let saved = client.call("save_notebooks", json!({"notebookRefs": ["messy.ipynb"]})).await.ok();
+    let saved = client
+        .call("save_notebooks", json!({"notebookRefs": ["messy.ipynb"]}))
+        .await
+        .ok();
     assert_eq!(saved["saved"].as_array().unwrap().len(), 1);
     let text = std::fs::read_to_string(&messy).unwrap();
-    assert!(text.contains("\"source\": [\n    \"x = 1\\n\",\n    \"y = 2\"\n   ]"), "{text}");
+    assert!(
+        text.contains("\"source\": [\n    \"x = 1\\n\",\n    \"y = 2\"\n   ]"),
+        "{text}"
+    );
     assert!(text.ends_with("}\n"));
     assert!(nbformat_problems(&[messy]).is_empty());
 }
@@ -748,11 +998,26 @@ async fn http_refuses_foreign_hosts_and_origins() {
     let root = example_root();
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let url = server.url.clone();
-    let address = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let address = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
     tokio::task::spawn_blocking(move || {
         assert_eq!(raw_status(&url, &[("Host", "evil.example:80")]), 403);
-        assert_eq!(raw_status(&url, &[("Host", &address), ("Origin", "http://evil.example")]), 403);
-        assert_ne!(raw_status(&url, &[("Host", &address), ("Origin", "http://localhost:3000")]), 403);
+        assert_eq!(
+            raw_status(
+                &url,
+                &[("Host", &address), ("Origin", "http://evil.example")]
+            ),
+            403
+        );
+        assert_ne!(
+            raw_status(
+                &url,
+                &[("Host", &address), ("Origin", "http://localhost:3000")]
+            ),
+            403
+        );
         assert_ne!(raw_status(&url, &[("Host", &address)]), 403);
     })
     .await
@@ -765,4 +1030,29 @@ async fn the_server_exits_cleanly_on_sigterm() {
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let status = server.stop().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test]
+async fn the_readme_tool_table_matches_tools_list() {
+    let (_root, _server, client) = start().await;
+    let readme =
+        std::fs::read_to_string(jupyter_mcp_tests::workspace_root().join("README.md")).unwrap();
+    let table = readme
+        .split("<!-- tools:start -->")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- tools:end -->").next())
+        .expect("README has a tools table");
+    let mut documented: Vec<String> = table
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|line| line.split('`').next())
+        .map(str::to_owned)
+        .collect();
+    let mut listed = client.tool_names().await.unwrap();
+    documented.sort();
+    listed.sort();
+    assert_eq!(
+        documented, listed,
+        "README's tool table and tools/list differ"
+    );
 }

@@ -1,0 +1,227 @@
+//! `cargo xtask bench`: the benchmarks, each reported as a ratio against a baseline measured in
+//! the same run. Nothing here asserts a timing; targets are printed next to the figures.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use host_core::{CallContext, Tools};
+use host_standalone::{FileHost, FileHostConfig, SharedFileHost};
+use notebook_model::Notebook;
+use serde_json::{Value, json};
+
+/// Median and p90 of a set of durations.
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    median: Duration,
+    p90: Duration,
+}
+
+fn stats(mut samples: Vec<Duration>) -> Stats {
+    samples.sort_unstable();
+    let at = |fraction: f64| samples[((samples.len() - 1) as f64 * fraction).round() as usize];
+    Stats {
+        median: at(0.5),
+        p90: at(0.9),
+    }
+}
+
+fn measure(runs: usize, mut work: impl FnMut()) -> Stats {
+    work();
+    stats(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                work();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+}
+
+/// A 2,000-cell notebook of about 50 MB: code cells with long logs, tables and images.
+fn large_notebook() -> Value {
+    let log: String = (0..400)
+        .map(|line| format!("epoch {line}: loss=0.{line:04} accuracy=0.9{line:03} lr=0.001\n"))
+        .collect();
+    let image = "iVBORw0KGgo".repeat(600);
+    let table: String = (0..30)
+        .map(|row| {
+            format!(
+                "<tr><td>{row}</td><td>{}</td><td>value {row}</td></tr>",
+                row * 7
+            )
+        })
+        .collect();
+    let cells: Vec<Value> = (0..2000)
+        .map(|index| {
+            if index % 10 == 0 {
+                json!({"cell_type": "markdown", "id": format!("md-{index}"), "metadata": {},
+                       "source": format!("## Section {index}\n\nNotes about step {index}.")})
+            } else {
+                json!({
+                    "cell_type": "code", "id": format!("code-{index}"), "metadata": {},
+                    "execution_count": index,
+                    "source": format!("# Step {index}\nresult_{index} = train(step={index})\nresult_{index}.describe()"),
+                    "outputs": [
+                        {"output_type": "stream", "name": "stdout", "text": log},
+                        {"output_type": "display_data", "metadata": {},
+                         "data": {"image/png": image, "text/plain": "<Figure size 640x480>"}},
+                        {"output_type": "execute_result", "execution_count": index, "metadata": {},
+                         "data": {"text/html": format!("<table>{table}</table>"), "text/plain": "DataFrame"}}
+                    ]
+                })
+            }
+        })
+        .collect();
+    json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+}
+
+struct Row {
+    name: &'static str,
+    figure: String,
+    baseline: String,
+    ratio: String,
+    target: &'static str,
+    pass: Option<bool>,
+}
+
+fn print_rows(title: &str, rows: &[Row], report: &mut String) {
+    let mut table = format!(
+        "\n### {title}\n\n| measurement | median (p90) | baseline median | ratio | target | |\n|---|---|---|---|---|---|\n"
+    );
+    for row in rows {
+        let mark = match row.pass {
+            Some(true) => "pass",
+            Some(false) => "MISS",
+            None => "",
+        };
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            row.name, row.figure, row.baseline, row.ratio, row.target, mark
+        ));
+    }
+    print!("{table}");
+    report.push_str(&table);
+}
+
+async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
+    let folder = tempfile::tempdir()?;
+    let path = folder.path().join("large.ipynb");
+    let text = Notebook::from_value(large_notebook())?.to_ipynb_string();
+    std::fs::write(&path, &text)?;
+    let size_mb = text.len() as f64 / 1e6;
+    eprintln!(
+        "generated {} ({size_mb:.1} MB, 2,000 cells)",
+        path.display()
+    );
+
+    let bare = measure(7, || {
+        let bytes = std::fs::read(&path).unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        std::hint::black_box(value);
+    });
+    let open = measure(7, || {
+        let bytes = std::fs::read(&path).unwrap();
+        std::hint::black_box(Notebook::parse(&bytes).unwrap());
+    });
+    let notebook = Notebook::parse(text.as_bytes())?;
+    let write = measure(7, || {
+        std::hint::black_box(notebook.to_ipynb_string());
+    });
+
+    let host = FileHost::new(FileHostConfig {
+        root: folder.path().to_path_buf(),
+        snapshot_folder: folder.path().join(".snapshots"),
+    })?;
+    let tools = Tools::new(Arc::new(SharedFileHost(Arc::new(host))));
+    let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
+    let cold_start = Instant::now();
+    let first = tools
+        .call("read_notebook", arguments.clone(), CallContext::default())
+        .await;
+    let cold = cold_start.elapsed();
+    assert!(!first.is_error, "{}", first.text);
+    let mut samples = Vec::new();
+    for _ in 0..50 {
+        let start = Instant::now();
+        let output = tools
+            .call("read_notebook", arguments.clone(), CallContext::default())
+            .await;
+        samples.push(start.elapsed());
+        std::hint::black_box(output);
+    }
+    let outline = stats(samples);
+    let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64();
+    print_rows(
+        &format!("Notebook model: a generated 2,000-cell, {size_mb:.1} MB notebook"),
+        &[
+            Row {
+                name: "open + parse (read file, Notebook::parse)",
+                figure: format!("{} ({})", ms(open.median), ms(open.p90)),
+                baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
+                ratio: format!("{:.2}×", ratio(open.median, bare.median)),
+                target: "≤ 2×",
+                pass: Some(ratio(open.median, bare.median) <= 2.0),
+            },
+            Row {
+                name: "write (byte-exact nbformat text)",
+                figure: format!("{} ({})", ms(write.median), ms(write.p90)),
+                baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
+                ratio: format!("{:.2}×", ratio(write.median, bare.median)),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "read_notebook outline, warm (in-process tool call)",
+                figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),
+                baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
+                ratio: format!("{:.3}×", ratio(outline.median, bare.median)),
+                target: "< 20 ms",
+                pass: Some(outline.median < Duration::from_millis(20)),
+            },
+            Row {
+                name: "read_notebook outline, cold (first call parses the file)",
+                figure: ms(cold),
+                baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
+                ratio: format!("{:.2}×", ratio(cold, bare.median)),
+                target: "",
+                pass: None,
+            },
+        ],
+        report,
+    );
+    Ok(())
+}
+
+fn machine_line() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |count| count.get());
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|model| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    format!(
+        "{cpus} CPUs ({cpu_model}), jupyter-mcp {}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
+    notebook_model_bench(&mut report).await?;
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+    std::fs::create_dir_all(&results)?;
+    std::fs::write(results.join("latest.md"), &report)?;
+    eprintln!("\nwritten to bench/results/latest.md");
+    Ok(())
+}

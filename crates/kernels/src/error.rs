@@ -88,6 +88,7 @@ pub enum Error {
     },
 
     /// The ZeroMQ transport failed.
+    #[cfg(feature = "local")]
     #[error("the kernel connection failed while {context}")]
     Transport {
         context: &'static str,

@@ -12,16 +12,22 @@
 //! reports what the kernel said. It never puts raw kernel or OS text into error messages; the
 //! kernel's own output is kept apart for diagnostics.
 
+//!
+//! Without the default `local` feature only the traits, the event types, discovery and the
+//! manager are built (no ZeroMQ): that is what the tool layer depends on.
+
 #![deny(unsafe_code)]
 
 mod discovery;
 mod error;
 mod execute;
+#[cfg(feature = "local")]
 mod local;
 mod manager;
 mod provider;
 mod spec;
 mod status;
+mod tasks;
 
 pub use discovery::{
     DiscoveryConfig, PythonProbe, discover, discover_blocking, probe_python, runtime_dir,
@@ -32,6 +38,7 @@ pub use execute::{
     ErrorOutput, ExecuteEvent, ExecuteHandle, ExecuteOptions, ExecuteReply, ExecuteResultSummary,
     JsonObject, ReplyStatus, StreamName,
 };
+#[cfg(feature = "local")]
 pub use local::{LaunchConfig, LocalKernel, LocalProvider};
 pub use manager::{KernelManager, ManagerConfig};
 pub use provider::{KernelHandle, KernelProvider};

@@ -11,10 +11,10 @@ use tokio::time::Instant;
 
 use crate::error::Result;
 use crate::execute::{ExecuteHandle, ExecuteOptions};
-use crate::local::AbortOnDrop;
 use crate::provider::{KernelHandle, KernelProvider};
 use crate::spec::{Discovery, KernelSpecInfo, SpecPreference};
 use crate::status::{KernelInfo, KernelStatus};
+use crate::tasks::AbortOnDrop;
 
 /// Settings of a [`KernelManager`].
 #[derive(Debug, Clone, PartialEq, Eq)]

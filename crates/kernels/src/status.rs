@@ -16,6 +16,10 @@ pub struct ProcessExit {
 }
 
 impl ProcessExit {
+    #[cfg_attr(
+        not(feature = "local"),
+        allow(dead_code, reason = "used by local kernels")
+    )]
     pub(crate) fn from_status(status: std::process::ExitStatus) -> Self {
         use std::os::unix::process::ExitStatusExt as _;
         ProcessExit {
@@ -96,12 +100,20 @@ pub struct KernelInfo {
 /// Shared between a kernel and its pump tasks: the status watch, the current epoch and the
 /// last busy/idle state that IOPub reported (so a probe can restore it).
 #[derive(Debug)]
+#[cfg_attr(
+    not(feature = "local"),
+    allow(dead_code, reason = "used by local kernels")
+)]
 pub(crate) struct StatusHub {
     sender: watch::Sender<KernelStatus>,
     current_epoch: AtomicU64,
     last_activity: Mutex<KernelStatus>,
 }
 
+#[cfg_attr(
+    not(feature = "local"),
+    allow(dead_code, reason = "used by local kernels")
+)]
 impl StatusHub {
     pub(crate) fn new(initial: KernelStatus) -> Self {
         StatusHub {

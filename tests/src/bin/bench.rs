@@ -1,6 +1,9 @@
 //! `cargo xtask bench`: the benchmarks, each reported as a ratio against a baseline measured in
 //! the same run. Nothing here asserts a timing; targets are printed next to the figures.
-#![allow(clippy::print_stdout, reason = "the benchmark report is printed to stdout")]
+#![allow(
+    clippy::print_stdout,
+    reason = "the benchmark report is printed to stdout"
+)]
 
 use std::path::Path;
 use std::sync::Arc;

@@ -16,8 +16,6 @@ use futures::future::BoxFuture;
 use jupyter_protocol::{ExecuteRequest, InterruptRequest, JupyterMessage};
 use tokio::sync::{OnceCell, mpsc, oneshot, watch};
 
-pub(crate) use process::AbortOnDrop;
-
 use self::launch::{Generation, LaunchRequest, launch};
 use self::process::BoundedLog;
 use self::pump::{PumpCommand, StopReason};

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::task::JoinHandle;
 
 /// The kernel's process group (the kernel is spawned as its leader, so the group id is its
 /// pid). Dropping an armed guard SIGKILLs the whole group: the last resort that keeps a
@@ -96,24 +95,6 @@ impl BoundedLog {
         joined.extend_from_slice(front);
         joined.extend_from_slice(back);
         String::from_utf8_lossy(&joined).into_owned()
-    }
-}
-
-/// Tasks that are aborted when this value is dropped.
-#[derive(Debug, Default)]
-pub(crate) struct AbortOnDrop(Vec<JoinHandle<()>>);
-
-impl AbortOnDrop {
-    pub(crate) fn push(&mut self, handle: JoinHandle<()>) {
-        self.0.push(handle);
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        for handle in &self.0 {
-            handle.abort();
-        }
     }
 }
 

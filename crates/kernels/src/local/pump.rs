@@ -14,11 +14,12 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use zeromq::{SocketRecv, SocketSend};
 
-use super::process::{AbortOnDrop, ProcessGroup};
+use super::process::ProcessGroup;
 use super::router::Router;
 use super::wire::WireMessage;
 use crate::execute::ExecuteEvent;
 use crate::status::{KernelStatus, ProcessExit, StatusHub};
+use crate::tasks::AbortOnDrop;
 
 /// Why the pump is being stopped on purpose; decides the terminal event of pending requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, NumberOrString, ProgressNotificationParam,
+    ProgressToken, RequestMetaObject,
+};
 use rmcp::service::RunningService;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
@@ -75,11 +78,56 @@ pub fn server_binary() -> PathBuf {
     binary
 }
 
-/// Copies the repository's example notebooks into a new temporary folder.
+/// Copies the repository's example notebooks into a new temporary folder, with a `.venv` link
+/// to the test Python environment so that the server finds a kernel there (as a project's own
+/// virtual environment).
 pub fn example_root() -> tempfile::TempDir {
     let folder = tempfile::tempdir().expect("temp dir");
     copy_tree(&workspace_root().join("examples/notebooks"), folder.path());
+    link_venv(folder.path());
     folder
+}
+
+/// Links the test Python environment as `<folder>/.venv`.
+pub fn link_venv(folder: &Path) {
+    let venv = python()
+        .parent()
+        .and_then(Path::parent)
+        .expect("python is <venv>/bin/python")
+        .to_path_buf();
+    let link = folder.join(".venv");
+    if !link.exists() {
+        std::os::unix::fs::symlink(venv, link).expect("link .venv");
+    }
+}
+
+/// Writes a notebook of code cells (nbformat 4.5, ids `c0`, `c1`, …) into `folder`.
+pub fn write_code_notebook(folder: &Path, name: &str, sources: &[&str]) -> PathBuf {
+    let cells: Vec<Value> = sources
+        .iter()
+        .enumerate()
+        .map(|(index, source)| {
+            serde_json::json!({"cell_type": "code", "id": format!("c{index}"), "metadata": {},
+                               "execution_count": null, "outputs": [], "source": source})
+        })
+        .collect();
+    let notebook = serde_json::json!({
+        "nbformat": 4, "nbformat_minor": 5, "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    });
+    let path = folder.join(name);
+    std::fs::write(&path, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    path
+}
+
+/// True while a process with this pid exists (and is not a zombie).
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -172,9 +220,26 @@ impl Drop for HttpServer {
     }
 }
 
+/// Records the progress notifications a client receives.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
+}
+
+impl rmcp::ClientHandler for Recorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.progress.lock().unwrap().push(params);
+    }
+}
+
 /// A connected MCP client.
 pub struct Client {
-    service: RunningService<RoleClient, ()>,
+    service: RunningService<RoleClient, Recorder>,
+    pub recorder: Recorder,
 }
 
 /// The outcome of one tool call.
@@ -240,8 +305,13 @@ impl Call {
 impl Client {
     pub async fn http(url: &str) -> Result<Client> {
         let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
-        let service = ().serve(transport).await.context("MCP handshake over HTTP")?;
-        Ok(Client { service })
+        let recorder = Recorder::default();
+        let service = recorder
+            .clone()
+            .serve(transport)
+            .await
+            .context("MCP handshake over HTTP")?;
+        Ok(Client { service, recorder })
     }
 
     /// Starts `jupyter-mcp serve --stdio` as a child process and connects to it.
@@ -253,8 +323,13 @@ impl Client {
             .arg("--cache-dir")
             .arg(cache);
         let transport = TokioChildProcess::new(command)?;
-        let service = ().serve(transport).await.context("MCP handshake over stdio")?;
-        Ok(Client { service })
+        let recorder = Recorder::default();
+        let service = recorder
+            .clone()
+            .serve(transport)
+            .await
+            .context("MCP handshake over stdio")?;
+        Ok(Client { service, recorder })
     }
 
     pub fn server_info(&self) -> Option<(String, String)> {
@@ -276,6 +351,23 @@ impl Client {
 
     /// Calls a tool; `arguments` must be a JSON object.
     pub async fn call(&self, name: &str, arguments: Value) -> Call {
+        self.call_with_meta(name, arguments, None).await
+    }
+
+    /// Calls a tool with a progress token, so the server may send progress notifications.
+    pub async fn call_with_progress(&self, name: &str, arguments: Value, token: &str) -> Call {
+        let meta = RequestMetaObject::with_progress_token(ProgressToken(NumberOrString::String(
+            token.into(),
+        )));
+        self.call_with_meta(name, arguments, Some(meta)).await
+    }
+
+    async fn call_with_meta(
+        &self,
+        name: &str,
+        arguments: Value,
+        meta: Option<RequestMetaObject>,
+    ) -> Call {
         let arguments: Map<String, Value> = match arguments {
             Value::Object(map) => map,
             Value::Null => Map::new(),
@@ -283,6 +375,7 @@ impl Client {
         };
         let mut params = CallToolRequestParams::new(name.to_owned());
         params.arguments = Some(arguments);
+        params.meta = meta;
         let result = self
             .service
             .call_tool(params)

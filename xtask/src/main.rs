@@ -342,7 +342,9 @@ fn ci() -> Result<()> {
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
     run(cargo()
         .args(["test", "--workspace"])
-        .env("JUPYTER_MCP_TEST_PYTHON", venv_python()))?;
+        .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
+        // The build above made the server binary with the same features the tests use.
+        .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     eprintln!("ci: all checks passed");
     Ok(())
 }

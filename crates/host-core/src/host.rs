@@ -185,4 +185,22 @@ pub trait NotebookHost: Send + Sync + 'static {
         path: &str,
         contents: Vec<u8>,
     ) -> impl Future<Output = Result<String, HostError>> + Send;
+
+    /// The kernels of this host's notebooks; `None` for a host that runs no code (the kernel
+    /// tools are then not listed).
+    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
+        None
+    }
+
+    /// The key of a notebook's kernel: the notebook file, whose folder is the kernel's working
+    /// directory.
+    fn kernel_key(&self, location: &NotebookLocation) -> Option<std::path::PathBuf> {
+        let _ = location;
+        None
+    }
+
+    /// The folder kernels are discovered from besides the notebook's own (a project `.venv`).
+    fn kernel_root(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 }

@@ -5,9 +5,14 @@
 //! using the pure domain crates. This crate knows no files, no HTTP, no rmcp and no VS Code: the
 //! transports above it and the hosts beside it do.
 
+mod execution;
 pub mod host;
+mod inspect;
+mod kernel_tools;
 pub mod refs;
 mod render;
+mod session;
+mod summary;
 pub mod tools;
 
 pub use host::{

@@ -1,71 +1,124 @@
-//! Rendering saved outputs as text for reads.
+//! What an agent sees of saved and live outputs, through the `condense` crate: condensed text
+//! with every cut marked, and images as MCP image content within a per-response budget.
 
+use condense::{FormatOptions, format_outputs};
 use mcp_contract::params::OutputMode;
-use notebook_model::outputs::output_texts;
 use serde_json::Value;
 
-/// Output text for one cell.
-#[derive(Debug, Clone, PartialEq, Eq)]
+use crate::tools::ImageContent;
+
+/// Images returned in one response, at most.
+pub const MAX_IMAGES_PER_RESPONSE: usize = 8;
+/// Encoded image bytes returned in one response, at most.
+pub const MAX_IMAGE_BYTES_PER_RESPONSE: usize = 2_000_000;
+
+/// What is left of a response's image allowance.
+#[derive(Debug, Clone, Copy)]
+pub struct ImageBudget {
+    pub images: usize,
+    pub bytes: usize,
+}
+
+impl Default for ImageBudget {
+    fn default() -> Self {
+        ImageBudget {
+            images: MAX_IMAGES_PER_RESPONSE,
+            bytes: MAX_IMAGE_BYTES_PER_RESPONSE,
+        }
+    }
+}
+
+/// Output text and images for one cell.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RenderedOutputs {
     pub text: String,
     pub truncated: bool,
+    /// Images with the 0-based output index they came from, width and height.
+    pub images: Vec<(usize, ImageContent, u32, u32)>,
 }
 
-fn summary_line(index: usize, output: &Value) -> String {
-    let output_type = output
-        .get("output_type")
-        .and_then(Value::as_str)
-        .unwrap_or("?");
-    match output.get("data").and_then(Value::as_object) {
-        Some(bundle) => {
-            let parts: Vec<String> = bundle
-                .iter()
-                .map(|(mime, value)| format!("{mime} {} bytes", value.to_string().len()))
-                .collect();
-            format!("[output {index}: {output_type}: {}]", parts.join(", "))
-        }
-        None => format!("[output {index}: {output_type}]"),
+pub fn condense_mode(mode: OutputMode) -> condense::OutputMode {
+    match mode {
+        OutputMode::Summary => condense::OutputMode::Summary,
+        OutputMode::Text => condense::OutputMode::Text,
+        OutputMode::Full => condense::OutputMode::Full,
     }
 }
 
-/// Renders `outputs` in `mode`, cut to `max_chars` with an explicit marker.
-pub fn render_outputs(outputs: &[Value], mode: OutputMode, max_chars: usize) -> RenderedOutputs {
-    let mut parts = Vec::new();
-    for (index, output) in outputs.iter().enumerate() {
-        match mode {
-            OutputMode::Summary => parts.push(summary_line(index, output)),
-            OutputMode::Text | OutputMode::Full => {
-                let texts = output_texts(output);
-                if texts.is_empty() {
-                    parts.push(summary_line(index, output));
-                }
-                let take = if mode == OutputMode::Text {
-                    1
-                } else {
-                    texts.len()
-                };
-                for (mime, text) in texts.into_iter().take(take) {
-                    parts.push(format!("[output {index} | {mime}]\n{text}"));
-                }
-            }
-        }
-    }
-    let text = if parts.is_empty() {
-        "(no saved output)".to_owned()
-    } else {
-        parts.join("\n\n")
-    };
-    match text.char_indices().nth(max_chars) {
-        Some((cut, _)) => {
-            let dropped = text[cut..].chars().count();
-            RenderedOutputs {
-                text: format!("{}\n… [{dropped} more characters cut]", &text[..cut]),
-                truncated: true,
-            }
-        }
-        None => RenderedOutputs {
-            text,
+/// Renders one cell's outputs, spending from `budget` when images are requested.
+pub fn render_outputs(
+    outputs: &[Value],
+    mode: OutputMode,
+    max_chars: usize,
+    images: Option<&mut ImageBudget>,
+) -> RenderedOutputs {
+    if outputs.is_empty() {
+        return RenderedOutputs {
+            text: "(no saved output)".to_owned(),
             truncated: false,
-        },
+            images: Vec::new(),
+        };
     }
+    let (include_images, max_images, max_image_bytes) = match &images {
+        Some(budget) => (budget.images > 0, budget.images, budget.bytes),
+        None => (false, 0, 0),
+    };
+    let options = FormatOptions {
+        mode: condense_mode(mode),
+        max_chars,
+        include_images,
+        max_images,
+        max_image_bytes,
+        ..FormatOptions::default()
+    };
+    let formatted = format_outputs(outputs, &options);
+    let returned: Vec<(usize, ImageContent, u32, u32)> = formatted
+        .images
+        .into_iter()
+        .map(|image| {
+            (
+                image.output_index,
+                ImageContent {
+                    data: image.base64,
+                    mime_type: image.mime.to_owned(),
+                },
+                image.width,
+                image.height,
+            )
+        })
+        .collect();
+    if let Some(budget) = images {
+        budget.images = budget.images.saturating_sub(returned.len());
+        // Base64 carries 3 bytes in 4 characters.
+        let bytes: usize = returned
+            .iter()
+            .map(|(_, image, _, _)| image.data.len() / 4 * 3)
+            .sum();
+        budget.bytes = budget.bytes.saturating_sub(bytes);
+    }
+    RenderedOutputs {
+        text: formatted.text,
+        truncated: formatted.truncated,
+        images: returned,
+    }
+}
+
+/// The formatter the execution registry uses for receipt text (images are added separately).
+pub fn receipt_formatter(
+    outputs: &[Value],
+    mode: execution_tracker::OutputMode,
+    max_chars: usize,
+) -> String {
+    let mode = match mode {
+        execution_tracker::OutputMode::Summary => condense::OutputMode::Summary,
+        execution_tracker::OutputMode::Text => condense::OutputMode::Text,
+        execution_tracker::OutputMode::Full => condense::OutputMode::Full,
+    };
+    let options = FormatOptions {
+        mode,
+        max_chars,
+        include_images: false,
+        ..FormatOptions::default()
+    };
+    format_outputs(outputs, &options).text
 }

@@ -144,15 +144,46 @@ pub fn clamp_output_chars(requested: Option<f64>) -> usize {
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
-/// The tools of one host.
+/// The tools of one host. Cheap to clone: clones share all state (the runner of a background
+/// execution holds one).
 pub struct Tools<H: NotebookHost> {
-    host: Arc<H>,
+    inner: Arc<Inner<H>>,
+}
+
+impl<H: NotebookHost> Clone for Tools<H> {
+    fn clone(&self) -> Self {
+        Tools {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<H: NotebookHost> std::ops::Deref for Tools<H> {
+    type Target = Inner<H>;
+    fn deref(&self) -> &Inner<H> {
+        &self.inner
+    }
+}
+
+/// The state shared by every clone of [`Tools`].
+pub struct Inner<H: NotebookHost> {
+    pub(crate) host: Arc<H>,
     specs: Vec<ToolSpec>,
     input_schemas: HashMap<&'static str, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
     notebook_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The document version each notebook had when a client last saw it (read or changed it).
     seen_versions: Mutex<HashMap<String, u64>>,
+    /// Per-notebook dataflow and run records.
+    pub(crate) sessions: Mutex<HashMap<String, crate::session::NotebookSession>>,
+    /// Tracked runs of this window.
+    pub(crate) registry: Mutex<execution_tracker::Registry>,
+    /// Bumped after every change to the registry; waiters re-check their run.
+    pub(crate) registry_changed: tokio::sync::watch::Sender<u64>,
+    /// Per-notebook controls of the running background run (interrupt requests).
+    pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
+    /// Runs whose latest changes are still being carried out, with how many.
+    pub(crate) in_flight: Mutex<HashMap<String, usize>>,
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -166,23 +197,35 @@ impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
 
 impl<H: NotebookHost> Tools<H> {
     pub fn new(host: Arc<H>) -> Tools<H> {
-        let capabilities = [Capability::Documents];
+        let mut capabilities = vec![Capability::Documents];
+        if host.kernel_manager().is_some() {
+            capabilities.push(Capability::Kernels);
+        }
+        let runs_code = capabilities.contains(&Capability::Kernels);
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
             .filter(|spec| capabilities.contains(&spec.capability))
-            .filter(|spec| !matches!(spec.name, "get_execution" | "summarize_cells"))
+            .filter(|spec| runs_code || !matches!(spec.name, "get_execution" | "summarize_cells"))
+            .filter(|spec| spec.name != "summarize_cells")
             .collect();
         let input_schemas = specs
             .iter()
             .map(|spec| (spec.name, (spec.input_schema)()))
             .collect();
         Tools {
-            host,
-            specs,
-            input_schemas,
-            known_refs: Mutex::new(HashMap::new()),
-            notebook_locks: Mutex::new(HashMap::new()),
-            seen_versions: Mutex::new(HashMap::new()),
+            inner: Arc::new(Inner {
+                host,
+                specs,
+                input_schemas,
+                known_refs: Mutex::new(HashMap::new()),
+                notebook_locks: Mutex::new(HashMap::new()),
+                seen_versions: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
+                registry: Mutex::new(crate::execution::new_registry()),
+                registry_changed: tokio::sync::watch::channel(0).0,
+                run_controls: Mutex::new(HashMap::new()),
+                in_flight: Mutex::new(HashMap::new()),
+            }),
         }
     }
 
@@ -202,7 +245,6 @@ impl<H: NotebookHost> Tools<H> {
         arguments: Option<Map<String, Value>>,
         context: CallContext,
     ) -> ToolOutput {
-        let _ = &context;
         let Some(schema) = self.input_schemas.get(name) else {
             let message = match RETIRED_TOOLS.iter().find(|(retired, _)| *retired == name) {
                 Some((_, replacement)) => {
@@ -235,7 +277,7 @@ impl<H: NotebookHost> Tools<H> {
                 Err(error) => Err(error),
             },
             "edit_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.edit_cells(params).await,
+                Ok(params) => self.edit_cells(params, &context).await,
                 Err(error) => Err(error),
             },
             "move_cells" => match parse_arguments(arguments, schema) {
@@ -259,7 +301,39 @@ impl<H: NotebookHost> Tools<H> {
                 Err(error) => Err(error),
             },
             "get_kernel_info" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.get_kernel_info(params).await,
+                Ok(params) => self.kernel_info(params).await,
+                Err(error) => Err(error),
+            },
+            "list_kernels" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.list_kernels(params).await,
+                Err(error) => Err(error),
+            },
+            "select_kernel" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.select_kernel(params).await,
+                Err(error) => Err(error),
+            },
+            "configure_kernel" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.configure_kernel(params).await,
+                Err(error) => Err(error),
+            },
+            "restart_kernels" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.restart_kernels(params).await,
+                Err(error) => Err(error),
+            },
+            "interrupt_kernels" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.interrupt_kernels(params).await,
+                Err(error) => Err(error),
+            },
+            "run_cells" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.run_cells(params, &context).await,
+                Err(error) => Err(error),
+            },
+            "get_execution" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.get_execution(params, &context).await,
+                Err(error) => Err(error),
+            },
+            "inspect_variable" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.inspect_variable(params).await,
                 Err(error) => Err(error),
             },
             other => Err(error(
@@ -282,7 +356,7 @@ impl<H: NotebookHost> Tools<H> {
         notebook_ref
     }
 
-    fn lock_for(&self, uri: &str) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn lock_for(&self, uri: &str) -> Arc<tokio::sync::Mutex<()>> {
         self.notebook_locks
             .lock()
             .expect("lock table lock")
@@ -337,15 +411,27 @@ impl<H: NotebookHost> Tools<H> {
         }
     }
 
-    async fn load(&self, reference: &str) -> Result<(NotebookLocation, Arc<Document>), ToolError> {
+    pub(crate) async fn load(
+        &self,
+        reference: &str,
+    ) -> Result<(NotebookLocation, Arc<Document>), ToolError> {
         let location = self.resolve(reference).await?;
         let document = self.host.load(&location).await?;
         self.saw(&document);
         Ok((location, document))
     }
 
+    /// The version clients last saw of a notebook.
+    pub(crate) fn seen_version(&self, uri: &str) -> Option<u64> {
+        self.seen_versions
+            .lock()
+            .expect("seen versions lock")
+            .get(uri)
+            .copied()
+    }
+
     /// Records that clients have seen this version of the document.
-    fn saw(&self, document: &Document) {
+    pub(crate) fn saw(&self, document: &Document) {
         self.seen_versions
             .lock()
             .expect("seen versions lock")
@@ -447,7 +533,7 @@ impl<H: NotebookHost> Tools<H> {
 
     async fn create_notebook(&self, params: CreateNotebookParams) -> ToolResult {
         self.check_window(params.window_id.as_ref())?;
-        if params.kernel_id.is_some() {
+        if params.kernel_id.is_some() && self.host.kernel_manager().is_none() {
             return Err(error(
                 "not_supported",
                 "this host runs no kernels, so kernelId cannot be recorded; omit it",
@@ -465,13 +551,17 @@ impl<H: NotebookHost> Tools<H> {
             }
             None => self.free_location_for(&title).await?,
         };
-        let notebook = new_notebook(&title);
+        let mut notebook = new_notebook(&title);
+        let kernel = self
+            .resolve_new_kernel(&location, &mut notebook, params.kernel_id.as_deref())
+            .await?;
         let document = self.host.create(&location, notebook).await?;
+        self.saw(&document);
         let result = CreateNotebookResult {
             notebook_ref: self.remember(&location),
             uri: location.uri.clone(),
             path: location.path.clone(),
-            kernel: None,
+            kernel,
             cells: outline_cells(&document.notebook, None),
         };
         Ok((to_value(&result), Vec::new()))
@@ -528,24 +618,65 @@ impl<H: NotebookHost> Tools<H> {
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
         let view = params.view.unwrap_or_default();
+        let flow = self.flow_view(&location, notebook);
+        let names = identity::effective_names(notebook);
+        let lint: Vec<LintFinding> = flow
+            .lint
+            .iter()
+            .filter(|finding| params.cell_ids.is_none() || indices.contains(&finding.cell))
+            .map(|finding| lint_finding(finding, &names))
+            .collect();
         if view == ReadView::Lint {
-            return Err(error(
-                "not_supported",
-                "the lint view needs the dataflow analysis, which this build lacks",
-            ));
+            let result = ReadNotebookResult {
+                notebook: location.uri.clone(),
+                notebook_ref: self.remember(&location),
+                cell_count: notebook.len(),
+                cells: Vec::new(),
+                lint: Some(lint),
+                kernel: self.kernel_label(&location),
+                images: Vec::new(),
+                notice: None,
+            };
+            return Ok((to_value(&result), Vec::new()));
         }
         let with_source = matches!(view, ReadView::Source | ReadView::All);
         let with_outputs = matches!(view, ReadView::Outputs | ReadView::All);
         let max_source_chars = params.max_source_chars.unwrap_or(12_000) as usize;
         let max_output_chars = clamp_output_chars(params.max_output_chars);
         let output_mode = params.output_mode.unwrap_or_default();
+        let include_images = with_outputs && params.include_images.unwrap_or(true);
+        let live: HashMap<String, &str> = self.live_states(&location).into_iter().collect();
+        let mut budget = render::ImageBudget::default();
+        let mut images = Vec::new();
+        let mut image_refs = Vec::new();
         let mut cells = outline_cells(notebook, Some(&indices));
         for cell_view in &mut cells {
-            let cell = notebook.cell(cell_view.index).expect("resolved index");
+            let index = cell_view.index;
+            let cell = notebook.cell(index).expect("resolved index");
+            if cell.kind() == CellKind::Code {
+                let state = live
+                    .get(cell.id())
+                    .copied()
+                    .or_else(|| flow.states[index].map(dataflow::CellState::as_str));
+                cell_view.state = state.map(str::to_owned);
+                cell_view.inputs = Some(
+                    flow.inputs[index]
+                        .iter()
+                        .map(|&i| names[i].clone())
+                        .collect(),
+                );
+                cell_view.dependents = Some(
+                    flow.dependents[index]
+                        .iter()
+                        .map(|&i| names[i].clone())
+                        .collect(),
+                );
+            }
+            cell_view.tldr = Some(crate::summary::tldr(cell));
             if with_source {
                 let slice = view::slice_source(
                     cell.source(),
-                    cell_view.index,
+                    index,
                     params.start_line,
                     params.end_line,
                     max_source_chars,
@@ -556,23 +687,54 @@ impl<H: NotebookHost> Tools<H> {
                 cell_view.metadata = Some(cell.metadata().clone());
             }
             if with_outputs {
-                let rendered =
-                    render::render_outputs(cell.outputs(), output_mode, max_output_chars);
+                let rendered = render::render_outputs(
+                    cell.outputs(),
+                    output_mode,
+                    max_output_chars,
+                    include_images.then_some(&mut budget),
+                );
                 cell_view.outputs = Some(rendered.text);
                 cell_view.outputs_truncated = Some(rendered.truncated);
+                for (output_index, image, width, height) in rendered.images {
+                    image_refs.push(ImageRef {
+                        cell_index: index,
+                        output_index,
+                        mime_type: image.mime_type.clone(),
+                        width,
+                        height,
+                    });
+                    images.push(image);
+                }
             }
         }
+        let notice = (include_images && budget.images == 0).then(|| {
+            format!(
+                "at most {} images are returned per response; read fewer cells (cellIds) to see the rest",
+                render::MAX_IMAGES_PER_RESPONSE
+            )
+        });
         let result = ReadNotebookResult {
             notebook: location.uri.clone(),
             notebook_ref: self.remember(&location),
             cell_count: notebook.len(),
             cells,
-            lint: None,
-            kernel: None,
-            images: Vec::new(),
-            notice: None,
+            lint: (view == ReadView::Outline).then_some(lint),
+            kernel: self.kernel_label(&location),
+            images: image_refs,
+            notice,
         };
-        Ok((to_value(&result), Vec::new()))
+        Ok((to_value(&result), images))
+    }
+
+    /// `label (epoch N)` of the notebook's live kernel.
+    fn kernel_label(&self, location: &NotebookLocation) -> Option<String> {
+        let kernel = self.running_kernel(location)?;
+        let status = kernel.status().borrow().as_str().to_owned();
+        Some(format!(
+            "{} (epoch {}, {status})",
+            kernel.spec().display_name,
+            kernel.epoch()
+        ))
     }
 
     async fn search_cells(&self, params: SearchCellsParams) -> ToolResult {
@@ -634,7 +796,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// Applies edit operations under the notebook's lock and commits them.
-    async fn mutate(
+    pub(crate) async fn mutate(
         &self,
         reference: &str,
         ops: &[EditOp],
@@ -669,21 +831,32 @@ impl<H: NotebookHost> Tools<H> {
         Ok((location, outcome, committed))
     }
 
-    async fn edit_cells(&self, params: EditCellsParams) -> ToolResult {
+    async fn edit_cells(&self, params: EditCellsParams, context: &CallContext) -> ToolResult {
         if params.edits.is_empty() {
             return Err(error(
                 "invalid_argument",
                 "edits must list at least one edit",
             ));
         }
-        let wants_run = matches!(params.run, Some(RunAfterEdit::Mode(_)))
-            || matches!(params.run, Some(RunAfterEdit::Flag(true)))
-            || params.edits.iter().any(|edit| edit.run == Some(true));
-        if wants_run {
+        let run_mode = params.run.clone();
+        let per_edit_run = params.edits.iter().any(|edit| edit.run == Some(true));
+        let wants_run = matches!(run_mode, Some(RunAfterEdit::Mode(_)))
+            || matches!(run_mode, Some(RunAfterEdit::Flag(true)))
+            || per_edit_run;
+        if wants_run && self.host.kernel_manager().is_none() {
             return Err(error(
                 "not_supported",
                 "this host runs no kernels, so edits cannot be run; drop `run`",
             ));
+        }
+        let wait = crate::execution::wait_ms(params.wait_ms, 1_000)?;
+        for (index, edit) in params.edits.iter().enumerate() {
+            if edit.run == Some(true) && edit.edit_type == EditType::Delete {
+                return Err(error(
+                    "invalid_argument",
+                    format!("edit {index}: a deleted cell cannot run; drop `run` from it"),
+                ));
+            }
         }
         let ops = params
             .edits
@@ -694,8 +867,8 @@ impl<H: NotebookHost> Tools<H> {
         let description = format!("edit_cells ({} edit(s))", ops.len());
         let (location, outcome, committed) =
             self.mutate(&params.notebook_ref, &ops, description).await?;
-        let result = EditCellsResult {
-            notebook: location.uri,
+        let mut result = EditCellsResult {
+            notebook: location.uri.clone(),
             applied: outcome
                 .applied
                 .iter()
@@ -708,7 +881,57 @@ impl<H: NotebookHost> Tools<H> {
             cell_count: committed.notebook.len(),
             execution: None,
         };
-        Ok((to_value(&result), Vec::new()))
+        let mut images = Vec::new();
+        if wants_run {
+            let targets = match run_mode {
+                Some(RunAfterEdit::Mode(RunAfterEditMode::Stale)) => {
+                    Some(crate::execution::RunTargets::Stale)
+                }
+                _ => {
+                    let run_all = matches!(run_mode, Some(RunAfterEdit::Flag(true)));
+                    let mut cells: Vec<CellRefParam> = Vec::new();
+                    for (edit, applied) in params.edits.iter().zip(&outcome.applied) {
+                        if !(run_all || edit.run == Some(true)) {
+                            continue;
+                        }
+                        for touched in &applied.cells {
+                            let is_code = committed
+                                .notebook
+                                .cell(touched.index)
+                                .is_some_and(|cell| cell.kind() == CellKind::Code);
+                            let reference = CellRefParam::Text(touched.id.clone());
+                            if is_code && !cells.contains(&reference) {
+                                cells.push(reference);
+                            }
+                        }
+                    }
+                    (!cells.is_empty()).then_some(crate::execution::RunTargets::Cells {
+                        cells,
+                        fresh_deps: true,
+                    })
+                }
+            };
+            if let Some(targets) = targets {
+                let request = crate::execution::ReceiptRequest {
+                    wait_ms: wait,
+                    include_outputs: true,
+                    output_mode: OutputMode::Text,
+                    max_output_chars: None,
+                    include_images: true,
+                };
+                result.execution = Some(
+                    match self.start_run(&location, targets, request, context).await {
+                        Ok((receipt, receipt_images)) => {
+                            images = receipt_images;
+                            receipt
+                        }
+                        // The edit is on disk either way; say why the run did not start.
+                        Err(failure) => json!({"error": to_value(&failure)}),
+                    },
+                );
+            }
+        }
+        Ok((to_value(&result), images))
     }
 
     async fn move_cells(&self, params: MoveCellsParams) -> ToolResult {
@@ -762,7 +985,11 @@ impl<H: NotebookHost> Tools<H> {
         for location in &locations {
             let lock = self.lock_for(&location.uri);
             let _guard = lock.lock().await;
+            let before = self.host.load(location).await?;
+            self.check_unchanged_since_seen(&before)?;
             self.host.save(location).await?;
+            let after = self.host.load(location).await?;
+            self.saw(&after);
             saved.push(location.uri.clone());
         }
         let result = SaveNotebooksResult {
@@ -817,6 +1044,9 @@ impl<H: NotebookHost> Tools<H> {
         let lock = self.lock_for(&location.uri);
         let _guard = lock.lock().await;
         let restored = self.host.undo(&location).await?;
+        if let Ok(document) = self.host.load(&location).await {
+            self.saw(&document);
+        }
         let result = UndoResult {
             notebook: location.uri,
             undid: restored.description.clone(),
@@ -827,33 +1057,25 @@ impl<H: NotebookHost> Tools<H> {
         };
         Ok((to_value(&result), Vec::new()))
     }
+}
 
-    async fn get_kernel_info(&self, params: NotebookRefParams) -> ToolResult {
-        let (location, document) = self.load(&params.notebook_ref).await?;
-        let mut capabilities = Map::new();
-        let unavailable = json!({
-            "availability": "unavailable",
-            "reason": "this host runs no kernels"
-        });
-        capabilities.insert("execution".to_owned(), unavailable.clone());
-        capabilities.insert("kernelFileTransfer".to_owned(), unavailable);
-        let result = KernelInfoResult {
-            notebook: location.uri,
-            kernel: KernelState {
-                label: None,
-                id: None,
-                language: document.notebook.code_language().to_owned(),
-                status: "not-started".to_owned(),
-                runtime: "none".to_owned(),
-                runtime_reason: Some("this host runs no kernels".to_owned()),
-                implementation: None,
-                language_version: None,
-                epoch: None,
-                pid: None,
-            },
-            capabilities,
-        };
-        Ok((to_value(&result), Vec::new()))
+fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
+    use dataflow::LintCode;
+    let severity = match finding.code {
+        LintCode::SyntaxError | LintCode::UndefinedName => "error",
+        LintCode::DefinedBelow | LintCode::DeletedAbove | LintCode::AnalysisFailed => "warning",
+        LintCode::UnusedDefinition
+        | LintCode::UnusedImport
+        | LintCode::StarImport
+        | LintCode::RunMagic => "info",
+    };
+    LintFinding {
+        code: finding.code.as_str().to_owned(),
+        severity: severity.to_owned(),
+        cell_index: finding.cell,
+        cell_name: names.get(finding.cell).cloned().unwrap_or_default(),
+        line: finding.line.map(|line| line as usize),
+        message: finding.message.clone(),
     }
 }
 

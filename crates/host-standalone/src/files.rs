@@ -65,6 +65,13 @@ pub struct FileHostConfig {
     pub snapshot_folder: PathBuf,
 }
 
+/// A file host and the kernels of its notebooks.
+#[derive(Debug, Clone)]
+pub struct StandaloneHost {
+    pub files: Arc<FileHost>,
+    pub kernels: Option<Arc<kernels::KernelManager>>,
+}
+
 /// The standalone host's documents.
 #[derive(Debug)]
 pub struct FileHost {
@@ -408,31 +415,43 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
-/// A [`FileHost`] shared with blocking tasks.
-#[derive(Debug, Clone)]
-pub struct SharedFileHost(pub Arc<FileHost>);
-
-impl NotebookHost for SharedFileHost {
+impl NotebookHost for StandaloneHost {
     fn window(&self) -> WindowInfo {
-        self.0.window.clone()
+        self.files.window.clone()
+    }
+
+    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
+        self.kernels.clone()
+    }
+
+    fn kernel_key(&self, location: &NotebookLocation) -> Option<PathBuf> {
+        self.files
+            .root
+            .resolve_notebook(&location.uri)
+            .ok()
+            .map(|rooted| rooted.absolute)
+    }
+
+    fn kernel_root(&self) -> Option<PathBuf> {
+        Some(self.files.root.path().to_path_buf())
     }
 
     async fn list(&self) -> Result<Listing, HostError> {
-        let host = self.0.clone();
+        let host = self.files.clone();
         blocking(move || Ok(host.list_sync())).await
     }
 
     async fn locate(&self, reference: &str) -> Result<NotebookLocation, HostError> {
-        let rooted = self.0.root.resolve_notebook(reference)?;
-        Ok(self.0.location(&rooted))
+        let rooted = self.files.root.resolve_notebook(reference)?;
+        Ok(self.files.location(&rooted))
     }
 
     async fn open(
         &self,
         location: &NotebookLocation,
     ) -> Result<(OpenStatus, Arc<Document>), HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || {
             let was_cached = host
                 .cache
@@ -451,8 +470,8 @@ impl NotebookHost for SharedFileHost {
     }
 
     async fn load(&self, location: &NotebookLocation) -> Result<Arc<Document>, HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || host.load_sync(&rooted)).await
     }
 
@@ -462,8 +481,8 @@ impl NotebookHost for SharedFileHost {
         base_version: u64,
         commit: Commit,
     ) -> Result<Arc<Document>, HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || {
             host.commit_sync(&rooted, base_version, commit.notebook, &commit.description)
         })
@@ -475,8 +494,8 @@ impl NotebookHost for SharedFileHost {
         location: &NotebookLocation,
         notebook: Notebook,
     ) -> Result<Arc<Document>, HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || {
             let path = &rooted.absolute;
             if path.exists() {
@@ -501,8 +520,8 @@ impl NotebookHost for SharedFileHost {
     }
 
     async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || {
             let document = host.load_sync(&rooted)?;
             host.commit_sync(
@@ -517,13 +536,13 @@ impl NotebookHost for SharedFileHost {
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
-        let rooted = self.0.rooted(location)?;
-        let host = self.0.clone();
+        let rooted = self.files.rooted(location)?;
+        let host = self.files.clone();
         blocking(move || host.undo_sync(&rooted)).await
     }
 
     async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {
-        let rooted = self.0.root.resolve(path)?;
+        let rooted = self.files.root.resolve(path)?;
         if rooted.relative.is_empty() {
             return Err(HostError::AlreadyExists {
                 path: path.to_owned(),

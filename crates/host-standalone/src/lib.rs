@@ -1,7 +1,8 @@
 //! The standalone host of jupyter-mcp.
 //!
 //! Layer 3 (host). Notebooks are `.ipynb` files under one root folder; every change is written
-//! atomically before a tool returns, after an undo snapshot. It implements
+//! atomically before a tool returns, after an undo snapshot. Code runs on local Jupyter kernels
+//! (the `kernels` crate), one per notebook, started in the notebook's folder. It implements
 //! [`host_core::NotebookHost`] and serves the tools over Streamable HTTP or stdio through
 //! `mcp-server`. It knows nothing about VS Code, and tool logic does not live here.
 
@@ -10,5 +11,5 @@ pub mod paths;
 pub mod server;
 pub mod snapshots;
 
-pub use files::{FileHost, FileHostConfig, SharedFileHost};
+pub use files::{FileHost, FileHostConfig, StandaloneHost};
 pub use server::{ServeConfig, Transport, serve};

@@ -33,6 +33,12 @@ enum Command {
         /// Where undo snapshots are kept (default: the user's cache folder).
         #[arg(long, env = "JUPYTER_MCP_CACHE_DIR")]
         cache_dir: Option<PathBuf>,
+        /// Serve documents only: no kernels, no execution tools.
+        #[arg(long)]
+        no_kernels: bool,
+        /// Shut a notebook's kernel down after this many idle seconds (0: never).
+        #[arg(long, default_value_t = 3600)]
+        kernel_idle_ttl: u64,
     },
 }
 
@@ -42,7 +48,7 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("JUPYTER_MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,zeromq=error")),
         )
         .init();
     match cli.command {
@@ -51,6 +57,8 @@ fn main() -> anyhow::Result<()> {
             port,
             stdio,
             cache_dir,
+            no_kernels,
+            kernel_idle_ttl,
         } => {
             let config = ServeConfig {
                 root,
@@ -62,6 +70,9 @@ fn main() -> anyhow::Result<()> {
                 snapshot_folder: cache_dir
                     .map(|folder| folder.join("snapshots"))
                     .unwrap_or_else(SnapshotStore::default_folder),
+                kernels: !no_kernels,
+                kernel_idle_ttl: (kernel_idle_ttl > 0)
+                    .then(|| std::time::Duration::from_secs(kernel_idle_ttl)),
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -9,7 +9,7 @@ use host_core::{ToolDispatch, Tools};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use tokio_util::sync::CancellationToken;
 
-use crate::files::{FileHost, FileHostConfig, SharedFileHost};
+use crate::files::{FileHost, FileHostConfig, StandaloneHost};
 
 /// How clients reach the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +26,25 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub transport: Transport,
     pub snapshot_folder: PathBuf,
+    /// Run code on local Jupyter kernels (off: documents only).
+    pub kernels: bool,
+    /// Shut a kernel down after this long without a request (`None`: never).
+    pub kernel_idle_ttl: Option<std::time::Duration>,
+}
+
+/// The kernel manager of a standalone server rooted at `root`.
+pub fn local_kernels(
+    root: &std::path::Path,
+    idle_ttl: Option<std::time::Duration>,
+) -> Arc<kernels::KernelManager> {
+    let provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(Some(root.to_path_buf())),
+        kernels::LaunchConfig::default(),
+    );
+    Arc::new(kernels::KernelManager::new(
+        Arc::new(provider),
+        kernels::ManagerConfig { idle_ttl },
+    ))
 }
 
 /// SIGINT and SIGTERM, installed before the server announces itself so that a signal sent as
@@ -61,8 +80,14 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .with_context(|| format!("cannot serve {}", config.root.display()))?;
     let root = host.root().to_path_buf();
-    let tools: Arc<dyn ToolDispatch> =
-        Arc::new(Tools::new(Arc::new(SharedFileHost(Arc::new(host)))));
+    let kernels = config
+        .kernels
+        .then(|| local_kernels(&root, config.kernel_idle_ttl));
+    let standalone = StandaloneHost {
+        files: Arc::new(host),
+        kernels: kernels.clone(),
+    };
+    let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     let handler = McpHandler::new(tools);
     match config.transport {
         Transport::Stdio => {
@@ -96,6 +121,10 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             cancel.cancel();
             let _ = server.await;
         }
+    }
+    if let Some(kernels) = kernels {
+        // No kernel outlives the server.
+        kernels.shutdown_all().await;
     }
     Ok(())
 }

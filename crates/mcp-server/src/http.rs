@@ -279,7 +279,7 @@ mod tests {
             "localhost",
             "LOCALHOST:1",
             "[::1]:8080",
-            "::1",
+            "[::1]",
         ] {
             assert!(is_loopback_host(host), "{host}");
         }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use host_core::{CallContext, Tools};
-use host_standalone::{FileHost, FileHostConfig, SharedFileHost};
+use host_standalone::{FileHost, FileHostConfig, StandaloneHost};
 use notebook_model::Notebook;
 use serde_json::{Value, json};
 
@@ -142,7 +142,10 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
         root: folder.path().to_path_buf(),
         snapshot_folder: folder.path().join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(SharedFileHost(Arc::new(host))));
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: None,
+    }));
     let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
     let cold_start = Instant::now();
     let first = tools

@@ -1,3 +1,5 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
 mod documents;
+mod execution;
+mod intelligence;

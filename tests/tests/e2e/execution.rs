@@ -1,0 +1,380 @@
+//! Tracked execution on a real ipykernel, end to end.
+
+use std::time::{Duration, Instant};
+
+use jupyter_mcp_tests::{
+    Client, HttpServer, example_root, nbformat_problems, process_alive, write_code_notebook,
+};
+use serde_json::{Value, json};
+
+const NB: &str = "run.ipynb";
+
+async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
+    let root = example_root();
+    write_code_notebook(root.path(), NB, sources);
+    let server = HttpServer::start(root.path(), &[]).expect("server starts");
+    let client = Client::http(&server.url).await.expect("client connects");
+    (root, server, client)
+}
+
+/// Follows the notebook's latest run until `done` holds for its receipt (outputs included),
+/// waiting on the server side between looks; panics after a minute.
+async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let receipt = client
+            .call(
+                "get_execution",
+                json!({"notebookRef": NB, "waitMs": 500, "includeOutputs": true}),
+            )
+            .await
+            .ok();
+        if done(&receipt) {
+            return receipt;
+        }
+        assert!(Instant::now() < deadline, "gave up waiting: {receipt}");
+    }
+}
+
+fn output_of(receipt: &Value, position: usize) -> String {
+    receipt["cells"][position]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn terminal(receipt: &Value) -> bool {
+    matches!(
+        receipt["status"].as_str(),
+        Some("completed" | "failed" | "unavailable")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_cell_keeps_running_after_the_wait() {
+    let (root, _server, client) = serve(&[
+        "import time\nprint('started', flush=True)\ntime.sleep(2)\nprint('done')",
+        "x = 41 + 1\nx",
+    ])
+    .await;
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 300}),
+        )
+        .await
+        .ok();
+    let execution_id = receipt["executionId"].as_str().unwrap().to_owned();
+    assert!(execution_id.starts_with("exec_"));
+    assert_eq!(receipt["waitTimedOut"], true);
+    assert!(matches!(
+        receipt["status"].as_str(),
+        Some("requested" | "running")
+    ));
+    // While it runs, the output so far is visible.
+    let running = follow(&client, |receipt| output_of(receipt, 0).contains("started")).await;
+    assert_eq!(running["executionId"], execution_id.as_str());
+    // get_execution follows it to the end.
+    let finished = client
+        .call(
+            "get_execution",
+            json!({"notebookRef": NB, "executionId": execution_id, "waitMs": 30000, "includeOutputs": true}),
+        )
+        .await
+        .ok();
+    assert_eq!(finished["status"], "completed", "{finished}");
+    assert!(finished.get("waitTimedOut").is_none());
+    assert_eq!(finished["cells"][0]["state"], "completed");
+    assert!(output_of(&finished, 0).contains("done"));
+    assert!(output_of(&finished, 1).contains("42"));
+    assert_eq!(finished["progress"]["cellsDone"], 2);
+    // The outputs are in the file, valid, and match what was returned.
+    let path = root.path().join(NB);
+    assert!(nbformat_problems(std::slice::from_ref(&path)).is_empty());
+    let notebook = notebook_model::Notebook::parse(&std::fs::read(&path).unwrap()).unwrap();
+    let first = &notebook.cells()[0];
+    assert_eq!(first.outputs()[0]["text"], "started\ndone\n");
+    assert_eq!(first.execution_count(), Some(1));
+    assert_eq!(notebook.cells()[1].outputs()[0]["data"]["text/plain"], "42");
+    // Without an id, the latest run is recovered.
+    let latest = client
+        .call("get_execution", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(latest["executionId"], execution_id.as_str());
+    assert!(
+        latest["cells"][0].get("output").is_none(),
+        "outputs only on request"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_stop_at_the_first_failure() {
+    let (_root, _server, client) = serve(&["a = 1", "1 / 0", "b = 2"]).await;
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1, 2], "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "failed", "{receipt}");
+    assert_eq!(receipt["reasonCode"], "cell_failed");
+    let states: Vec<&str> = receipt["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["completed", "failed", "not-run"]);
+    assert!(output_of(&receipt, 1).contains("ZeroDivisionError"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_stops_a_sleeping_cell() {
+    let (root, _server, client) = serve(&[
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
+        "after = True",
+    ])
+    .await;
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 0}),
+        )
+        .await
+        .ok();
+    follow(&client, |receipt| {
+        output_of(receipt, 0).contains("sleeping")
+    })
+    .await;
+    let started = Instant::now();
+    let interrupted = client
+        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
+    let receipt = follow(&client, terminal).await;
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(
+        output_of(&receipt, 0).contains("KeyboardInterrupt"),
+        "{receipt}"
+    );
+    assert_eq!(receipt["cells"][1]["state"], "not-run");
+    let on_disk = std::fs::read_to_string(root.path().join(NB)).unwrap();
+    assert!(on_disk.contains("KeyboardInterrupt"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_invalidates_the_running_run() {
+    let (_root, _server, client) = serve(&[
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
+        "after = True",
+    ])
+    .await;
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 0}),
+        )
+        .await
+        .ok();
+    follow(&client, |receipt| {
+        output_of(receipt, 0).contains("sleeping")
+    })
+    .await;
+    let before = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    let entry = &restarted["results"][0];
+    assert_eq!(entry["outcome"], "restarted");
+    assert!(
+        entry["invalidatedExecution"]
+            .as_str()
+            .unwrap()
+            .starts_with("exec_")
+    );
+    assert!(entry["epoch"].as_u64().unwrap() > before["kernel"]["epoch"].as_u64().unwrap());
+    let receipt = follow(&client, terminal).await;
+    assert_eq!(receipt["status"], "unavailable");
+    assert_eq!(receipt["reasonCode"], "invalidated_by_restart");
+    assert_eq!(receipt["cells"][1]["state"], "not-run");
+    // A restarted kernel makes every code cell stale (none is fresh).
+    let outline = client
+        .call("read_notebook", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    for cell in outline["cells"].as_array().unwrap() {
+        assert_ne!(cell["state"], "fresh", "{cell}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_killed_from_outside_ends_the_run_unavailable() {
+    let (_root, _server, client) = serve(&[
+        "print('one')",
+        "import os\nos.kill(os.getpid(), 9)",
+        "print('three')",
+    ])
+    .await;
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1, 2], "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "unavailable", "{receipt}");
+    assert_eq!(receipt["reasonCode"], "kernel_died");
+    assert_eq!(receipt["kernelStatusAtStop"], "dead");
+    assert_eq!(receipt["cells"][0]["state"], "completed");
+    assert_eq!(receipt["cells"][2]["state"], "not-run");
+    // The next run starts a new kernel.
+    let again = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0], "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(again["status"], "completed", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_limits_are_enforced() {
+    let sources: Vec<String> = (0..257)
+        .map(|index| format!("v{index} = {index}"))
+        .collect();
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let (_root, _server, client) = serve(&sources).await;
+    let too_many = client
+        .call("run_cells", json!({"notebookRef": NB, "waitMs": 0}))
+        .await;
+    assert_eq!(too_many.error_code(), "too_many_cells");
+    // A second run on a busy notebook is refused and names the active run.
+    let first = client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": NB, "edits": [{"editType": "insert", "cellId": "TOP",
+                   "newCode": "import time\ntime.sleep(30)"}]}),
+        )
+        .await
+        .ok();
+    let sleeper = first["applied"][0]["cells"][0]["cell_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let running = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [sleeper], "waitMs": 0}),
+        )
+        .await
+        .ok();
+    let busy = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [1], "waitMs": 0}),
+        )
+        .await;
+    assert_eq!(busy.error_code(), "run_active");
+    assert_eq!(
+        busy.error()["details"]["activeExecutionId"],
+        running["executionId"]
+    );
+    client
+        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    let markdown = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": "getting-started.ipynb", "cellIds": [0]}),
+        )
+        .await;
+    assert_eq!(markdown.error_code(), "not_a_code_cell");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_notifications_follow_a_run() {
+    let (_root, _server, client) = serve(&[
+        "for step in range(3):\n    print(f'step {step}', flush=True)",
+        "import time\ntime.sleep(0.3)\nprint('last')",
+    ])
+    .await;
+    let receipt = client
+        .call_with_progress(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 30000}),
+            "run-progress",
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "completed");
+    let progress = client.recorder.progress.lock().unwrap().clone();
+    assert!(!progress.is_empty(), "no progress notification arrived");
+    assert!(progress.iter().all(|item| item.total == Some(2.0)));
+    assert!(progress.iter().any(|item| item.progress >= 1.0));
+    assert!(
+        progress
+            .iter()
+            .filter_map(|item| item.message.as_deref())
+            .any(|message| message.contains("step") || message.contains("last")),
+        "{progress:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_kernel_outlives_the_server() {
+    for signal in ["-TERM", "-INT"] {
+        let (_root, server, client) = serve(&["x = 1"]).await;
+        client
+            .call(
+                "run_cells",
+                json!({"notebookRef": NB, "cellIds": [0], "waitMs": 30000}),
+            )
+            .await
+            .ok();
+        let info = client
+            .call("get_kernel_info", json!({"notebookRef": NB}))
+            .await
+            .ok();
+        let pid = info["kernel"]["pid"].as_u64().unwrap() as u32;
+        assert!(process_alive(pid));
+        let server_pid = server.pid();
+        std::process::Command::new("kill")
+            .args([signal, &server_pid.to_string()])
+            .status()
+            .unwrap();
+        let status = server.stop().unwrap();
+        assert!(status.success(), "{signal}: {status:?}");
+        assert!(
+            !process_alive(pid),
+            "the kernel survived {signal} of the server"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_and_run_in_one_call() {
+    let (_root, _server, client) = serve(&["base = 10"]).await;
+    let edited = client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": NB, "run": true, "waitMs": 30000, "edits": [
+                {"editType": "insert", "cellId": "BOTTOM", "newCode": "print(base * 2)"}
+            ]}),
+        )
+        .await
+        .ok();
+    let execution = &edited["execution"];
+    assert_eq!(execution["status"], "completed", "{edited}");
+    // The inserted cell ran after its stale ancestor.
+    assert_eq!(execution["cells"].as_array().unwrap().len(), 2);
+    assert!(output_of(execution, 1).contains("20"));
+}

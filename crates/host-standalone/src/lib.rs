@@ -12,4 +12,4 @@ pub mod server;
 pub mod snapshots;
 
 pub use files::{FileHost, FileHostConfig, StandaloneHost};
-pub use server::{ServeConfig, Transport, serve};
+pub use server::{Auth, ServeConfig, Transport, serve};

@@ -152,8 +152,26 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
+        HttpServer::start_with_env(root, extra_args, &[])
+    }
+
+    /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
+    /// `ANTHROPIC_API_KEY` and `JUPYTER_MCP_TOKEN` are never passed on).
+    pub fn start_with_env(
+        root: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
-        let mut child = Command::new(server_binary())
+        let mut command = Command::new(server_binary());
+        command
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("JUPYTER_MCP_TOKEN");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .args(["serve", "--port", "0", "--root"])
             .arg(root)
             .arg("--cache-dir")

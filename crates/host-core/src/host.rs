@@ -203,4 +203,9 @@ pub trait NotebookHost: Send + Sync + 'static {
     fn kernel_root(&self) -> Option<std::path::PathBuf> {
         None
     }
+
+    /// A language model for `summarize_cells`; without one, summaries are deterministic.
+    fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
+        None
+    }
 }

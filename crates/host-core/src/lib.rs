@@ -12,7 +12,7 @@ mod kernel_tools;
 pub mod refs;
 mod render;
 mod session;
-mod summary;
+pub mod summary;
 pub mod tools;
 
 pub use host::{

@@ -205,8 +205,7 @@ impl<H: NotebookHost> Tools<H> {
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
             .filter(|spec| capabilities.contains(&spec.capability))
-            .filter(|spec| runs_code || !matches!(spec.name, "get_execution" | "summarize_cells"))
-            .filter(|spec| spec.name != "summarize_cells")
+            .filter(|spec| runs_code || spec.name != "get_execution")
             .collect();
         let input_schemas = specs
             .iter()
@@ -330,6 +329,10 @@ impl<H: NotebookHost> Tools<H> {
             },
             "get_execution" => match parse_arguments(arguments, schema) {
                 Ok(params) => self.get_execution(params, &context).await,
+                Err(error) => Err(error),
+            },
+            "summarize_cells" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.summarize_cells(params).await,
                 Err(error) => Err(error),
             },
             "inspect_variable" => match parse_arguments(arguments, schema) {
@@ -595,7 +598,7 @@ impl<H: NotebookHost> Tools<H> {
         ))
     }
 
-    fn resolve_cells(
+    pub(crate) fn resolve_cells(
         notebook: &Notebook,
         cell_ids: Option<&[CellRefParam]>,
     ) -> Result<Vec<usize>, ToolError> {

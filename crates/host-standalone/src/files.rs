@@ -65,11 +65,29 @@ pub struct FileHostConfig {
     pub snapshot_folder: PathBuf,
 }
 
-/// A file host and the kernels of its notebooks.
-#[derive(Debug, Clone)]
+/// A file host, the kernels of its notebooks, and the model that summarises cells.
+#[derive(Clone)]
 pub struct StandaloneHost {
     pub files: Arc<FileHost>,
     pub kernels: Option<Arc<kernels::KernelManager>>,
+    pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+}
+
+impl std::fmt::Debug for StandaloneHost {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StandaloneHost")
+            .field("files", &self.files)
+            .field("kernels", &self.kernels.is_some())
+            .field(
+                "summarizer",
+                &self
+                    .summarizer
+                    .as_ref()
+                    .map(|summarizer| summarizer.model()),
+            )
+            .finish()
+    }
 }
 
 /// The standalone host's documents.
@@ -434,6 +452,10 @@ impl NotebookHost for StandaloneHost {
 
     fn kernel_root(&self) -> Option<PathBuf> {
         Some(self.files.root.path().to_path_buf())
+    }
+
+    fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
+        self.summarizer.clone()
     }
 
     async fn list(&self) -> Result<Listing, HostError> {

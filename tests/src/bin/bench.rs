@@ -145,6 +145,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     let tools = Tools::new(Arc::new(StandaloneHost {
         files: Arc::new(host),
         kernels: None,
+        summarizer: None,
     }));
     let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
     let cold_start = Instant::now();

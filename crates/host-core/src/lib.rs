@@ -16,8 +16,8 @@ pub mod summary;
 pub mod tools;
 
 pub use host::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
+    Restored, WindowInfo,
 };
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,

@@ -184,6 +184,16 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    /// Names and revs of the latest document version seen per notebook.
+    derived: Mutex<HashMap<String, Arc<Derived>>>,
+}
+
+/// What is derived from one version of a document and reused until it changes.
+#[derive(Debug)]
+pub(crate) struct Derived {
+    version: u64,
+    pub names: Vec<String>,
+    pub revs: Vec<String>,
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -224,6 +234,7 @@ impl<H: NotebookHost> Tools<H> {
                 registry_changed: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
+                derived: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -258,7 +269,10 @@ impl<H: NotebookHost> Tools<H> {
             return ToolOutput::failure(error("unknown_tool", message));
         };
         let result = match name {
-            "list_notebooks" => self.list_notebooks().await,
+            "list_notebooks" => match parse_arguments::<ListNotebooksParams>(arguments, schema) {
+                Ok(_) => self.list_notebooks().await,
+                Err(error) => Err(error),
+            },
             "open_notebooks" => match parse_arguments(arguments, schema) {
                 Ok(params) => self.open_notebooks(params).await,
                 Err(error) => Err(error),
@@ -424,6 +438,34 @@ impl<H: NotebookHost> Tools<H> {
         Ok((location, document))
     }
 
+    /// Names and revs of a document version (computed once per version).
+    pub(crate) fn derived(&self, document: &Document) -> Arc<Derived> {
+        if let Some(derived) = self
+            .derived
+            .lock()
+            .expect("derived lock")
+            .get(&document.location.uri)
+            .filter(|derived| derived.version == document.version)
+        {
+            return derived.clone();
+        }
+        let derived = Arc::new(Derived {
+            version: document.version,
+            names: identity::effective_names(&document.notebook),
+            revs: document
+                .notebook
+                .cells()
+                .iter()
+                .map(|cell| cell.rev())
+                .collect(),
+        });
+        self.derived
+            .lock()
+            .expect("derived lock")
+            .insert(document.location.uri.clone(), derived.clone());
+        derived
+    }
+
     /// The version clients last saw of a notebook.
     pub(crate) fn seen_version(&self, uri: &str) -> Option<u64> {
         self.seen_versions
@@ -565,7 +607,10 @@ impl<H: NotebookHost> Tools<H> {
             uri: location.uri.clone(),
             path: location.path.clone(),
             kernel,
-            cells: outline_cells(&document.notebook, None),
+            cells: {
+                let derived = self.derived(&document);
+                outline_cells(&document.notebook, None, &derived.names, &derived.revs)
+            },
         };
         Ok((to_value(&result), Vec::new()))
     }
@@ -621,13 +666,14 @@ impl<H: NotebookHost> Tools<H> {
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
         let view = params.view.unwrap_or_default();
-        let flow = self.flow_view(&location, notebook);
-        let names = identity::effective_names(notebook);
+        let flow = self.flow_view(&location, &document);
+        let derived = self.derived(&document);
+        let names = &derived.names;
         let lint: Vec<LintFinding> = flow
             .lint
             .iter()
             .filter(|finding| params.cell_ids.is_none() || indices.contains(&finding.cell))
-            .map(|finding| lint_finding(finding, &names))
+            .map(|finding| lint_finding(finding, names))
             .collect();
         if view == ReadView::Lint {
             let result = ReadNotebookResult {
@@ -652,7 +698,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut budget = render::ImageBudget::default();
         let mut images = Vec::new();
         let mut image_refs = Vec::new();
-        let mut cells = outline_cells(notebook, Some(&indices));
+        let mut cells = outline_cells(notebook, Some(&indices), names, &derived.revs);
         for cell_view in &mut cells {
             let index = cell_view.index;
             let cell = notebook.cell(index).expect("resolved index");
@@ -827,6 +873,7 @@ impl<H: NotebookHost> Tools<H> {
                     notebook: outcome.notebook.clone(),
                     changes: outcome.changes.clone(),
                     description,
+                    kind: crate::host::CommitKind::Edit,
                 },
             )
             .await?;
@@ -1244,9 +1291,13 @@ pub fn new_notebook(title: &str) -> Notebook {
     notebook
 }
 
-/// Outline entries for the cells at `indices` (all when `None`).
-pub fn outline_cells(notebook: &Notebook, indices: Option<&[usize]>) -> Vec<CellOutline> {
-    let names = identity::effective_names(notebook);
+/// Outline entries for the cells at `indices` (all when `None`), given every cell's name and rev.
+pub fn outline_cells(
+    notebook: &Notebook,
+    indices: Option<&[usize]>,
+    names: &[String],
+    revs: &[String],
+) -> Vec<CellOutline> {
     let all: Vec<usize> = (0..notebook.len()).collect();
     indices
         .unwrap_or(&all)
@@ -1257,7 +1308,7 @@ pub fn outline_cells(notebook: &Notebook, indices: Option<&[usize]>) -> Vec<Cell
                 index,
                 cell_id: cell.id().to_owned(),
                 name: names[index].clone(),
-                rev: cell.rev(),
+                rev: revs[index].clone(),
                 kind: cell.kind().as_str().to_owned(),
                 language: notebook.cell_language(cell).to_owned(),
                 line_count: view::line_count(cell.source()),

@@ -268,91 +268,45 @@ impl<H: NotebookHost> Tools<H> {
             };
             return ToolOutput::failure(error("unknown_tool", message));
         };
+        macro_rules! with {
+            ($method:ident) => {
+                match parse_arguments(arguments, schema) {
+                    Ok(params) => self.$method(params).await,
+                    Err(error) => Err(error),
+                }
+            };
+            ($method:ident, context) => {
+                match parse_arguments(arguments, schema) {
+                    Ok(params) => self.$method(params, &context).await,
+                    Err(error) => Err(error),
+                }
+            };
+        }
         let result = match name {
             "list_notebooks" => match parse_arguments::<ListNotebooksParams>(arguments, schema) {
                 Ok(_) => self.list_notebooks().await,
                 Err(error) => Err(error),
             },
-            "open_notebooks" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.open_notebooks(params).await,
-                Err(error) => Err(error),
-            },
-            "create_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.create_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "read_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.read_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "search_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.search_cells(params).await,
-                Err(error) => Err(error),
-            },
-            "edit_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.edit_cells(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "move_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.move_cells(params).await,
-                Err(error) => Err(error),
-            },
-            "clear_cell_outputs" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.clear_cell_outputs(params).await,
-                Err(error) => Err(error),
-            },
-            "save_notebooks" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.save_notebooks(params).await,
-                Err(error) => Err(error),
-            },
-            "export_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.export_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "undo_last" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.undo_last(params).await,
-                Err(error) => Err(error),
-            },
-            "get_kernel_info" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.kernel_info(params).await,
-                Err(error) => Err(error),
-            },
-            "list_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.list_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "select_kernel" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.select_kernel(params).await,
-                Err(error) => Err(error),
-            },
-            "configure_kernel" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.configure_kernel(params).await,
-                Err(error) => Err(error),
-            },
-            "restart_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.restart_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "interrupt_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.interrupt_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "run_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.run_cells(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "get_execution" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.get_execution(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "summarize_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.summarize_cells(params).await,
-                Err(error) => Err(error),
-            },
-            "inspect_variable" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.inspect_variable(params).await,
-                Err(error) => Err(error),
-            },
+            "open_notebooks" => with!(open_notebooks),
+            "create_notebook" => with!(create_notebook),
+            "read_notebook" => with!(read_notebook),
+            "search_cells" => with!(search_cells),
+            "edit_cells" => with!(edit_cells, context),
+            "move_cells" => with!(move_cells),
+            "clear_cell_outputs" => with!(clear_cell_outputs),
+            "save_notebooks" => with!(save_notebooks),
+            "export_notebook" => with!(export_notebook),
+            "undo_last" => with!(undo_last),
+            "get_kernel_info" => with!(kernel_info),
+            "list_kernels" => with!(list_kernels),
+            "select_kernel" => with!(select_kernel),
+            "configure_kernel" => with!(configure_kernel),
+            "restart_kernels" => with!(restart_kernels),
+            "interrupt_kernels" => with!(interrupt_kernels),
+            "run_cells" => with!(run_cells, context),
+            "get_execution" => with!(get_execution, context),
+            "summarize_cells" => with!(summarize_cells),
+            "inspect_variable" => with!(inspect_variable),
             other => Err(error(
                 "not_supported",
                 format!("`{other}` is not available on this host"),

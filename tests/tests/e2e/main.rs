@@ -4,3 +4,4 @@ mod broker;
 mod documents;
 mod execution;
 mod intelligence;
+mod summaries;

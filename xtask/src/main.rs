@@ -7,6 +7,10 @@
 //! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+//! - `dist`, `codegen [--check]`, `extension-test`, `e2e-vscode`: the VS Code extension (see
+//!   `vscode.rs`).
+
+mod vscode;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -60,14 +64,14 @@ const CORPUS: &[&str] = &[
     "jupyter_client==8.10.0",
 ];
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     eprintln!("$ {command:?}");
     let status = command
         .status()
@@ -84,12 +88,12 @@ fn cargo() -> Command {
     command
 }
 
-fn venv_python() -> PathBuf {
+pub(crate) fn venv_python() -> PathBuf {
     root().join(".venv/bin/python")
 }
 
 /// Creates `.venv` and installs `python/requirements.txt` when they changed.
-fn setup() -> Result<()> {
+pub(crate) fn setup() -> Result<()> {
     let root = root();
     let requirements = root.join("python/requirements.txt");
     let marker = root.join(".venv/.jupyter-mcp-requirements");
@@ -345,6 +349,7 @@ fn ci() -> Result<()> {
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
+    vscode::extension_test()?;
     eprintln!("ci: all checks passed");
     Ok(())
 }
@@ -402,9 +407,13 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
+        Some("dist") => vscode::dist().map(|_| ()),
+        Some("codegen") => vscode::codegen(&arguments[1..]),
+        Some("extension-test") => vscode::extension_test(),
+        Some("e2e-vscode") => vscode::e2e(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode>"
             );
             std::process::exit(2);
         }

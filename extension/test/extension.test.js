@@ -142,14 +142,14 @@ test('stand-in vscode: open, read and edit the live document with expectedRev, t
     const edited = await ok(client, 'edit_cells', {
       notebookRef: ref,
       edits: [
-        { editType: 'replace', cellId: 'load', expectedRev: again.cells[0].rev, oldText: 'x + 2', newCode: 'x + 1  # ü🐍' },
+        { editType: 'replace', cellId: 'load', expectedRev: again.cells[0].rev, oldText: 'print(x + 2)', newCode: 'print(x + 1)  # ü🐍' },
         { editType: 'insert', cellId: 'BOTTOM', newCode: 'print("new")' },
       ],
     });
     assert.equal(edited.cellCount, 4);
     // A kept cell is edited in place (same cell object), never replaced; the file is untouched.
     assert.equal(document.cellAt(1), loadCell);
-    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1  # ü🐍)');
+    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1)  # ü🐍');
     assert.deepEqual(loadCell.metadata.metadata.tags, ['keep']);
     assert.equal(document.cellAt(3).document.getText(), 'print("new")');
     assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).cells.length, 3, 'nothing written behind the editor');
@@ -161,12 +161,12 @@ test('stand-in vscode: open, read and edit the live document with expectedRev, t
     });
     assert.equal(stale.isError, true);
     assert.equal(stale.body.error.code, 'rev_mismatch');
-    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1  # ü🐍)');
+    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1)  # ü🐍');
 
     await ok(client, 'save_notebooks', { notebookRefs: [ref] });
     const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
     assert.equal(saved.cells.length, 4);
-    assert.equal(saved.cells[1].source.join(''), 'x = 41\nprint(x + 1  # ü🐍)');
+    assert.equal(saved.cells[1].source.join(''), 'x = 41\nprint(x + 1)  # ü🐍');
     assert.equal(saved.cells[1].id, 'load');
     assert.equal(saved.cells[0].source.join(''), '# Title ünï 🐍\ntext');
     assert.equal(document.isDirty, false);

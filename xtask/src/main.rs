@@ -4,7 +4,8 @@
 //!   test client, from `python/requirements.txt`.
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
-//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
+//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the extension's
+//!   tests and `e2e-vscode`.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
 //! - `dist`, `codegen [--check]`, `extension-test`, `e2e-vscode`: the VS Code extension (see
@@ -350,6 +351,8 @@ fn ci() -> Result<()> {
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     vscode::extension_test()?;
+    // The extension in a real extension host, with the debug native module built above.
+    vscode::e2e(&["--debug-native".to_owned()])?;
     eprintln!("ci: all checks passed");
     Ok(())
 }
@@ -410,7 +413,7 @@ fn main() -> Result<()> {
         Some("dist") => vscode::dist().map(|_| ()),
         Some("codegen") => vscode::codegen(&arguments[1..]),
         Some("extension-test") => vscode::extension_test(),
-        Some("e2e-vscode") => vscode::e2e(),
+        Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         _ => {
             eprintln!(
                 "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode>"

@@ -131,7 +131,12 @@ pub fn extension_test() -> Result<()> {
 
 /// `cargo xtask dist`: the release native module for this platform and the `.vsix`.
 pub fn dist() -> Result<PathBuf> {
-    native(true, true)?;
+    package(true)
+}
+
+/// The `.vsix`, with a release or a debug native module.
+fn package(release: bool) -> Result<PathBuf> {
+    native(release, true)?;
     compile_typescript()?;
     let version = package_version()?;
     let vsix = extension_dir().join(format!("jupyter-mcp-{version}.vsix"));
@@ -348,19 +353,25 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// `cargo xtask e2e-vscode`.
-pub fn e2e() -> Result<()> {
+/// `cargo xtask e2e-vscode [--debug-native]`. `--debug-native` packages the debug build of the
+/// native module (what `cargo xtask ci` has built already) instead of a release build.
+pub fn e2e(arguments: &[String]) -> Result<()> {
     let started = Instant::now();
     setup()?;
     system_packages()?;
     let wheel = node24()?;
     let entry = code_server(&wheel)?;
     let prepared = started.elapsed();
-    let vsix = dist()?;
+    let vsix = package(!arguments.iter().any(|argument| argument == "--debug-native"))?;
     let built = started.elapsed();
 
+    // Earlier runs' folders (kept when they failed, for their logs) go now.
+    for entry in std::fs::read_dir(tools_dir())?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("run-") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
     let scratch = tools_dir().join(format!("run-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
     let user_data = scratch.join("user-data");
     let extensions = scratch.join("extensions");
     let workspace = scratch.join("workspace");

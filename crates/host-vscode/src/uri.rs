@@ -1,7 +1,7 @@
 //! Notebook URIs as VS Code writes them (`Uri.toString()`), so that a reference a client passes
 //! and the URI VS Code lists are the same key.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use host_core::refs::file_uri;
 use host_core::refs::percent_decode;
@@ -46,6 +46,7 @@ pub fn has_scheme(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn file_uris_are_encoded_as_vscode_encodes_them() {

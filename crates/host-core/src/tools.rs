@@ -184,6 +184,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    /// File transfers in progress, and each kernel's transfer budget and quarantine.
+    pub(crate) transfers: crate::transfer_tools::TransferState,
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -200,6 +202,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut capabilities = vec![Capability::Documents];
         if host.kernel_manager().is_some() {
             capabilities.push(Capability::Kernels);
+            capabilities.push(Capability::Transfer);
         }
         let runs_code = capabilities.contains(&Capability::Kernels);
         let specs: Vec<ToolSpec> = catalog::all_tools()
@@ -225,6 +228,7 @@ impl<H: NotebookHost> Tools<H> {
                 registry_changed: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
+                transfers: Default::default(),
             }),
         }
     }
@@ -334,6 +338,14 @@ impl<H: NotebookHost> Tools<H> {
             },
             "inspect_variable" => match parse_arguments(arguments, schema) {
                 Ok(params) => self.inspect_variable(params).await,
+                Err(error) => Err(error),
+            },
+            "upload_file" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.upload_file(params, &context).await,
+                Err(error) => Err(error),
+            },
+            "download_file" => match parse_arguments(arguments, schema) {
+                Ok(params) => self.download_file(params, &context).await,
                 Err(error) => Err(error),
             },
             other => Err(error(

@@ -42,15 +42,30 @@ pub fn python() -> PathBuf {
     path
 }
 
-/// The `jupyter-mcp` binary built next to this test executable. The first call in a test process
-/// runs `cargo build` for it, so a test never drives a stale binary.
+/// The `jupyter-mcp` binary of the profile this executable was built with. The first call in a
+/// process runs `cargo build` for it, so a test never drives a stale binary
+/// (`JUPYTER_MCP_SKIP_BUILD` skips that when the caller has just built everything).
 pub fn server_binary() -> PathBuf {
+    let executable = std::env::current_exe().expect("test executable path");
+    let mut profile_dir = executable
+        .parent()
+        .expect("executable folder")
+        .to_path_buf();
+    if profile_dir.file_name().is_some_and(|name| name == "deps") {
+        profile_dir.pop();
+    }
+    let release = profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release");
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
             return;
         }
-        let status = Command::new(env!("CARGO"))
+        // Through the rustup proxy on PATH: called directly, a toolchain's own cargo would let
+        // rustc pick up the rust-toolchain.toml files some dependencies ship.
+        let mut build = Command::new("cargo");
+        build
             .args([
                 "build",
                 "--quiet",
@@ -59,16 +74,13 @@ pub fn server_binary() -> PathBuf {
                 "--bin",
                 "jupyter-mcp",
             ])
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo runs");
+            .current_dir(workspace_root());
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
         assert!(status.success(), "building jupyter-mcp failed");
     });
-    let executable = std::env::current_exe().expect("test executable path");
-    let profile_dir = executable
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
     let binary = profile_dir.join("jupyter-mcp");
     assert!(
         binary.exists(),
@@ -152,8 +164,26 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
+        HttpServer::start_with_env(root, extra_args, &[])
+    }
+
+    /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
+    /// `ANTHROPIC_API_KEY` and `JUPYTER_MCP_TOKEN` are never passed on).
+    pub fn start_with_env(
+        root: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
-        let mut child = Command::new(server_binary())
+        let mut command = Command::new(server_binary());
+        command
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("JUPYTER_MCP_TOKEN");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command
             .args(["serve", "--port", "0", "--root"])
             .arg(root)
             .arg("--cache-dir")

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 use host_standalone::snapshots::SnapshotStore;
-use host_standalone::{ServeConfig, Transport};
+use host_standalone::{Auth, ServeConfig, Transport};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -39,6 +39,14 @@ enum Command {
         /// Shut a notebook's kernel down after this many idle seconds (0: never).
         #[arg(long, default_value_t = 3600)]
         kernel_idle_ttl: u64,
+        /// Read the HTTP token from this file (default: a random token made at start, or
+        /// JUPYTER_MCP_TOKEN). Never pass a token on the command line: it shows in process lists.
+        #[arg(long, conflicts_with = "no_auth")]
+        token_file: Option<PathBuf>,
+        /// Accept HTTP requests without a token. Any process on this machine can then read,
+        /// change and run your notebooks; use only on a machine you alone use.
+        #[arg(long)]
+        no_auth: bool,
     },
 }
 
@@ -59,7 +67,32 @@ fn main() -> anyhow::Result<()> {
             cache_dir,
             no_kernels,
             kernel_idle_ttl,
+            token_file,
+            no_auth,
         } => {
+            let auth = if no_auth {
+                Auth::None
+            } else if let Some(file) = token_file {
+                let token = std::fs::read_to_string(&file)
+                    .map_err(|error| {
+                        anyhow::anyhow!("cannot read the token file {}: {error}", file.display())
+                    })?
+                    .trim()
+                    .to_owned();
+                anyhow::ensure!(
+                    !token.is_empty(),
+                    "the token file {} is empty",
+                    file.display()
+                );
+                Auth::Token(token)
+            } else if let Some(token) = std::env::var("JUPYTER_MCP_TOKEN")
+                .ok()
+                .filter(|token| !token.trim().is_empty())
+            {
+                Auth::Token(token.trim().to_owned())
+            } else {
+                Auth::RandomToken
+            };
             let config = ServeConfig {
                 root,
                 transport: if stdio {
@@ -73,6 +106,7 @@ fn main() -> anyhow::Result<()> {
                 kernels: !no_kernels,
                 kernel_idle_ttl: (kernel_idle_ttl > 0)
                     .then(|| std::time::Duration::from_secs(kernel_idle_ttl)),
+                auth,
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -30,6 +30,28 @@ pub struct ServeConfig {
     pub kernels: bool,
     /// Shut a kernel down after this long without a request (`None`: never).
     pub kernel_idle_ttl: Option<std::time::Duration>,
+    /// How HTTP clients authenticate.
+    pub auth: Auth,
+}
+
+/// How HTTP clients authenticate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Auth {
+    /// A token made at start.
+    RandomToken,
+    /// A token given by the user (from a file or the environment, never the command line).
+    Token(String),
+    /// No token: any local process can use the server.
+    None,
+}
+
+/// A random token: 256 bits from the OS generator, as hex.
+fn random_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }
 
 /// The kernel manager of a standalone server rooted at `root`.
@@ -86,6 +108,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let standalone = StandaloneHost {
         files: Arc::new(host),
         kernels: kernels.clone(),
+        summarizer: crate::summarizer::AnthropicSummarizer::from_env()
+            .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     };
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     let handler = McpHandler::new(tools);
@@ -105,8 +129,20 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                 )
             })?;
             let cancel = CancellationToken::new();
-            let app = HttpApp::new(handler, HttpSecurity::default(), None, cancel.clone());
-            let url = format!("http://{address}/mcp");
+            let token = match &config.auth {
+                Auth::RandomToken => Some(random_token()),
+                Auth::Token(token) => Some(token.clone()),
+                Auth::None => None,
+            };
+            let security = HttpSecurity {
+                token: token.clone(),
+            };
+            let app = HttpApp::new(handler, security, None, cancel.clone());
+            // The printed URL carries the token, so pasting it into a client just works.
+            let url = match &token {
+                Some(token) => format!("http://{address}/mcp?token={token}"),
+                None => format!("http://{address}/mcp"),
+            };
             let mut stdout = std::io::stdout();
             writeln!(
                 stdout,

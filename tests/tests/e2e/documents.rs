@@ -969,15 +969,27 @@ async fn stdio_transport_serves_the_same_tools() {
     client.close().await.unwrap();
 }
 
-/// Sends a raw HTTP request and returns the status code.
-fn raw_status(url: &str, headers: &[(&str, &str)]) -> u16 {
-    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+/// The `host:port` and token of a printed server URL.
+fn address_and_token(url: &str) -> (String, Option<String>) {
+    let rest = url.trim_start_matches("http://");
+    let (address, query) = rest.split_once("/mcp").unwrap();
+    let token = query.strip_prefix("?token=").map(str::to_owned);
+    (address.to_owned(), token)
+}
+
+/// Sends a raw HTTP POST to `path` with a JSON-RPC body and returns the status code.
+fn raw_status(address: &str, path: &str, headers: &[(&str, &str)], body: &str) -> u16 {
     let mut stream = std::net::TcpStream::connect(address).unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
     let mut request = format!(
-        "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
+        "POST {path} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
         body.len()
     );
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request.push_str(&format!("Host: {address}\r\n"));
+    }
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
@@ -993,35 +1005,100 @@ fn raw_status(url: &str, headers: &[(&str, &str)]) -> u16 {
         .unwrap_or(0)
 }
 
+const PING: &str = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+
 #[tokio::test]
 async fn http_refuses_foreign_hosts_and_origins() {
     let root = example_root();
     let server = HttpServer::start(root.path(), &[]).unwrap();
-    let url = server.url.clone();
-    let address = url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let (address, token) = address_and_token(&server.url);
+    let path = format!("/mcp?token={}", token.unwrap());
     tokio::task::spawn_blocking(move || {
-        assert_eq!(raw_status(&url, &[("Host", "evil.example:80")]), 403);
         assert_eq!(
-            raw_status(
-                &url,
-                &[("Host", &address), ("Origin", "http://evil.example")]
-            ),
+            raw_status(&address, &path, &[("Host", "evil.example:80")], PING),
+            403
+        );
+        assert_eq!(
+            raw_status(&address, &path, &[("Origin", "http://evil.example")], PING),
             403
         );
         assert_ne!(
             raw_status(
-                &url,
-                &[("Host", &address), ("Origin", "http://localhost:3000")]
+                &address,
+                &path,
+                &[("Origin", "http://localhost:3000")],
+                PING
             ),
             403
         );
-        assert_ne!(raw_status(&url, &[("Host", &address)]), 403);
+        assert_ne!(raw_status(&address, &path, &[], PING), 403);
     })
     .await
     .unwrap();
+}
+
+#[tokio::test]
+async fn http_requires_the_token() {
+    let root = example_root();
+    let server = HttpServer::start(root.path(), &[]).unwrap();
+    let (address, token) = address_and_token(&server.url);
+    let token = token.expect("the printed URL carries a token");
+    assert!(token.len() >= 32);
+    let before = std::fs::read(root.path().join(NOTEBOOK)).unwrap();
+    let delete = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"edit_cells","arguments":{"notebookRef":"getting-started.ipynb","edits":[{"editType":"delete","cellId":0}]}}}"#;
+    let bearer = format!("Bearer {token}");
+    let wrong = format!("/mcp?token={}x", token);
+    tokio::task::spawn_blocking(move || {
+        assert_eq!(raw_status(&address, "/mcp", &[], PING), 401);
+        assert_eq!(raw_status(&address, "/mcp", &[], delete), 401);
+        assert_eq!(raw_status(&address, &wrong, &[], PING), 401);
+        assert_eq!(
+            raw_status(&address, "/mcp", &[("Authorization", "Bearer nope")], PING),
+            401
+        );
+        assert_ne!(
+            raw_status(&address, "/mcp", &[("Authorization", &bearer)], PING),
+            401
+        );
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        std::fs::read(root.path().join(NOTEBOOK)).unwrap(),
+        before,
+        "nothing changed"
+    );
+    // The printed URL, token and all, works in a client as it is.
+    let client = Client::http(&server.url).await.unwrap();
+    assert!(
+        client
+            .tool_names()
+            .await
+            .unwrap()
+            .contains(&"read_notebook".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn tokens_come_from_a_file_or_are_switched_off() {
+    let root = example_root();
+    let secret = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(secret.path(), "s3cret-token-from-a-file\n").unwrap();
+    let server = HttpServer::start(
+        root.path(),
+        &["--token-file", secret.path().to_str().unwrap()],
+    )
+    .unwrap();
+    let (_, token) = address_and_token(&server.url);
+    assert_eq!(token.as_deref(), Some("s3cret-token-from-a-file"));
+    drop(server);
+    let open = HttpServer::start(root.path(), &["--no-auth"]).unwrap();
+    let (address, token) = address_and_token(&open.url);
+    assert_eq!(token, None);
+    let status = tokio::task::spawn_blocking(move || raw_status(&address, "/mcp", &[], PING))
+        .await
+        .unwrap();
+    assert_ne!(status, 401);
 }
 
 #[tokio::test]
@@ -1055,4 +1132,46 @@ async fn the_readme_tool_table_matches_tools_list() {
         documented, listed,
         "README's tool table and tools/list differ"
     );
+}
+
+#[tokio::test]
+async fn every_tool_rejects_unknown_keys_and_missing_required_ones() {
+    let (root, _server, client) = start().await;
+    let before = std::fs::read(root.path().join(NOTEBOOK)).unwrap();
+    for tool in client.tools().await.unwrap() {
+        let name = tool.name.to_string();
+        let unknown = client
+            .call(
+                &name,
+                json!({"notebookRef": NOTEBOOK, "definitelyNotAParameter": 1}),
+            )
+            .await;
+        assert_eq!(
+            unknown.error_code(),
+            "invalid_arguments",
+            "{name}: {}",
+            unknown.text()
+        );
+        let required = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !required.is_empty() {
+            let missing = client.call(&name, json!({})).await;
+            assert_eq!(
+                missing.error_code(),
+                "invalid_arguments",
+                "{name}: {}",
+                missing.text()
+            );
+            let field = required[0].as_str().unwrap();
+            assert!(
+                missing.error()["message"].as_str().unwrap().contains(field),
+                "{name}: the message names the missing `{field}`"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(root.path().join(NOTEBOOK)).unwrap(), before);
 }

@@ -3,4 +3,5 @@
 mod documents;
 mod execution;
 mod intelligence;
+mod summaries;
 mod transfer;

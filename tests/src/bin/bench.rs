@@ -562,15 +562,33 @@ async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let quick = std::env::args().any(|argument| argument == "--quick");
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    // `--only <section>` runs one section and prints it without replacing the full report.
+    let only = arguments
+        .iter()
+        .position(|argument| argument == "--only")
+        .and_then(|index| arguments.get(index + 1))
+        .map(String::as_str);
+    let wanted = |section: &str| only.is_none_or(|only| only == section);
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
-    notebook_model_bench(&mut report).await?;
-    execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
-    condensation_bench(&mut report).await?;
-    transfer_bench(&mut report).await?;
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
-    std::fs::create_dir_all(&results)?;
-    std::fs::write(results.join("latest.md"), &report)?;
-    eprintln!("\nwritten to bench/results/latest.md");
+    if wanted("notebook") {
+        notebook_model_bench(&mut report).await?;
+    }
+    if wanted("execution") {
+        execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+    }
+    if wanted("condensation") {
+        condensation_bench(&mut report).await?;
+    }
+    if wanted("transfer") {
+        transfer_bench(&mut report).await?;
+    }
+    if only.is_none() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+        std::fs::create_dir_all(&results)?;
+        std::fs::write(results.join("latest.md"), &report)?;
+        eprintln!("\nwritten to bench/results/latest.md");
+    }
     Ok(())
 }

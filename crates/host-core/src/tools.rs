@@ -186,6 +186,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
     /// Names and revs of the latest document version seen per notebook.
     derived: Mutex<HashMap<String, Arc<Derived>>>,
+    /// File transfers in progress, and each kernel's transfer budget and quarantine.
+    pub(crate) transfers: crate::transfer_tools::TransferState,
 }
 
 /// What is derived from one version of a document and reused until it changes.
@@ -210,6 +212,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut capabilities = vec![Capability::Documents];
         if host.kernel_manager().is_some() {
             capabilities.push(Capability::Kernels);
+            capabilities.push(Capability::Transfer);
         }
         let runs_code = capabilities.contains(&Capability::Kernels);
         let specs: Vec<ToolSpec> = catalog::all_tools()
@@ -235,6 +238,7 @@ impl<H: NotebookHost> Tools<H> {
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 derived: Mutex::new(HashMap::new()),
+                transfers: Default::default(),
             }),
         }
     }
@@ -307,6 +311,8 @@ impl<H: NotebookHost> Tools<H> {
             "get_execution" => with!(get_execution, context),
             "summarize_cells" => with!(summarize_cells),
             "inspect_variable" => with!(inspect_variable),
+            "upload_file" => with!(upload_file, context),
+            "download_file" => with!(download_file, context),
             other => Err(error(
                 "not_supported",
                 format!("`{other}` is not available on this host"),

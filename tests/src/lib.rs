@@ -326,6 +326,28 @@ pub fn http_request(
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
+    /// Notified after every recorded notification.
+    pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Recorder {
+    /// Waits until `done` holds for the notifications received so far; false after `timeout`.
+    pub async fn wait_for_progress(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&[ProgressNotificationParam]) -> bool,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.progress_changed.notified();
+            if done(&self.progress.lock().unwrap()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
 }
 
 impl rmcp::ClientHandler for Recorder {
@@ -335,6 +357,7 @@ impl rmcp::ClientHandler for Recorder {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+        self.progress_changed.notify_waiters();
     }
 }
 
@@ -551,4 +574,38 @@ pub fn cell_texts(path: &Path) -> Vec<(String, String)> {
         .map(|cell| cell.id().to_owned())
         .zip(cells)
         .collect()
+}
+
+/// `len` incompressible bytes from a seeded xorshift generator (the same for the same seed).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+/// `len` bytes of CSV-like text that zlib compresses well.
+pub fn compressible_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len + 64);
+    let mut row = 0u64;
+    while bytes.len() < len {
+        bytes.extend_from_slice(
+            format!(
+                "{row},sensor-{},{}.{:03},ok\n",
+                row % 17,
+                row % 1000,
+                row % 997
+            )
+            .as_bytes(),
+        );
+        row += 1;
+    }
+    bytes.truncate(len);
+    bytes
 }

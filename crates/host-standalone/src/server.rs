@@ -48,32 +48,19 @@ pub enum Auth {
     None,
 }
 
-/// A random token: 256 bits from the OS generator, as hex.
-fn random_token() -> String {
-    broker::secret::random_hex(32)
-}
-
 impl ServeConfig {
     /// The `/mcp` token. The servers sharing a port share a random token through a private file
     /// in the runtime folder, so that the URL stays the same whichever of them is broker.
     fn http_token(&self, port: u16) -> anyhow::Result<Option<String>> {
         Ok(match &self.auth {
-            Auth::RandomToken if port == 0 => Some(random_token()),
+            Auth::RandomToken if port == 0 => Some(mcp_server::random_token()),
             Auth::RandomToken => Some(
                 broker::secret::TokenFile::shared_access_token(&self.runtime_dir, port)
-                    .read_or_create(random_token)?,
+                    .read_or_create(mcp_server::random_token)?,
             ),
             Auth::Token(token) => Some(token.clone()),
             Auth::None => None,
         })
-    }
-}
-
-/// The URL clients use; it carries the token, so pasting it into a client just works.
-fn client_url(address: std::net::SocketAddr, token: Option<&str>) -> String {
-    match token {
-        Some(token) => format!("http://{address}/mcp?token={token}"),
-        None => format!("http://{address}/mcp"),
     }
 }
 
@@ -167,7 +154,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                 token: token.clone(),
             };
             let app = HttpApp::new(McpHandler::new(tools), security, None, cancel.clone());
-            announce(&root, &client_url(address, token.as_deref()), "")?;
+            announce(&root, &mcp_server::mcp_url(address, token.as_deref()), "")?;
             let server = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
             signals.recv().await;
             tracing::info!("shutting down");
@@ -198,7 +185,11 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                      notebooks are served at this shared URL)"
                 ),
             };
-            announce(&root, &client_url(address, token.as_deref()), &role)?;
+            announce(
+                &root,
+                &mcp_server::mcp_url(address, token.as_deref()),
+                &role,
+            )?;
             signals.recv().await;
             tracing::info!("shutting down");
             coordinator.stop().await;

@@ -87,7 +87,7 @@ fn large_notebook() -> Value {
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     figure: String,
     baseline: String,
     ratio: String,
@@ -170,7 +170,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
         &format!("Notebook model: a generated 2,000-cell, {size_mb:.1} MB notebook"),
         &[
             Row {
-                name: "open + parse (read file, Notebook::parse)",
+                name: "open + parse (read file, Notebook::parse)".into(),
                 figure: format!("{} ({})", ms(open.median), ms(open.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(open.median, bare.median)),
@@ -178,7 +178,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(ratio(open.median, bare.median) <= 2.0),
             },
             Row {
-                name: "write (byte-exact nbformat text)",
+                name: "write (byte-exact nbformat text)".into(),
                 figure: format!("{} ({})", ms(write.median), ms(write.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(write.median, bare.median)),
@@ -186,7 +186,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "read_notebook outline, warm (in-process tool call)",
+                name: "read_notebook outline, warm (in-process tool call)".into(),
                 figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.3}×", ratio(outline.median, bare.median)),
@@ -194,7 +194,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(outline.median < Duration::from_millis(20)),
             },
             Row {
-                name: "read_notebook outline, cold (first call parses the file)",
+                name: "read_notebook outline, cold (first call parses the file)".into(),
                 figure: ms(cold),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(cold, bare.median)),
@@ -337,7 +337,7 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
         ),
         &[
             Row {
-                name: "served by the owner directly (MCP over loopback HTTP)",
+                name: "served by the owner directly (MCP over loopback HTTP)".to_owned(),
                 figure: format!("{} ({})", ms(direct_stats.median), ms(direct_stats.p90)),
                 baseline: "".to_owned(),
                 ratio: "1×".to_owned(),
@@ -345,7 +345,7 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "through the broker to the owning peer (/mcp, then /peer/invoke)",
+                name: "through the broker to the owning peer (/mcp, then /peer/invoke)".to_owned(),
                 figure: format!("{} ({})", ms(routed_stats.median), ms(routed_stats.p90)),
                 baseline: format!("{} (direct)", ms(direct_stats.median)),
                 ratio: format!("{ratio:.2}×"),
@@ -353,7 +353,7 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "added by the broker hop, p50 (p90)",
+                name: "added by the broker hop, p50 (p90)".to_owned(),
                 figure: format!("{} ({})", ms(added_median), ms(added_p90)),
                 baseline: format!("{} (direct)", ms(direct_stats.median)),
                 ratio: "".to_owned(),
@@ -361,6 +361,144 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(added_median <= Duration::from_micros(1500)),
             },
         ],
+        report,
+    );
+    Ok(())
+}
+
+async fn call_tool<H: host_core::NotebookHost>(
+    tools: &Tools<H>,
+    name: &str,
+    arguments: Value,
+) -> anyhow::Result<Value> {
+    let output = tools
+        .call(name, arguments.as_object().cloned(), CallContext::default())
+        .await;
+    anyhow::ensure!(!output.is_error, "{name} failed: {}", output.text);
+    Ok(output.structured.unwrap_or_default())
+}
+
+/// Upload and download throughput through a local ipykernel, against `cp` of the same file.
+async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
+    const SIZE: usize = 32 * 1024 * 1024;
+    const RUNS: usize = 3;
+    let root = jupyter_mcp_tests::example_root();
+    jupyter_mcp_tests::write_code_notebook(root.path(), "bench.ipynb", &["pass"]);
+    let kernel_side = tempfile::tempdir()?;
+    let host = FileHost::new(FileHostConfig {
+        root: root.path().to_path_buf(),
+        snapshot_folder: root.path().join(".snapshots"),
+    })?;
+    let kernels = host_standalone::server::local_kernels(host.root(), None);
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: Some(kernels.clone()),
+        summarizer: None,
+    }));
+    let notebook = json!({"notebookRef": "bench.ipynb"});
+    call_tool(&tools, "configure_kernel", notebook.clone()).await?;
+    let megabytes_per_second = |duration: Duration| SIZE as f64 / 1e6 / duration.as_secs_f64();
+    let mut rows = Vec::new();
+    for (kind, bytes) in [
+        ("random", jupyter_mcp_tests::random_bytes(SIZE, 7)),
+        ("compressible", jupyter_mcp_tests::compressible_bytes(SIZE)),
+    ] {
+        let name = format!("{kind}.bin");
+        let host_file = root.path().join(&name);
+        std::fs::write(&host_file, &bytes)?;
+        let kernel_file = kernel_side.path().join(&name);
+        let copy = measure(RUNS, || {
+            let _ = std::fs::remove_file(&kernel_file);
+            let status = std::process::Command::new("cp")
+                .arg(&host_file)
+                .arg(&kernel_file)
+                .status()
+                .expect("cp runs");
+            assert!(status.success());
+        });
+        let mut uploads = Vec::new();
+        let mut downloads = Vec::new();
+        let mut wire = (0, 0);
+        for _ in 0..RUNS {
+            std::fs::remove_file(&kernel_file).ok();
+            std::fs::remove_file(root.path().join("back.bin")).ok();
+            // 32 MiB each way fills a kernel's 64 MiB budget: every round gets a fresh kernel.
+            call_tool(
+                &tools,
+                "restart_kernels",
+                json!({"notebookRefs": ["bench.ipynb"]}),
+            )
+            .await?;
+            let start = Instant::now();
+            let uploaded = call_tool(
+                &tools,
+                "upload_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": name,
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            uploads.push(start.elapsed());
+            let start = Instant::now();
+            let downloaded = call_tool(
+                &tools,
+                "download_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": "back.bin",
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            downloads.push(start.elapsed());
+            anyhow::ensure!(uploaded["sha256"] == downloaded["sha256"], "hashes differ");
+            wire = (
+                uploaded["wireBytes"].as_u64().unwrap_or(0),
+                downloaded["wireBytes"].as_u64().unwrap_or(0),
+            );
+        }
+        let baseline = format!(
+            "{:.0} MB/s (`cp`, {})",
+            megabytes_per_second(copy.median),
+            ms(copy.median)
+        );
+        for (direction, samples, wire_bytes) in
+            [("upload", uploads, wire.0), ("download", downloads, wire.1)]
+        {
+            let timing = stats(samples);
+            let rate = megabytes_per_second(timing.median);
+            rows.push((
+                format!(
+                    "{direction} 32 MiB {kind} (wire {:.1} MB)",
+                    wire_bytes as f64 / 1e6
+                ),
+                format!(
+                    "{rate:.1} MB/s ({}; p90 {})",
+                    ms(timing.median),
+                    ms(timing.p90)
+                ),
+                baseline.clone(),
+                format!(
+                    "{:.1}× cp's time",
+                    timing.median.as_secs_f64() / copy.median.as_secs_f64()
+                ),
+                rate >= 50.0,
+            ));
+        }
+    }
+    kernels.shutdown_all().await;
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|(name, figure, baseline, ratio, pass)| Row {
+            name,
+            figure,
+            baseline,
+            ratio,
+            target: "≥ 50 MB/s",
+            pass: Some(pass),
+        })
+        .collect();
+    print_rows(
+        &format!(
+            "File transfer through a local ipykernel (median of {RUNS}, in-process tool calls)"
+        ),
+        &rows,
         report,
     );
     Ok(())
@@ -441,7 +579,7 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
     print_rows(
         &format!("Execution: a trivial cell (`1+1`), {runs} runs each"),
         &[Row {
-            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)",
+            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)".into(),
             figure: format!("{} ({})", ms(through_mcp.median), ms(through_mcp.p90)),
             baseline: format!(
                 "{} ({}) direct ZeroMQ execute round trip",
@@ -584,15 +722,36 @@ async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let quick = std::env::args().any(|argument| argument == "--quick");
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    // `--only <section>` runs one section and prints it without replacing the full report.
+    let only = arguments
+        .iter()
+        .position(|argument| argument == "--only")
+        .and_then(|index| arguments.get(index + 1))
+        .map(String::as_str);
+    let wanted = |section: &str| only.is_none_or(|only| only == section);
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
-    notebook_model_bench(&mut report).await?;
-    execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
-    condensation_bench(&mut report).await?;
-    broker_bench(&mut report).await?;
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
-    std::fs::create_dir_all(&results)?;
-    std::fs::write(results.join("latest.md"), &report)?;
-    eprintln!("\nwritten to bench/results/latest.md");
+    if wanted("notebook") {
+        notebook_model_bench(&mut report).await?;
+    }
+    if wanted("execution") {
+        execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+    }
+    if wanted("condensation") {
+        condensation_bench(&mut report).await?;
+    }
+    if wanted("transfer") {
+        transfer_bench(&mut report).await?;
+    }
+    if wanted("broker") {
+        broker_bench(&mut report).await?;
+    }
+    if only.is_none() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+        std::fs::create_dir_all(&results)?;
+        std::fs::write(results.join("latest.md"), &report)?;
+        eprintln!("\nwritten to bench/results/latest.md");
+    }
     Ok(())
 }

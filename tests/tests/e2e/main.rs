@@ -5,3 +5,4 @@ mod documents;
 mod execution;
 mod intelligence;
 mod summaries;
+mod transfer;

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use host_core::{CallContext, Tools};
 use host_standalone::{FileHost, FileHostConfig, StandaloneHost};
+use jupyter_mcp_tests::Client;
 use notebook_model::Notebook;
 use serde_json::{Value, json};
 
@@ -199,6 +200,165 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 ratio: format!("{:.2}×", ratio(cold, bare.median)),
                 target: "",
                 pass: None,
+            },
+        ],
+        report,
+    );
+    Ok(())
+}
+
+/// A notebook of `cells` code cells with short sources and outputs.
+fn medium_notebook(cells: usize) -> Value {
+    let cells: Vec<Value> = (0..cells)
+        .map(|index| {
+            json!({
+                "cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
+                "execution_count": index + 1,
+                "source": format!("# Step {index}\nvalue_{index} = compute({index})\nprint(value_{index})"),
+                "outputs": [{"output_type": "stream", "name": "stdout",
+                             "text": format!("{index}\n").repeat(5)}]
+            })
+        })
+        .collect();
+    json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+}
+
+fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
+    let host = FileHost::new(FileHostConfig {
+        root: root.to_path_buf(),
+        snapshot_folder: root.join(".snapshots"),
+    })?;
+    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: None,
+        summarizer: None,
+    }))))
+}
+
+async fn timed_read(client: &Client, arguments: &Value) -> Duration {
+    let start = Instant::now();
+    let call = client.call("read_notebook", arguments.clone()).await;
+    let elapsed = start.elapsed();
+    assert!(!call.is_error(), "{}", call.text());
+    elapsed
+}
+
+/// `read_notebook` through the broker to the peer that owns the notebook, against the same
+/// call served by the owner directly: the same `Tools` instance behind both, real MCP clients
+/// over loopback HTTP, calls interleaved so that both see the same machine.
+async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
+    use host_core::NotebookHost;
+    let broker_root = tempfile::tempdir()?;
+    let owner_root = tempfile::tempdir()?;
+    let runtime = tempfile::tempdir()?;
+    let text = Notebook::from_value(medium_notebook(60))?.to_ipynb_string();
+    std::fs::write(owner_root.path().join("work.ipynb"), &text)?;
+
+    let owner_tools = standalone_tools(owner_root.path())?;
+    let owner_window = owner_tools.host().window();
+    let broker_tools = standalone_tools(broker_root.path())?;
+    let broker_window = broker_tools.host().window();
+
+    // The owner's own server, as `--port 0` runs it.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (listener, address) = mcp_server::bind_loopback(0).await?;
+    let app = mcp_server::HttpApp::new(
+        mcp_server::McpHandler::new(owner_tools.clone()),
+        mcp_server::HttpSecurity::default(),
+        None,
+        cancel.clone(),
+    );
+    tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
+
+    // The broker (an empty root) and the owner as its peer, on one shared port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let coordinator = |window, local| broker::CoordinatorConfig {
+        port,
+        window,
+        local,
+        runtime_dir: runtime.path().to_path_buf(),
+        security: mcp_server::HttpSecurity::default(),
+        timings: broker::Timings::default(),
+    };
+    let (broker, _) = broker::Coordinator::start(coordinator(broker_window, broker_tools)).await?;
+    let (peer, joined) =
+        broker::Coordinator::start(coordinator(owner_window.clone(), owner_tools)).await?;
+    anyhow::ensure!(
+        matches!(joined, broker::Joined::Peer { .. }),
+        "the owner did not join as a peer"
+    );
+
+    let direct = Client::http(&format!("http://{address}/mcp")).await?;
+    let routed = Client::http(&broker.url()).await?;
+    routed.call("list_notebooks", json!({})).await.ok();
+    let notebook_ref = host_core::refs::notebook_ref(
+        &owner_window.id,
+        &host_standalone::paths::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
+    );
+    let arguments = json!({"notebookRef": notebook_ref});
+    let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
+    for round in 0..320 {
+        // Interleaved, alternating which goes first; the first 20 rounds warm both paths up.
+        let (direct_sample, routed_sample) = if round % 2 == 0 {
+            let direct_sample = timed_read(&direct, &arguments).await;
+            (direct_sample, timed_read(&routed, &arguments).await)
+        } else {
+            let routed_sample = timed_read(&routed, &arguments).await;
+            (timed_read(&direct, &arguments).await, routed_sample)
+        };
+        if round >= 20 {
+            direct_samples.push(direct_sample);
+            routed_samples.push(routed_sample);
+        }
+    }
+    let answer_bytes = routed
+        .call("read_notebook", arguments.clone())
+        .await
+        .text()
+        .len();
+    direct.close().await?;
+    routed.close().await?;
+    peer.stop().await;
+    broker.stop().await;
+    cancel.cancel();
+
+    let direct_stats = stats(direct_samples);
+    let routed_stats = stats(routed_samples);
+    let added = |routed: Duration, direct: Duration| routed.saturating_sub(direct);
+    let added_median = added(routed_stats.median, direct_stats.median);
+    let added_p90 = added(routed_stats.p90, direct_stats.p90);
+    let ratio = routed_stats.median.as_secs_f64() / direct_stats.median.as_secs_f64();
+    print_rows(
+        &format!(
+            "Broker: read_notebook (outline of a 60-cell notebook, {:.1} kB answer), 300 calls each",
+            answer_bytes as f64 / 1e3
+        ),
+        &[
+            Row {
+                name: "served by the owner directly (MCP over loopback HTTP)".to_owned(),
+                figure: format!("{} ({})", ms(direct_stats.median), ms(direct_stats.p90)),
+                baseline: "".to_owned(),
+                ratio: "1×".to_owned(),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "through the broker to the owning peer (/mcp, then /peer/invoke)".to_owned(),
+                figure: format!("{} ({})", ms(routed_stats.median), ms(routed_stats.p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: format!("{ratio:.2}×"),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "added by the broker hop, p50 (p90)".to_owned(),
+                figure: format!("{} ({})", ms(added_median), ms(added_p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: "".to_owned(),
+                target: "≤ 1.5 ms at p50",
+                pass: Some(added_median <= Duration::from_micros(1500)),
             },
         ],
         report,
@@ -583,6 +743,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted("transfer") {
         transfer_bench(&mut report).await?;
+    }
+    if wanted("broker") {
+        broker_bench(&mut report).await?;
     }
     if only.is_none() {
         let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
+mod broker;
 mod documents;
 mod execution;
 mod intelligence;

@@ -3,3 +3,4 @@
 mod documents;
 mod execution;
 mod intelligence;
+mod remote;

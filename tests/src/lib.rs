@@ -44,15 +44,30 @@ pub fn python() -> PathBuf {
     path
 }
 
-/// The `jupyter-mcp` binary built next to this test executable. The first call in a test process
-/// runs `cargo build` for it, so a test never drives a stale binary.
+/// The `jupyter-mcp` binary of the profile this executable was built with. The first call in a
+/// process runs `cargo build` for it, so a test never drives a stale binary
+/// (`JUPYTER_MCP_SKIP_BUILD` skips that when the caller has just built everything).
 pub fn server_binary() -> PathBuf {
+    let executable = std::env::current_exe().expect("test executable path");
+    let mut profile_dir = executable
+        .parent()
+        .expect("executable folder")
+        .to_path_buf();
+    if profile_dir.file_name().is_some_and(|name| name == "deps") {
+        profile_dir.pop();
+    }
+    let release = profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release");
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
             return;
         }
-        let status = Command::new(env!("CARGO"))
+        // Through the rustup proxy on PATH: called directly, a toolchain's own cargo would let
+        // rustc pick up the rust-toolchain.toml files some dependencies ship.
+        let mut build = Command::new("cargo");
+        build
             .args([
                 "build",
                 "--quiet",
@@ -61,16 +76,13 @@ pub fn server_binary() -> PathBuf {
                 "--bin",
                 "jupyter-mcp",
             ])
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo runs");
+            .current_dir(workspace_root());
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
         assert!(status.success(), "building jupyter-mcp failed");
     });
-    let executable = std::env::current_exe().expect("test executable path");
-    let profile_dir = executable
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
     let binary = profile_dir.join("jupyter-mcp");
     assert!(
         binary.exists(),
@@ -157,8 +169,18 @@ impl HttpServer {
         HttpServer::start_with(root, extra_args, &[], None)
     }
 
-    /// Like [`HttpServer::start`], with extra environment variables and, when `stderr_file`
-    /// is given, the server's log written there instead of the test's stderr.
+    /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
+    /// `ANTHROPIC_API_KEY` and `JUPYTER_MCP_TOKEN` are never passed on).
+    pub fn start_with_env(
+        root: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<HttpServer> {
+        HttpServer::start_with(root, extra_args, env, None)
+    }
+
+    /// Like [`HttpServer::start_with_env`] and, when `stderr_file` is given, the server's log
+    /// written there instead of the test's stderr.
     pub fn start_with(
         root: &Path,
         extra_args: &[&str],
@@ -170,7 +192,12 @@ impl HttpServer {
             Some(path) => Stdio::from(std::fs::File::create(path)?),
             None => Stdio::inherit(),
         };
-        let mut child = Command::new(server_binary())
+        let mut command = Command::new(server_binary());
+        command
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("JUPYTER_MCP_TOKEN");
+        let mut child = command
             .args(["serve", "--port", "0", "--root"])
             .arg(root)
             .arg("--cache-dir")

@@ -7,6 +7,8 @@
 //! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+//! - `codegen [--check]`: the committed tool schemas (`schemas/tools.json`) from the contract;
+//!   `--check` fails when they drifted.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -330,6 +332,7 @@ fn ci() -> Result<()> {
     setup()?;
     corpus()?;
     deps()?;
+    codegen(true)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -393,6 +396,51 @@ fn bench(arguments: &[String]) -> Result<()> {
     run(&mut command)
 }
 
+/// The tool catalogue as committed JSON: what `tools/list` describes, for reviews and clients.
+fn tool_schemas() -> String {
+    let tools: Vec<serde_json::Value> = mcp_contract::all_tools()
+        .iter()
+        .map(|spec| {
+            serde_json::json!({
+                "name": spec.name,
+                "title": spec.title,
+                "description": spec.description,
+                "annotations": {
+                    "readOnlyHint": spec.annotations.read_only,
+                    "destructiveHint": spec.annotations.destructive,
+                    "idempotentHint": spec.annotations.idempotent,
+                    "openWorldHint": spec.annotations.open_world,
+                },
+                "inputSchema": (spec.input_schema)(),
+                "outputSchema": (spec.output_schema)(),
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))
+        .expect("schemas serialise");
+    text.push('\n');
+    text
+}
+
+fn codegen(check: bool) -> Result<()> {
+    let path = root().join("schemas/tools.json");
+    let generated = tool_schemas();
+    if check {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != generated {
+            bail!(
+                "schemas/tools.json is out of date with the contract crate: run `cargo xtask codegen` and commit it"
+            );
+        }
+        eprintln!("codegen: schemas/tools.json matches the contract");
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().expect("schemas folder"))?;
+    std::fs::write(&path, generated)?;
+    eprintln!("codegen: wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     match arguments.first().map(String::as_str) {
@@ -402,9 +450,10 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
+        Some("codegen") => codegen(arguments.iter().any(|argument| argument == "--check")),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | codegen [--check]>"
             );
             std::process::exit(2);
         }

@@ -40,6 +40,17 @@ pub struct Commit {
     pub notebook: Notebook,
     pub changes: Vec<DocChange>,
     pub description: String,
+    pub kind: CommitKind,
+}
+
+/// What kind of change a commit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitKind {
+    /// A change a client asked for: undoable (snapshot first) and durable (fsync).
+    Edit,
+    /// Outputs of a run being recorded: atomic, but neither a step of undo history nor worth an
+    /// fsync per cell (a process crash still leaves the old or the new file).
+    Outputs,
 }
 
 /// Whether `open` read the notebook or found it open already.
@@ -201,6 +212,11 @@ pub trait NotebookHost: Send + Sync + 'static {
 
     /// The folder kernels are discovered from besides the notebook's own (a project `.venv`).
     fn kernel_root(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+
+    /// A language model for `summarize_cells`; without one, summaries are deterministic.
+    fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None
     }
 }

@@ -12,12 +12,12 @@ mod kernel_tools;
 pub mod refs;
 mod render;
 mod session;
-mod summary;
+pub mod summary;
 pub mod tools;
 
 pub use host::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
+    Restored, WindowInfo,
 };
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,

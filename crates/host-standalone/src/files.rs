@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_core::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
+    Restored, WindowInfo,
 };
 use notebook_model::Notebook;
 use sha2::{Digest, Sha256};
@@ -65,11 +65,29 @@ pub struct FileHostConfig {
     pub snapshot_folder: PathBuf,
 }
 
-/// A file host and the kernels of its notebooks.
-#[derive(Debug, Clone)]
+/// A file host, the kernels of its notebooks, and the model that summarises cells.
+#[derive(Clone)]
 pub struct StandaloneHost {
     pub files: Arc<FileHost>,
     pub kernels: Option<Arc<kernels::KernelManager>>,
+    pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+}
+
+impl std::fmt::Debug for StandaloneHost {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StandaloneHost")
+            .field("files", &self.files)
+            .field("kernels", &self.kernels.is_some())
+            .field(
+                "summarizer",
+                &self
+                    .summarizer
+                    .as_ref()
+                    .map(|summarizer| summarizer.model()),
+            )
+            .finish()
+    }
 }
 
 /// The standalone host's documents.
@@ -98,10 +116,31 @@ fn io_error(action: &'static str, path: &Path, error: &std::io::Error) -> HostEr
     }
 }
 
+/// How a write is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteMode {
+    /// Never replace an existing destination (the temporary file is hard-linked into place).
+    pub exclusive: bool,
+    /// fsync the file and its folder, so the write survives a power loss, not only a crash.
+    pub durable: bool,
+}
+
+impl WriteMode {
+    pub const REPLACE: WriteMode = WriteMode {
+        exclusive: false,
+        durable: true,
+    };
+    pub const CREATE: WriteMode = WriteMode {
+        exclusive: true,
+        durable: true,
+    };
+}
+
 /// Writes `bytes` to `destination` atomically: a temporary file in the same folder, fsync,
-/// rename, fsync of the folder. With `exclusive`, an existing destination is never replaced (the
-/// temporary file is hard-linked into place instead of renamed).
-pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> std::io::Result<()> {
+/// rename, fsync of the folder (without the fsyncs when not `durable`). A crash leaves the old
+/// file or the new one, never a mix.
+pub fn write_atomically(destination: &Path, bytes: &[u8], mode: WriteMode) -> std::io::Result<()> {
+    let exclusive = mode.exclusive;
     let folder = destination.parent().unwrap_or_else(|| Path::new("."));
     let name = destination
         .file_name()
@@ -119,7 +158,9 @@ pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> st
             let _ = file.set_permissions(existing.permissions());
         }
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if mode.durable {
+            file.sync_all()?;
+        }
         drop(file);
         if exclusive {
             fs::hard_link(&temporary, destination)?;
@@ -127,7 +168,9 @@ pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> st
         } else {
             fs::rename(&temporary, destination)?;
         }
-        if let Ok(directory) = File::open(folder) {
+        if mode.durable
+            && let Ok(directory) = File::open(folder)
+        {
             let _ = directory.sync_all();
         }
         Ok(())
@@ -261,6 +304,7 @@ impl FileHost {
         base_version: u64,
         notebook: Notebook,
         description: &str,
+        kind: CommitKind,
     ) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
         let current = self.load_sync(rooted)?;
@@ -274,10 +318,19 @@ impl FileHost {
         if old_bytes == text.as_bytes() {
             return Ok(current);
         }
-        self.snapshots
-            .push(path, &old_bytes, description)
-            .map_err(|error| io_error("snapshot", path, &error))?;
-        write_atomically(path, text.as_bytes(), false)
+        let mode = match kind {
+            CommitKind::Edit => {
+                self.snapshots
+                    .push(path, &old_bytes, description)
+                    .map_err(|error| io_error("snapshot", path, &error))?;
+                WriteMode::REPLACE
+            }
+            CommitKind::Outputs => WriteMode {
+                exclusive: false,
+                durable: false,
+            },
+        };
+        write_atomically(path, text.as_bytes(), mode)
             .map_err(|error| io_error("write", path, &error))?;
         let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
         let document = Arc::new(Document {
@@ -373,7 +426,7 @@ impl FileHost {
                 path: format!("the snapshot of {}", rooted.relative),
                 problem: problem.to_string(),
             })?;
-        write_atomically(path, &snapshot.bytes, false)
+        write_atomically(path, &snapshot.bytes, WriteMode::REPLACE)
             .map_err(|error| io_error("write", path, &error))?;
         self.snapshots.remove(&snapshot);
         let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
@@ -436,6 +489,10 @@ impl NotebookHost for StandaloneHost {
         Some(self.files.root.path().to_path_buf())
     }
 
+    fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
+        self.summarizer.clone()
+    }
+
     async fn list(&self) -> Result<Listing, HostError> {
         let host = self.files.clone();
         blocking(move || Ok(host.list_sync())).await
@@ -484,7 +541,13 @@ impl NotebookHost for StandaloneHost {
         let rooted = self.files.rooted(location)?;
         let host = self.files.clone();
         blocking(move || {
-            host.commit_sync(&rooted, base_version, commit.notebook, &commit.description)
+            host.commit_sync(
+                &rooted,
+                base_version,
+                commit.notebook,
+                &commit.description,
+                commit.kind,
+            )
         })
         .await
     }
@@ -506,14 +569,17 @@ impl NotebookHost for StandaloneHost {
             if let Some(parent) = path.parent() {
                 fs::create_dir_all(parent).map_err(|error| io_error("create", parent, &error))?;
             }
-            write_atomically(path, notebook.to_ipynb_string().as_bytes(), true).map_err(
-                |error| match error.kind() {
-                    std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
-                        path: rooted.relative.clone(),
-                    },
-                    _ => io_error("create", path, &error),
+            write_atomically(
+                path,
+                notebook.to_ipynb_string().as_bytes(),
+                WriteMode::CREATE,
+            )
+            .map_err(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
+                    path: rooted.relative.clone(),
                 },
-            )?;
+                _ => io_error("create", path, &error),
+            })?;
             host.read_from_disk(&rooted)
         })
         .await
@@ -529,6 +595,7 @@ impl NotebookHost for StandaloneHost {
                 document.version,
                 document.notebook.clone(),
                 "save_notebooks",
+                CommitKind::Edit,
             )?;
             Ok(())
         })
@@ -553,12 +620,14 @@ impl NotebookHost for StandaloneHost {
             if let Some(parent) = destination.parent() {
                 fs::create_dir_all(parent).map_err(|error| io_error("create", parent, &error))?;
             }
-            write_atomically(destination, &contents, true).map_err(|error| match error.kind() {
-                std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
-                    path: rooted.relative.clone(),
+            write_atomically(destination, &contents, WriteMode::CREATE).map_err(
+                |error| match error.kind() {
+                    std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
+                        path: rooted.relative.clone(),
+                    },
+                    _ => io_error("write", destination, &error),
                 },
-                _ => io_error("write", destination, &error),
-            })?;
+            )?;
             Ok(file_uri(destination))
         })
         .await

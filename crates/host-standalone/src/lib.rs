@@ -11,6 +11,7 @@ pub mod files;
 pub mod paths;
 pub mod server;
 pub mod snapshots;
+pub mod summarizer;
 
 pub use files::{FileHost, FileHostConfig, StandaloneHost};
 pub use server::{Auth, KernelServer, ServeConfig, Transport, serve};

@@ -138,6 +138,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let standalone = StandaloneHost {
         files: Arc::new(host),
         kernels: kernels.clone(),
+        summarizer: crate::summarizer::AnthropicSummarizer::from_env()
+            .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     };
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     let handler = McpHandler::new(tools);

@@ -145,6 +145,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     let tools = Tools::new(Arc::new(StandaloneHost {
         files: Arc::new(host),
         kernels: None,
+        summarizer: None,
     }));
     let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
     let cold_start = Instant::now();
@@ -222,8 +223,8 @@ where
 }
 
 /// One trivial execute request (`1 + 1`) from send to its terminal reply.
-async fn trivial_cell(kernel: &dyn kernels::KernelHandle) -> Stats {
-    measure_async(100, || async {
+async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats {
+    measure_async(runs, || async {
         let handle = kernel
             .execute("1 + 1", kernels::ExecuteOptions::default())
             .await
@@ -239,7 +240,11 @@ async fn trivial_cell(kernel: &dyn kernels::KernelHandle) -> Stats {
 
 /// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
 /// to the notebook file, receipt).
-async fn trivial_run(manager: Arc<kernels::KernelManager>, root: &Path) -> anyhow::Result<Stats> {
+async fn trivial_run(
+    manager: Arc<kernels::KernelManager>,
+    root: &Path,
+    runs: usize,
+) -> anyhow::Result<Stats> {
     let notebook = json!({
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
@@ -254,11 +259,12 @@ async fn trivial_run(manager: Arc<kernels::KernelManager>, root: &Path) -> anyho
     let tools = Tools::new(Arc::new(StandaloneHost {
         files: Arc::new(host),
         kernels: Some(Arc::clone(&manager)),
+        summarizer: None,
     }));
     let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
         .as_object()
         .cloned();
-    let figures = measure_async(30, || async {
+    let figures = measure_async(runs, || async {
         let output = tools
             .call("run_cells", arguments.clone(), CallContext::default())
             .await;
@@ -275,7 +281,7 @@ async fn trivial_run(manager: Arc<kernels::KernelManager>, root: &Path) -> anyho
 
 /// Trivial-cell latency on a local kernel (ZeroMQ) and on a kernel of a Jupyter Server on
 /// loopback (REST + WebSocket, both framings), measured in the same run.
-async fn remote_kernel_bench(report: &mut String) -> anyhow::Result<()> {
+async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
     use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
     use kernels::{KernelHandle as _, KernelProvider as _};
 
@@ -302,7 +308,7 @@ async fn remote_kernel_bench(report: &mut String) -> anyhow::Result<()> {
         kernels::LaunchConfig::default(),
     );
     let local = local_provider.start_local(&spec, folder.path()).await?;
-    let local_cell = trivial_cell(&local).await;
+    let local_cell = trivial_cell(&local, runs).await;
     local.shutdown().await?;
 
     let server = KernelServer::start(ServerKind::JupyterServer, folder.path(), &[])?;
@@ -325,7 +331,7 @@ async fn remote_kernel_bench(report: &mut String) -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
         let kernel = provider.start_remote(spec, folder.path()).await?;
         let protocol = kernel.protocol().await.unwrap_or("?");
-        remote_cells.push((protocol, trivial_cell(&kernel).await));
+        remote_cells.push((protocol, trivial_cell(&kernel, runs).await));
         kernel.shutdown().await?;
     }
 
@@ -334,6 +340,7 @@ async fn remote_kernel_bench(report: &mut String) -> anyhow::Result<()> {
     let local_run = trivial_run(
         host_standalone::server::local_kernels(local_root.path(), None),
         local_root.path(),
+        runs / 3,
     )
     .await?;
     // Notebooks outside the server's folder: kernels start in its root.
@@ -348,6 +355,7 @@ async fn remote_kernel_bench(report: &mut String) -> anyhow::Result<()> {
             },
         ),
         remote_root.path(),
+        runs / 3,
     )
     .await?;
 
@@ -415,11 +423,213 @@ fn machine_line() -> String {
     )
 }
 
+/// A trivial cell through `run_cells` over HTTP against a direct ZeroMQ execute round trip.
+async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::{Client, HttpServer, example_root, write_code_notebook};
+    let root = example_root();
+    write_code_notebook(root.path(), "bench.ipynb", &["1+1"]);
+    let server = HttpServer::start(root.path(), &[])?;
+    let client = Client::http(&server.url).await?;
+    let arguments =
+        json!({"notebookRef": "bench.ipynb", "cellIds": [0], "freshDeps": false, "waitMs": 30000});
+    let mut samples = Vec::with_capacity(runs);
+    for round in 0..runs + 5 {
+        let start = Instant::now();
+        let receipt = client.call("run_cells", arguments.clone()).await.ok();
+        let elapsed = start.elapsed();
+        anyhow::ensure!(receipt["status"] == "completed", "run failed: {receipt}");
+        if round >= 5 {
+            samples.push(elapsed);
+        }
+    }
+    let through_mcp = stats(samples);
+    drop(client);
+    drop(server);
+
+    // The baseline: the same kind of kernel, driven directly over ZeroMQ.
+    let provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(Some(root.path().to_path_buf())),
+        kernels::LaunchConfig::default(),
+    );
+    let discovery = provider.discover_specs(Some(root.path())).await?;
+    let spec = discovery
+        .choose(
+            &kernels::SpecPreference::default(),
+            Some(root.path()),
+            Some(root.path()),
+        )?
+        .clone();
+    let kernel = provider.start_local(&spec, root.path()).await?;
+    let mut samples = Vec::with_capacity(runs);
+    for round in 0..runs + 5 {
+        let start = Instant::now();
+        let mut handle =
+            kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
+                .await?;
+        while let Some(event) = handle.next().await {
+            if event.is_terminal() {
+                break;
+            }
+        }
+        if round >= 5 {
+            samples.push(start.elapsed());
+        }
+    }
+    let direct = stats(samples);
+    kernels::KernelHandle::shutdown(&kernel).await?;
+    let ratio = through_mcp.median.as_secs_f64() / direct.median.as_secs_f64();
+    print_rows(
+        &format!("Execution: a trivial cell (`1+1`), {runs} runs each"),
+        &[Row {
+            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)",
+            figure: format!("{} ({})", ms(through_mcp.median), ms(through_mcp.p90)),
+            baseline: format!(
+                "{} ({}) direct ZeroMQ execute round trip",
+                ms(direct.median),
+                ms(direct.p90)
+            ),
+            ratio: format!("{ratio:.2}×"),
+            target: "≤ 1.3×",
+            pass: Some(ratio <= 1.3),
+        }],
+        report,
+    );
+    Ok(())
+}
+
+/// Bytes an agent receives from `read_notebook` (`all`) against the raw output JSON, on
+/// notebooks made of real kernel outputs (the `condense` crate's fixtures, captured from
+/// ipykernel with pandas, polars, matplotlib, plotly, altair and tqdm).
+async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::{Client, HttpServer, example_root};
+    let groups: &[(&str, &[&str])] = &[
+        (
+            "logs and progress bars",
+            &[
+                "long_log",
+                "pip_install_log",
+                "tqdm_progress",
+                "tqdm_nested_bars",
+                "tqdm_with_prints",
+                "keras_progbar_backspaces",
+                "mixed_stdout_stderr",
+            ],
+        ),
+        (
+            "tables",
+            &[
+                "dataframe_wide",
+                "dataframe_long_elided",
+                "dataframe_multiindex",
+                "dataframe_twice",
+                "polars_dataframe",
+                "html_ragged_table",
+            ],
+        ),
+        (
+            "tracebacks",
+            &[
+                "traceback_ipy8_pandas_keyerror",
+                "traceback_ipy9_pandas_keyerror",
+                "traceback_ipy8_recursion",
+                "traceback_ipy8_json_decode",
+                "traceback_ipython7",
+                "plain_python_traceback",
+            ],
+        ),
+        (
+            "plots",
+            &[
+                "matplotlib_png_large",
+                "matplotlib_png_small",
+                "matplotlib_jpeg",
+                "matplotlib_svg",
+                "plotly_figure",
+                "altair_chart",
+                "vegalite_layered",
+            ],
+        ),
+    ];
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/condense/tests/fixtures");
+    let root = example_root();
+    let mut raw_sizes = Vec::new();
+    for (group, names) in groups {
+        let mut cells = Vec::new();
+        let mut raw = 0;
+        for (index, name) in names.iter().enumerate() {
+            let fixture: Value = serde_json::from_str(&std::fs::read_to_string(
+                fixtures.join(format!("{name}.json")),
+            )?)?;
+            let outputs = match fixture {
+                Value::Array(outputs) => outputs,
+                Value::Object(mut object) => match object.remove("outputs") {
+                    Some(Value::Array(outputs)) => outputs,
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            raw += serde_json::to_string(&outputs)?.len();
+            cells.push(json!({"cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
+                              "execution_count": index + 1, "source": format!("# {name}"), "outputs": outputs}));
+        }
+        let notebook = json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells});
+        let file = format!("{}.ipynb", group.replace(' ', "-"));
+        std::fs::write(
+            root.path().join(&file),
+            Notebook::from_value(notebook)?.to_ipynb_string(),
+        )?;
+        raw_sizes.push((group, file, raw));
+    }
+    let server = HttpServer::start(root.path(), &["--no-kernels"])?;
+    let client = Client::http(&server.url).await?;
+    let mut table = String::from(
+        "\n### Context cost: `read_notebook` view `all` against the raw output JSON\n\n| notebook | raw output JSON | returned text | ratio (text) | returned images (base64) | ratio (text + images) | cuts |\n|---|---|---|---|---|---|---|\n",
+    );
+    let (mut raw_total, mut text_total, mut image_total) = (0usize, 0usize, 0usize);
+    let mut all_marked = true;
+    for (group, file, raw) in raw_sizes {
+        let read = client
+            .call("read_notebook", json!({"notebookRef": file, "view": "all"}))
+            .await;
+        let body = read.ok();
+        let text = read.text().len();
+        let images: usize = read.images().iter().map(|(_, data)| data.len()).sum();
+        let mut cuts = 0;
+        for cell in body["cells"].as_array().into_iter().flatten() {
+            if cell["outputsTruncated"] == true {
+                cuts += 1;
+                all_marked &= cell["outputs"].as_str().unwrap_or_default().contains("… [");
+            }
+        }
+        raw_total += raw;
+        text_total += text;
+        image_total += images;
+        table.push_str(&format!(
+            "| {group} | {raw} B | {text} B | {:.1}× | {images} B | {:.1}× | {cuts} cut cell(s) |\n",
+            raw as f64 / text as f64,
+            raw as f64 / (text + images) as f64,
+        ));
+    }
+    let ratio = raw_total as f64 / text_total as f64;
+    table.push_str(&format!(
+        "| **total** | {raw_total} B | {text_total} B | **{ratio:.1}×** (target ≥ 10×: {}) | {image_total} B | {:.1}× | {} |\n",
+        if ratio >= 10.0 { "pass" } else { "MISS" },
+        raw_total as f64 / (text_total + image_total) as f64,
+        if all_marked { "every cut marked" } else { "UNMARKED CUTS" }
+    ));
+    print!("{table}");
+    report.push_str(&table);
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let quick = std::env::args().any(|argument| argument == "--quick");
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
     notebook_model_bench(&mut report).await?;
-    remote_kernel_bench(&mut report).await?;
+    execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+    condensation_bench(&mut report).await?;
+    remote_kernel_bench(&mut report, if quick { 30 } else { 100 }).await?;
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
     std::fs::create_dir_all(&results)?;
     std::fs::write(results.join("latest.md"), &report)?;

@@ -4,3 +4,4 @@ mod documents;
 mod execution;
 mod intelligence;
 mod remote;
+mod summaries;

@@ -7,11 +7,14 @@
 //! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+//! - `fuzz [--seconds N] [--target NAME]... [--asan]`: seed and run the cargo-fuzz targets.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+mod fuzz;
 
 /// Domain crates: pure, synchronous, sans-I/O.
 const DOMAIN_CRATES: &[&str] = &[
@@ -340,6 +343,7 @@ fn ci() -> Result<()> {
         "warnings",
     ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    fuzz::build()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
@@ -402,9 +406,10 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
+        Some("fuzz") => fuzz::fuzz(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | fuzz [args]>"
             );
             std::process::exit(2);
         }

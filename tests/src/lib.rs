@@ -43,8 +43,12 @@ pub fn python() -> PathBuf {
 }
 
 /// The `jupyter-mcp` binary built next to this test executable. The first call in a test process
-/// runs `cargo build` for it, so a test never drives a stale binary.
+/// runs `cargo build` for it, so a test never drives a stale binary. `JUPYTER_MCP_SERVER_BINARY`
+/// names another one (a release build, say) and skips the build.
 pub fn server_binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("JUPYTER_MCP_SERVER_BINARY") {
+        return PathBuf::from(binary);
+    }
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
@@ -142,10 +146,19 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The peak resident set size of a live process in bytes (`VmHWM`), if it can be read.
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kilobytes * 1024)
+}
+
 /// A running `jupyter-mcp serve` over HTTP, stopped (SIGTERM) when dropped.
 pub struct HttpServer {
     child: Child,
     pub url: String,
+    /// The undo snapshot folder, removed with the server unless the caller gave its own.
     pub cache: tempfile::TempDir,
 }
 
@@ -153,12 +166,50 @@ impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
-        let mut child = Command::new(server_binary())
+        let command = Self::command(root, cache.path(), extra_args);
+        Self::spawn(command, cache)
+    }
+
+    /// Starts the server with undo snapshots in `cache_dir` (kept across servers).
+    pub fn start_with_cache(
+        root: &Path,
+        cache_dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<HttpServer> {
+        let command = Self::command(root, cache_dir, extra_args);
+        Self::spawn(command, tempfile::tempdir()?)
+    }
+
+    /// Starts the server through `wrapper` (a program and its arguments, e.g. `unshare …`),
+    /// which must end by executing the server command it is given as trailing arguments.
+    pub fn start_wrapped(
+        wrapper: &[&str],
+        root: &Path,
+        cache_dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<HttpServer> {
+        let server = Self::command(root, cache_dir, extra_args);
+        let mut command = Command::new(wrapper[0]);
+        command
+            .args(&wrapper[1..])
+            .arg(server.get_program())
+            .args(server.get_args());
+        Self::spawn(command, tempfile::tempdir()?)
+    }
+
+    fn command(root: &Path, cache_dir: &Path, extra_args: &[&str]) -> Command {
+        let mut command = Command::new(server_binary());
+        command
             .args(["serve", "--port", "0", "--root"])
             .arg(root)
             .arg("--cache-dir")
-            .arg(cache.path())
-            .args(extra_args)
+            .arg(cache_dir)
+            .args(extra_args);
+        command
+    }
+
+    fn spawn(mut command: Command, cache: tempfile::TempDir) -> Result<HttpServer> {
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -187,6 +238,13 @@ impl HttpServer {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// Kills the server with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     /// Sends SIGTERM and waits for the exit status.
@@ -352,6 +410,18 @@ impl Client {
     /// Calls a tool; `arguments` must be a JSON object.
     pub async fn call(&self, name: &str, arguments: Value) -> Call {
         self.call_with_meta(name, arguments, None).await
+    }
+
+    /// Calls a tool, returning protocol-level failures (a dead server, a rejected request)
+    /// instead of panicking on them.
+    pub async fn try_call(&self, name: &str, arguments: Value) -> Result<Call> {
+        let Value::Object(arguments) = arguments else {
+            bail!("arguments must be an object");
+        };
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        let result = self.service.call_tool(params).await?;
+        Ok(Call { result })
     }
 
     /// Calls a tool with a progress token, so the server may send progress notifications.

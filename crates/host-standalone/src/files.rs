@@ -98,18 +98,51 @@ fn io_error(action: &'static str, path: &Path, error: &std::io::Error) -> HostEr
     }
 }
 
+/// The prefix and suffix of the temporary files [`write_atomically`] makes next to `destination`.
+fn temporary_affixes(destination: &Path) -> (String, &'static str) {
+    let name = destination
+        .file_name()
+        .map_or_else(|| "notebook".into(), |name| name.to_string_lossy());
+    (format!(".{name}.jupyter-mcp-"), ".tmp")
+}
+
+/// Removes temporary files that a write of `destination` left behind when the process was
+/// killed in the middle of it (they are never renamed into place afterwards).
+fn remove_stale_temporaries(destination: &Path) {
+    let folder = destination.parent().unwrap_or_else(|| Path::new("."));
+    let (prefix, suffix) = temporary_affixes(destination);
+    let Ok(entries) = fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(suffix) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Refuses to replace a file whose permissions say it is read-only (renaming over it would
+/// succeed, and the superuser could even write into it, but the owner asked for it to stay).
+fn refuse_read_only(path: &Path) -> Result<(), HostError> {
+    if fs::metadata(path).is_ok_and(|metadata| metadata.permissions().readonly()) {
+        return Err(HostError::Io {
+            action: "write",
+            path: path.display().to_string(),
+            reason: "the file is read-only".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `destination` atomically: a temporary file in the same folder, fsync,
 /// rename, fsync of the folder. With `exclusive`, an existing destination is never replaced (the
 /// temporary file is hard-linked into place instead of renamed).
 pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> std::io::Result<()> {
     let folder = destination.parent().unwrap_or_else(|| Path::new("."));
-    let name = destination
-        .file_name()
-        .map_or_else(|| "notebook".into(), |name| name.to_string_lossy());
-    let temporary = folder.join(format!(
-        ".{name}.jupyter-mcp-{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
+    let (prefix, suffix) = temporary_affixes(destination);
+    let temporary = folder.join(format!("{prefix}{}{suffix}", uuid::Uuid::new_v4().simple()));
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -183,6 +216,10 @@ impl FileHost {
     /// Reads and parses the file, replacing the cached copy.
     fn read_from_disk(&self, rooted: &RootedPath) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
+        let first_read = !self.cache.lock().expect("cache lock").contains_key(path);
+        if first_read {
+            remove_stale_temporaries(path);
+        }
         let bytes = fs::read(path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => HostError::NotFound {
                 reference: rooted.relative.clone(),
@@ -274,6 +311,7 @@ impl FileHost {
         if old_bytes == text.as_bytes() {
             return Ok(current);
         }
+        refuse_read_only(path)?;
         self.snapshots
             .push(path, &old_bytes, description)
             .map_err(|error| io_error("snapshot", path, &error))?;
@@ -373,6 +411,7 @@ impl FileHost {
                 path: format!("the snapshot of {}", rooted.relative),
                 problem: problem.to_string(),
             })?;
+        refuse_read_only(path)?;
         write_atomically(path, &snapshot.bytes, false)
             .map_err(|error| io_error("write", path, &error))?;
         self.snapshots.remove(&snapshot);

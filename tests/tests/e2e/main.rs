@@ -2,4 +2,5 @@
 
 mod documents;
 mod execution;
+mod faults;
 mod intelligence;

@@ -42,19 +42,34 @@ pub fn python() -> PathBuf {
     path
 }
 
-/// The `jupyter-mcp` binary built next to this test executable. The first call in a test process
-/// runs `cargo build` for it, so a test never drives a stale binary. `JUPYTER_MCP_SERVER_BINARY`
-/// names another one (a release build, say) and skips the build.
+/// The `jupyter-mcp` binary of the profile this executable was built with. The first call in a
+/// process runs `cargo build` for it, so a test never drives a stale binary
+/// (`JUPYTER_MCP_SKIP_BUILD` skips that when the caller has just built everything).
+/// `JUPYTER_MCP_SERVER_BINARY` names another one (a private copy, say) and skips the build.
 pub fn server_binary() -> PathBuf {
     if let Some(binary) = std::env::var_os("JUPYTER_MCP_SERVER_BINARY") {
         return PathBuf::from(binary);
     }
+    let executable = std::env::current_exe().expect("test executable path");
+    let mut profile_dir = executable
+        .parent()
+        .expect("executable folder")
+        .to_path_buf();
+    if profile_dir.file_name().is_some_and(|name| name == "deps") {
+        profile_dir.pop();
+    }
+    let release = profile_dir
+        .file_name()
+        .is_some_and(|name| name == "release");
     static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     BUILT.get_or_init(|| {
         if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
             return;
         }
-        let status = Command::new(env!("CARGO"))
+        // Through the rustup proxy on PATH: called directly, a toolchain's own cargo would let
+        // rustc pick up the rust-toolchain.toml files some dependencies ship.
+        let mut build = Command::new("cargo");
+        build
             .args([
                 "build",
                 "--quiet",
@@ -63,16 +78,13 @@ pub fn server_binary() -> PathBuf {
                 "--bin",
                 "jupyter-mcp",
             ])
-            .current_dir(workspace_root())
-            .status()
-            .expect("cargo runs");
+            .current_dir(workspace_root());
+        if release {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
         assert!(status.success(), "building jupyter-mcp failed");
     });
-    let executable = std::env::current_exe().expect("test executable path");
-    let profile_dir = executable
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
     let binary = profile_dir.join("jupyter-mcp");
     assert!(
         binary.exists(),
@@ -165,8 +177,18 @@ pub struct HttpServer {
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
+        HttpServer::start_with_env(root, extra_args, &[])
+    }
+
+    /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
+    /// `ANTHROPIC_API_KEY` and `JUPYTER_MCP_TOKEN` are never passed on).
+    pub fn start_with_env(
+        root: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
-        let command = Self::command(root, cache.path(), extra_args);
+        let command = Self::command(root, cache.path(), extra_args, env);
         Self::spawn(command, cache)
     }
 
@@ -176,7 +198,7 @@ impl HttpServer {
         cache_dir: &Path,
         extra_args: &[&str],
     ) -> Result<HttpServer> {
-        let command = Self::command(root, cache_dir, extra_args);
+        let command = Self::command(root, cache_dir, extra_args, &[]);
         Self::spawn(command, tempfile::tempdir()?)
     }
 
@@ -188,7 +210,7 @@ impl HttpServer {
         cache_dir: &Path,
         extra_args: &[&str],
     ) -> Result<HttpServer> {
-        let server = Self::command(root, cache_dir, extra_args);
+        let server = Self::command(root, cache_dir, extra_args, &[]);
         let mut command = Command::new(wrapper[0]);
         command
             .args(&wrapper[1..])
@@ -197,8 +219,20 @@ impl HttpServer {
         Self::spawn(command, tempfile::tempdir()?)
     }
 
-    fn command(root: &Path, cache_dir: &Path, extra_args: &[&str]) -> Command {
+    fn command(
+        root: &Path,
+        cache_dir: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Command {
         let mut command = Command::new(server_binary());
+        command
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("ANTHROPIC_BASE_URL")
+            .env_remove("JUPYTER_MCP_TOKEN");
+        for (name, value) in env {
+            command.env(name, value);
+        }
         command
             .args(["serve", "--port", "0", "--root"])
             .arg(root)
@@ -282,6 +316,28 @@ impl Drop for HttpServer {
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
+    /// Notified after every recorded notification.
+    pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Recorder {
+    /// Waits until `done` holds for the notifications received so far; false after `timeout`.
+    pub async fn wait_for_progress(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&[ProgressNotificationParam]) -> bool,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.progress_changed.notified();
+            if done(&self.progress.lock().unwrap()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
 }
 
 impl rmcp::ClientHandler for Recorder {
@@ -291,6 +347,7 @@ impl rmcp::ClientHandler for Recorder {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+        self.progress_changed.notify_waiters();
     }
 }
 
@@ -519,4 +576,38 @@ pub fn cell_texts(path: &Path) -> Vec<(String, String)> {
         .map(|cell| cell.id().to_owned())
         .zip(cells)
         .collect()
+}
+
+/// `len` incompressible bytes from a seeded xorshift generator (the same for the same seed).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+/// `len` bytes of CSV-like text that zlib compresses well.
+pub fn compressible_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len + 64);
+    let mut row = 0u64;
+    while bytes.len() < len {
+        bytes.extend_from_slice(
+            format!(
+                "{row},sensor-{},{}.{:03},ok\n",
+                row % 17,
+                row % 1000,
+                row % 997
+            )
+            .as_bytes(),
+        );
+        row += 1;
+    }
+    bytes.truncate(len);
+    bytes
 }

@@ -4,10 +4,17 @@
 //!   test client, from `python/requirements.txt`.
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
-//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
+//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the extension's
+//!   tests and `e2e-vscode`.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
 //! - `fuzz [--seconds N] [--target NAME]... [--asan]`: seed and run the cargo-fuzz targets.
+//! - `codegen [--check]`: the committed generated files from their sources: the tool schemas
+//!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
+//!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
+//! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
+
+mod vscode;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,14 +70,14 @@ const CORPUS: &[&str] = &[
     "jupyter_client==8.10.0",
 ];
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     eprintln!("$ {command:?}");
     let status = command
         .status()
@@ -87,12 +94,12 @@ fn cargo() -> Command {
     command
 }
 
-fn venv_python() -> PathBuf {
+pub(crate) fn venv_python() -> PathBuf {
     root().join(".venv/bin/python")
 }
 
 /// Creates `.venv` and installs `python/requirements.txt` when they changed.
-fn setup() -> Result<()> {
+pub(crate) fn setup() -> Result<()> {
     let root = root();
     let requirements = root.join("python/requirements.txt");
     let marker = root.join(".venv/.jupyter-mcp-requirements");
@@ -333,6 +340,7 @@ fn ci() -> Result<()> {
     setup()?;
     corpus()?;
     deps()?;
+    codegen(true)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
         "clippy",
@@ -349,6 +357,9 @@ fn ci() -> Result<()> {
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
+    vscode::extension_test()?;
+    // The extension in a real extension host, with the debug native module built above.
+    vscode::e2e(&["--debug-native".to_owned()])?;
     eprintln!("ci: all checks passed");
     Ok(())
 }
@@ -397,6 +408,51 @@ fn bench(arguments: &[String]) -> Result<()> {
     run(&mut command)
 }
 
+/// The tool catalogue as committed JSON: what `tools/list` describes, for reviews and clients.
+fn tool_schemas() -> String {
+    let tools: Vec<serde_json::Value> = mcp_contract::all_tools()
+        .iter()
+        .map(|spec| {
+            serde_json::json!({
+                "name": spec.name,
+                "title": spec.title,
+                "description": spec.description,
+                "annotations": {
+                    "readOnlyHint": spec.annotations.read_only,
+                    "destructiveHint": spec.annotations.destructive,
+                    "idempotentHint": spec.annotations.idempotent,
+                    "openWorldHint": spec.annotations.open_world,
+                },
+                "inputSchema": (spec.input_schema)(),
+                "outputSchema": (spec.output_schema)(),
+            })
+        })
+        .collect();
+    let mut text = serde_json::to_string_pretty(&serde_json::json!({ "tools": tools }))
+        .expect("schemas serialise");
+    text.push('\n');
+    text
+}
+
+fn codegen(check: bool) -> Result<()> {
+    let path = root().join("schemas/tools.json");
+    let generated = tool_schemas();
+    if check {
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != generated {
+            bail!(
+                "schemas/tools.json is out of date with the contract crate: run `cargo xtask codegen` and commit it"
+            );
+        }
+        eprintln!("codegen: schemas/tools.json matches the contract");
+        return Ok(());
+    }
+    std::fs::create_dir_all(path.parent().expect("schemas folder"))?;
+    std::fs::write(&path, generated)?;
+    eprintln!("codegen: wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     match arguments.first().map(String::as_str) {
@@ -407,9 +463,17 @@ fn main() -> Result<()> {
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
         Some("fuzz") => fuzz::fuzz(&arguments[1..]),
+        Some("dist") => vscode::dist().map(|_| ()),
+        Some("codegen") => {
+            let check = arguments.iter().any(|argument| argument == "--check");
+            codegen(check)?;
+            vscode::codegen(check)
+        }
+        Some("extension-test") => vscode::extension_test(),
+        Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -26,7 +26,7 @@ use notebook_model::edit::EditOp;
 use notebook_model::{CellKind, CellRef, Notebook, Resolver};
 use serde_json::{Value, json};
 
-use crate::host::{Commit, HostError, NotebookHost, NotebookLocation};
+use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
 use crate::tools::{CallContext, ImageContent, Tools, error};
@@ -370,13 +370,18 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// The dataflow view of a notebook against its live kernel.
-    pub(crate) fn flow_view(&self, location: &NotebookLocation, notebook: &Notebook) -> FlowView {
+    pub(crate) fn flow_view(
+        &self,
+        location: &NotebookLocation,
+        document: &Document,
+    ) -> Arc<FlowView> {
         let epoch = self.live_epoch(location);
+        let derived = self.derived(document);
         let mut sessions = self.sessions.lock().expect("sessions lock");
         sessions
             .entry(location.uri.clone())
             .or_default()
-            .view(notebook, epoch)
+            .cached_view(document.version, &document.notebook, &derived.revs, epoch)
     }
 
     /// `queued` / `running` for cells of the notebook's active run, by cell id.
@@ -437,10 +442,7 @@ impl<H: NotebookHost> Tools<H> {
         let document = self.host.load(location).await?;
         let notebook = &document.notebook;
         let plan: Vec<usize> = match targets {
-            RunTargets::Stale => {
-                let view = self.flow_view(location, notebook);
-                view.stale_set
-            }
+            RunTargets::Stale => self.flow_view(location, &document).stale_set.clone(),
             RunTargets::Cells { cells, fresh_deps } => {
                 let resolver = Resolver::new(notebook);
                 let mut indices = Vec::with_capacity(cells.len());
@@ -466,7 +468,7 @@ impl<H: NotebookHost> Tools<H> {
                     indices.push(index);
                 }
                 if fresh_deps {
-                    self.flow_view(location, notebook).plan(&indices, true)
+                    self.flow_view(location, &document).plan(&indices, true)
                 } else {
                     indices
                 }
@@ -707,6 +709,7 @@ impl<H: NotebookHost> Tools<H> {
                 notebook: outcome.notebook,
                 changes: outcome.changes,
                 description: format!("outputs of cell {cell_id}"),
+                kind: crate::host::CommitKind::Outputs,
             };
             match self.host.commit(location, document.version, commit).await {
                 Ok(committed) => {

@@ -329,91 +329,67 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     pub(crate) async fn restart_kernels(&self, params: NotebookRefsParams) -> ToolResult {
-        let locations = self.locations(&params.notebook_refs).await?;
-        let mut results = Vec::new();
-        for location in locations {
-            self.kernel_parts(&location)?;
-            let Some(kernel) = self.running_kernel(&location) else {
-                results.push(KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "not-running".to_owned(),
-                    detail: Some(
-                        "no kernel runs for this notebook; nothing was restarted".to_owned(),
-                    ),
-                    invalidated_execution: None,
-                    epoch: None,
-                });
-                continue;
-            };
-            let invalidated = self
-                .invalidate_active_run(&location, execution_tracker::Invalidation::Restart)
-                .await;
-            let entry = match kernel.restart().await {
-                Ok(()) => KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "restarted".to_owned(),
-                    detail: Some("all kernel state is gone; every cell is stale".to_owned()),
-                    invalidated_execution: invalidated,
-                    epoch: Some(kernel.epoch()),
-                },
-                Err(failure) => KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "failed".to_owned(),
-                    detail: Some(failure.to_string()),
-                    invalidated_execution: invalidated,
-                    epoch: None,
-                },
-            };
-            self.registry_changed.send_modify(|version| *version += 1);
-            results.push(entry);
-        }
-        let result = KernelRequestsResult { results };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+        self.kernel_requests(params, execution_tracker::Invalidation::Restart)
+            .await
     }
 
     pub(crate) async fn interrupt_kernels(&self, params: NotebookRefsParams) -> ToolResult {
+        self.kernel_requests(params, execution_tracker::Invalidation::Interrupt)
+            .await
+    }
+
+    /// Restarts or interrupts each notebook's kernel, ending its tracked run first.
+    async fn kernel_requests(
+        &self,
+        params: NotebookRefsParams,
+        request: execution_tracker::Invalidation,
+    ) -> ToolResult {
+        use execution_tracker::Invalidation;
         let locations = self.locations(&params.notebook_refs).await?;
         let mut results = Vec::new();
         for location in locations {
             self.kernel_parts(&location)?;
             let Some(kernel) = self.running_kernel(&location) else {
+                let verb = match request {
+                    Invalidation::Restart => "restarted",
+                    Invalidation::Interrupt => "interrupted",
+                };
                 results.push(KernelRequestEntry {
                     notebook: location.uri.clone(),
                     outcome: "not-running".to_owned(),
-                    detail: Some(
-                        "no kernel runs for this notebook; nothing was interrupted".to_owned(),
-                    ),
+                    detail: Some(format!(
+                        "no kernel runs for this notebook; nothing was {verb}"
+                    )),
                     invalidated_execution: None,
                     epoch: None,
                 });
                 continue;
             };
-            let invalidated = self
-                .invalidate_active_run(&location, execution_tracker::Invalidation::Interrupt)
-                .await;
-            let entry = match kernel.interrupt().await {
-                Ok(()) => KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "interrupt-sent".to_owned(),
-                    detail: Some(
-                        "the running cell gets a KeyboardInterrupt; queued cells of the run are not run"
-                            .to_owned(),
-                    ),
-                    invalidated_execution: invalidated,
-                    epoch: Some(kernel.epoch()),
-                },
-                Err(failure) => KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "failed".to_owned(),
-                    detail: Some(failure.to_string()),
-                    invalidated_execution: invalidated,
-                    epoch: Some(kernel.epoch()),
-                },
+            let invalidated = self.invalidate_active_run(&location, request).await;
+            let (sent, outcome, detail) = match request {
+                Invalidation::Restart => (
+                    kernel.restart().await,
+                    "restarted",
+                    "all kernel state is gone; every cell is stale",
+                ),
+                Invalidation::Interrupt => (
+                    kernel.interrupt().await,
+                    "interrupt-sent",
+                    "the running cell gets a KeyboardInterrupt; queued cells of the run are not run",
+                ),
             };
-            results.push(entry);
+            let (outcome, detail) = match sent {
+                Ok(()) => (outcome.to_owned(), detail.to_owned()),
+                Err(failure) => ("failed".to_owned(), failure.to_string()),
+            };
+            self.registry_changed.send_modify(|version| *version += 1);
+            results.push(KernelRequestEntry {
+                notebook: location.uri.clone(),
+                outcome,
+                detail: Some(detail),
+                invalidated_execution: invalidated,
+                epoch: Some(kernel.epoch()),
+            });
         }
         let result = KernelRequestsResult { results };
         Ok((

@@ -12,12 +12,13 @@ mod kernel_tools;
 pub mod refs;
 mod render;
 mod session;
-mod summary;
+pub mod summary;
 pub mod tools;
+mod transfer_tools;
 
 pub use host::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing, NotebookHost,
+    NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,

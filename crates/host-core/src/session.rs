@@ -15,6 +15,8 @@ pub struct NotebookSession {
     stamps: HashMap<String, RunStamp>,
     /// Increases with every recorded run, across kernels.
     sequence: u64,
+    /// The last view, with the document version, kernel epoch and run sequence it was made for.
+    last_view: Option<(u64, Option<u64>, u64, std::sync::Arc<FlowView>)>,
 }
 
 /// The dataflow view of a notebook at one moment.
@@ -62,16 +64,41 @@ fn dataflow_kind(kind: CellKind) -> dataflow::CellKind {
 }
 
 impl NotebookSession {
+    /// The view of document `version`, reused while neither the document, the kernel epoch nor
+    /// the run records changed.
+    pub fn cached_view(
+        &mut self,
+        version: u64,
+        notebook: &Notebook,
+        revs: &[String],
+        kernel_epoch: Option<u64>,
+    ) -> std::sync::Arc<FlowView> {
+        if let Some((seen_version, seen_epoch, seen_sequence, view)) = &self.last_view
+            && *seen_version == version
+            && *seen_epoch == kernel_epoch
+            && *seen_sequence == self.sequence
+        {
+            return view.clone();
+        }
+        let view = std::sync::Arc::new(self.view(notebook, revs, kernel_epoch));
+        self.last_view = Some((version, kernel_epoch, self.sequence, view.clone()));
+        view
+    }
+
     /// Brings the analysis up to date with `notebook` and computes freshness against the live
     /// kernel epoch (`None` when no kernel runs).
-    pub fn view(&mut self, notebook: &Notebook, kernel_epoch: Option<u64>) -> FlowView {
+    pub fn view(
+        &mut self,
+        notebook: &Notebook,
+        revs: &[String],
+        kernel_epoch: Option<u64>,
+    ) -> FlowView {
         let is_python = notebook.code_language().eq_ignore_ascii_case("python");
-        let revs: Vec<String> = notebook.cells().iter().map(|cell| cell.rev()).collect();
         let empty = String::new();
         let inputs: Vec<CellInput<'_>> = notebook
             .cells()
             .iter()
-            .zip(&revs)
+            .zip(revs)
             .map(|(cell, rev)| CellInput {
                 id: cell.id(),
                 kind: dataflow_kind(cell.kind()),

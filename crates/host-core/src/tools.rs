@@ -184,6 +184,18 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    /// Names and revs of the latest document version seen per notebook.
+    derived: Mutex<HashMap<String, Arc<Derived>>>,
+    /// File transfers in progress, and each kernel's transfer budget and quarantine.
+    pub(crate) transfers: crate::transfer_tools::TransferState,
+}
+
+/// What is derived from one version of a document and reused until it changes.
+#[derive(Debug)]
+pub(crate) struct Derived {
+    version: u64,
+    pub names: Vec<String>,
+    pub revs: Vec<String>,
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -200,13 +212,13 @@ impl<H: NotebookHost> Tools<H> {
         let mut capabilities = vec![Capability::Documents];
         if host.kernel_manager().is_some() {
             capabilities.push(Capability::Kernels);
+            capabilities.push(Capability::Transfer);
         }
         let runs_code = capabilities.contains(&Capability::Kernels);
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
             .filter(|spec| capabilities.contains(&spec.capability))
-            .filter(|spec| runs_code || !matches!(spec.name, "get_execution" | "summarize_cells"))
-            .filter(|spec| spec.name != "summarize_cells")
+            .filter(|spec| runs_code || spec.name != "get_execution")
             .collect();
         let input_schemas = specs
             .iter()
@@ -225,6 +237,8 @@ impl<H: NotebookHost> Tools<H> {
                 registry_changed: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
+                derived: Mutex::new(HashMap::new()),
+                transfers: Default::default(),
             }),
         }
     }
@@ -258,84 +272,47 @@ impl<H: NotebookHost> Tools<H> {
             };
             return ToolOutput::failure(error("unknown_tool", message));
         };
+        macro_rules! with {
+            ($method:ident) => {
+                match parse_arguments(arguments, schema) {
+                    Ok(params) => self.$method(params).await,
+                    Err(error) => Err(error),
+                }
+            };
+            ($method:ident, context) => {
+                match parse_arguments(arguments, schema) {
+                    Ok(params) => self.$method(params, &context).await,
+                    Err(error) => Err(error),
+                }
+            };
+        }
         let result = match name {
-            "list_notebooks" => self.list_notebooks().await,
-            "open_notebooks" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.open_notebooks(params).await,
+            "list_notebooks" => match parse_arguments::<ListNotebooksParams>(arguments, schema) {
+                Ok(_) => self.list_notebooks().await,
                 Err(error) => Err(error),
             },
-            "create_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.create_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "read_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.read_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "search_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.search_cells(params).await,
-                Err(error) => Err(error),
-            },
-            "edit_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.edit_cells(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "move_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.move_cells(params).await,
-                Err(error) => Err(error),
-            },
-            "clear_cell_outputs" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.clear_cell_outputs(params).await,
-                Err(error) => Err(error),
-            },
-            "save_notebooks" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.save_notebooks(params).await,
-                Err(error) => Err(error),
-            },
-            "export_notebook" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.export_notebook(params).await,
-                Err(error) => Err(error),
-            },
-            "undo_last" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.undo_last(params).await,
-                Err(error) => Err(error),
-            },
-            "get_kernel_info" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.kernel_info(params).await,
-                Err(error) => Err(error),
-            },
-            "list_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.list_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "select_kernel" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.select_kernel(params).await,
-                Err(error) => Err(error),
-            },
-            "configure_kernel" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.configure_kernel(params).await,
-                Err(error) => Err(error),
-            },
-            "restart_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.restart_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "interrupt_kernels" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.interrupt_kernels(params).await,
-                Err(error) => Err(error),
-            },
-            "run_cells" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.run_cells(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "get_execution" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.get_execution(params, &context).await,
-                Err(error) => Err(error),
-            },
-            "inspect_variable" => match parse_arguments(arguments, schema) {
-                Ok(params) => self.inspect_variable(params).await,
-                Err(error) => Err(error),
-            },
+            "open_notebooks" => with!(open_notebooks),
+            "create_notebook" => with!(create_notebook),
+            "read_notebook" => with!(read_notebook),
+            "search_cells" => with!(search_cells),
+            "edit_cells" => with!(edit_cells, context),
+            "move_cells" => with!(move_cells),
+            "clear_cell_outputs" => with!(clear_cell_outputs),
+            "save_notebooks" => with!(save_notebooks),
+            "export_notebook" => with!(export_notebook),
+            "undo_last" => with!(undo_last),
+            "get_kernel_info" => with!(kernel_info),
+            "list_kernels" => with!(list_kernels),
+            "select_kernel" => with!(select_kernel),
+            "configure_kernel" => with!(configure_kernel),
+            "restart_kernels" => with!(restart_kernels),
+            "interrupt_kernels" => with!(interrupt_kernels),
+            "run_cells" => with!(run_cells, context),
+            "get_execution" => with!(get_execution, context),
+            "summarize_cells" => with!(summarize_cells),
+            "inspect_variable" => with!(inspect_variable),
+            "upload_file" => with!(upload_file, context),
+            "download_file" => with!(download_file, context),
             other => Err(error(
                 "not_supported",
                 format!("`{other}` is not available on this host"),
@@ -419,6 +396,34 @@ impl<H: NotebookHost> Tools<H> {
         let document = self.host.load(&location).await?;
         self.saw(&document);
         Ok((location, document))
+    }
+
+    /// Names and revs of a document version (computed once per version).
+    pub(crate) fn derived(&self, document: &Document) -> Arc<Derived> {
+        if let Some(derived) = self
+            .derived
+            .lock()
+            .expect("derived lock")
+            .get(&document.location.uri)
+            .filter(|derived| derived.version == document.version)
+        {
+            return derived.clone();
+        }
+        let derived = Arc::new(Derived {
+            version: document.version,
+            names: identity::effective_names(&document.notebook),
+            revs: document
+                .notebook
+                .cells()
+                .iter()
+                .map(|cell| cell.rev())
+                .collect(),
+        });
+        self.derived
+            .lock()
+            .expect("derived lock")
+            .insert(document.location.uri.clone(), derived.clone());
+        derived
     }
 
     /// The version clients last saw of a notebook.
@@ -562,7 +567,10 @@ impl<H: NotebookHost> Tools<H> {
             uri: location.uri.clone(),
             path: location.path.clone(),
             kernel,
-            cells: outline_cells(&document.notebook, None),
+            cells: {
+                let derived = self.derived(&document);
+                outline_cells(&document.notebook, None, &derived.names, &derived.revs)
+            },
         };
         Ok((to_value(&result), Vec::new()))
     }
@@ -595,7 +603,7 @@ impl<H: NotebookHost> Tools<H> {
         ))
     }
 
-    fn resolve_cells(
+    pub(crate) fn resolve_cells(
         notebook: &Notebook,
         cell_ids: Option<&[CellRefParam]>,
     ) -> Result<Vec<usize>, ToolError> {
@@ -618,13 +626,14 @@ impl<H: NotebookHost> Tools<H> {
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
         let view = params.view.unwrap_or_default();
-        let flow = self.flow_view(&location, notebook);
-        let names = identity::effective_names(notebook);
+        let flow = self.flow_view(&location, &document);
+        let derived = self.derived(&document);
+        let names = &derived.names;
         let lint: Vec<LintFinding> = flow
             .lint
             .iter()
             .filter(|finding| params.cell_ids.is_none() || indices.contains(&finding.cell))
-            .map(|finding| lint_finding(finding, &names))
+            .map(|finding| lint_finding(finding, names))
             .collect();
         if view == ReadView::Lint {
             let result = ReadNotebookResult {
@@ -649,7 +658,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut budget = render::ImageBudget::default();
         let mut images = Vec::new();
         let mut image_refs = Vec::new();
-        let mut cells = outline_cells(notebook, Some(&indices));
+        let mut cells = outline_cells(notebook, Some(&indices), names, &derived.revs);
         for cell_view in &mut cells {
             let index = cell_view.index;
             let cell = notebook.cell(index).expect("resolved index");
@@ -824,6 +833,7 @@ impl<H: NotebookHost> Tools<H> {
                     notebook: outcome.notebook.clone(),
                     changes: outcome.changes.clone(),
                     description,
+                    kind: crate::host::CommitKind::Edit,
                 },
             )
             .await?;
@@ -985,8 +995,9 @@ impl<H: NotebookHost> Tools<H> {
         for location in &locations {
             let lock = self.lock_for(&location.uri);
             let _guard = lock.lock().await;
-            let before = self.host.load(location).await?;
-            self.check_unchanged_since_seen(&before)?;
+            // Saving writes the document as it is now, changes by others included, and loses
+            // nothing: unlike an edit it needs no proof that the agent saw the latest version
+            // (in VS Code, outputs the controller writes after a run change the version).
             self.host.save(location).await?;
             let after = self.host.load(location).await?;
             self.saw(&after);
@@ -1241,9 +1252,13 @@ pub fn new_notebook(title: &str) -> Notebook {
     notebook
 }
 
-/// Outline entries for the cells at `indices` (all when `None`).
-pub fn outline_cells(notebook: &Notebook, indices: Option<&[usize]>) -> Vec<CellOutline> {
-    let names = identity::effective_names(notebook);
+/// Outline entries for the cells at `indices` (all when `None`), given every cell's name and rev.
+pub fn outline_cells(
+    notebook: &Notebook,
+    indices: Option<&[usize]>,
+    names: &[String],
+    revs: &[String],
+) -> Vec<CellOutline> {
     let all: Vec<usize> = (0..notebook.len()).collect();
     indices
         .unwrap_or(&all)
@@ -1254,7 +1269,7 @@ pub fn outline_cells(notebook: &Notebook, indices: Option<&[usize]>) -> Vec<Cell
                 index,
                 cell_id: cell.id().to_owned(),
                 name: names[index].clone(),
-                rev: cell.rev(),
+                rev: revs[index].clone(),
                 kind: cell.kind().as_str().to_owned(),
                 language: notebook.cell_language(cell).to_owned(),
                 line_count: view::line_count(cell.source()),

@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_core::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    BoxFuture, Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing,
+    NotebookHost, NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
 use notebook_model::Notebook;
 use sha2::{Digest, Sha256};
@@ -65,11 +65,29 @@ pub struct FileHostConfig {
     pub snapshot_folder: PathBuf,
 }
 
-/// A file host and the kernels of its notebooks.
-#[derive(Debug, Clone)]
+/// A file host, the kernels of its notebooks, and the model that summarises cells.
+#[derive(Clone)]
 pub struct StandaloneHost {
     pub files: Arc<FileHost>,
     pub kernels: Option<Arc<kernels::KernelManager>>,
+    pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+}
+
+impl std::fmt::Debug for StandaloneHost {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("StandaloneHost")
+            .field("files", &self.files)
+            .field("kernels", &self.kernels.is_some())
+            .field(
+                "summarizer",
+                &self
+                    .summarizer
+                    .as_ref()
+                    .map(|summarizer| summarizer.model()),
+            )
+            .finish()
+    }
 }
 
 /// The standalone host's documents.
@@ -136,10 +154,31 @@ fn refuse_read_only(path: &Path) -> Result<(), HostError> {
     Ok(())
 }
 
+/// How a write is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteMode {
+    /// Never replace an existing destination (the temporary file is hard-linked into place).
+    pub exclusive: bool,
+    /// fsync the file and its folder, so the write survives a power loss, not only a crash.
+    pub durable: bool,
+}
+
+impl WriteMode {
+    pub const REPLACE: WriteMode = WriteMode {
+        exclusive: false,
+        durable: true,
+    };
+    pub const CREATE: WriteMode = WriteMode {
+        exclusive: true,
+        durable: true,
+    };
+}
+
 /// Writes `bytes` to `destination` atomically: a temporary file in the same folder, fsync,
-/// rename, fsync of the folder. With `exclusive`, an existing destination is never replaced (the
-/// temporary file is hard-linked into place instead of renamed).
-pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> std::io::Result<()> {
+/// rename, fsync of the folder (without the fsyncs when not `durable`). A crash leaves the old
+/// file or the new one, never a mix.
+pub fn write_atomically(destination: &Path, bytes: &[u8], mode: WriteMode) -> std::io::Result<()> {
+    let exclusive = mode.exclusive;
     let folder = destination.parent().unwrap_or_else(|| Path::new("."));
     let (prefix, suffix) = temporary_affixes(destination);
     let temporary = folder.join(format!("{prefix}{}{suffix}", uuid::Uuid::new_v4().simple()));
@@ -152,7 +191,9 @@ pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> st
             let _ = file.set_permissions(existing.permissions());
         }
         file.write_all(bytes)?;
-        file.sync_all()?;
+        if mode.durable {
+            file.sync_all()?;
+        }
         drop(file);
         if exclusive {
             fs::hard_link(&temporary, destination)?;
@@ -160,7 +201,9 @@ pub fn write_atomically(destination: &Path, bytes: &[u8], exclusive: bool) -> st
         } else {
             fs::rename(&temporary, destination)?;
         }
-        if let Ok(directory) = File::open(folder) {
+        if mode.durable
+            && let Ok(directory) = File::open(folder)
+        {
             let _ = directory.sync_all();
         }
         Ok(())
@@ -298,6 +341,7 @@ impl FileHost {
         base_version: u64,
         notebook: Notebook,
         description: &str,
+        kind: CommitKind,
     ) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
         let current = self.load_sync(rooted)?;
@@ -312,10 +356,19 @@ impl FileHost {
             return Ok(current);
         }
         refuse_read_only(path)?;
-        self.snapshots
-            .push(path, &old_bytes, description)
-            .map_err(|error| io_error("snapshot", path, &error))?;
-        write_atomically(path, text.as_bytes(), false)
+        let mode = match kind {
+            CommitKind::Edit => {
+                self.snapshots
+                    .push(path, &old_bytes, description)
+                    .map_err(|error| io_error("snapshot", path, &error))?;
+                WriteMode::REPLACE
+            }
+            CommitKind::Outputs => WriteMode {
+                exclusive: false,
+                durable: false,
+            },
+        };
+        write_atomically(path, text.as_bytes(), mode)
             .map_err(|error| io_error("write", path, &error))?;
         let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
         let document = Arc::new(Document {
@@ -412,7 +465,7 @@ impl FileHost {
                 problem: problem.to_string(),
             })?;
         refuse_read_only(path)?;
-        write_atomically(path, &snapshot.bytes, false)
+        write_atomically(path, &snapshot.bytes, WriteMode::REPLACE)
             .map_err(|error| io_error("write", path, &error))?;
         self.snapshots.remove(&snapshot);
         let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
@@ -454,6 +507,87 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
+/// Runs blocking file work for a transfer off the async executor.
+async fn blocking_io<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|join_error| Err(std::io::Error::other(join_error)))
+}
+
+/// Syncs a folder so that a link or rename in it survives a crash (best effort).
+fn sync_folder(path: &Path) {
+    if let Some(folder) = path.parent()
+        && let Ok(directory) = File::open(folder)
+    {
+        let _ = directory.sync_all();
+    }
+}
+
+/// A host file an upload reads, kept open so that a file replaced by rename mid-way is not mixed
+/// in.
+struct TransferSource {
+    file: Arc<File>,
+    size: u64,
+}
+
+impl HostFileReader for TransferSource {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read_at(&mut self, offset: u64, len: usize) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
+        let file = self.file.clone();
+        Box::pin(blocking_io(move || {
+            use std::os::unix::fs::FileExt;
+            let mut bytes = vec![0; len];
+            let mut filled = 0;
+            while filled < len {
+                match file.read_at(&mut bytes[filled..], offset + filled as u64) {
+                    Ok(0) => break,
+                    Ok(read) => filled += read,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(error) => return Err(error),
+                }
+            }
+            bytes.truncate(filled);
+            Ok(bytes)
+        }))
+    }
+}
+
+/// A download's temporary file.
+struct TransferTemp {
+    file: Arc<File>,
+}
+
+impl HostFileWriter for TransferTemp {
+    fn write_at(&mut self, offset: u64, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
+        let file = self.file.clone();
+        Box::pin(blocking_io(move || {
+            use std::os::unix::fs::FileExt;
+            file.write_all_at(&bytes, offset)
+        }))
+    }
+
+    fn sync_and_close(self: Box<Self>) -> BoxFuture<'static, std::io::Result<()>> {
+        let file = self.file;
+        Box::pin(blocking_io(move || file.sync_all()))
+    }
+}
+
+impl StandaloneHost {
+    /// A transfer file path, confined to the root again (the machine derives temporary-file
+    /// names from the resolved path; this keeps every file operation inside the root).
+    fn transfer_path(&self, path: &str) -> std::io::Result<PathBuf> {
+        match self.files.root.resolve(path) {
+            Ok(rooted) if !rooted.relative.is_empty() => Ok(rooted.absolute),
+            _ => Err(std::io::ErrorKind::PermissionDenied.into()),
+        }
+    }
+}
+
 impl NotebookHost for StandaloneHost {
     fn window(&self) -> WindowInfo {
         self.files.window.clone()
@@ -473,6 +607,10 @@ impl NotebookHost for StandaloneHost {
 
     fn kernel_root(&self) -> Option<PathBuf> {
         Some(self.files.root.path().to_path_buf())
+    }
+
+    fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
+        self.summarizer.clone()
     }
 
     async fn list(&self) -> Result<Listing, HostError> {
@@ -523,7 +661,13 @@ impl NotebookHost for StandaloneHost {
         let rooted = self.files.rooted(location)?;
         let host = self.files.clone();
         blocking(move || {
-            host.commit_sync(&rooted, base_version, commit.notebook, &commit.description)
+            host.commit_sync(
+                &rooted,
+                base_version,
+                commit.notebook,
+                &commit.description,
+                commit.kind,
+            )
         })
         .await
     }
@@ -545,14 +689,17 @@ impl NotebookHost for StandaloneHost {
             if let Some(parent) = path.parent() {
                 fs::create_dir_all(parent).map_err(|error| io_error("create", parent, &error))?;
             }
-            write_atomically(path, notebook.to_ipynb_string().as_bytes(), true).map_err(
-                |error| match error.kind() {
-                    std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
-                        path: rooted.relative.clone(),
-                    },
-                    _ => io_error("create", path, &error),
+            write_atomically(
+                path,
+                notebook.to_ipynb_string().as_bytes(),
+                WriteMode::CREATE,
+            )
+            .map_err(|error| match error.kind() {
+                std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
+                    path: rooted.relative.clone(),
                 },
-            )?;
+                _ => io_error("create", path, &error),
+            })?;
             host.read_from_disk(&rooted)
         })
         .await
@@ -568,6 +715,7 @@ impl NotebookHost for StandaloneHost {
                 document.version,
                 document.notebook.clone(),
                 "save_notebooks",
+                CommitKind::Edit,
             )?;
             Ok(())
         })
@@ -592,13 +740,119 @@ impl NotebookHost for StandaloneHost {
             if let Some(parent) = destination.parent() {
                 fs::create_dir_all(parent).map_err(|error| io_error("create", parent, &error))?;
             }
-            write_atomically(destination, &contents, true).map_err(|error| match error.kind() {
-                std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
-                    path: rooted.relative.clone(),
+            write_atomically(destination, &contents, WriteMode::CREATE).map_err(
+                |error| match error.kind() {
+                    std::io::ErrorKind::AlreadyExists => HostError::AlreadyExists {
+                        path: rooted.relative.clone(),
+                    },
+                    _ => io_error("write", destination, &error),
                 },
-                _ => io_error("write", destination, &error),
-            })?;
+            )?;
             Ok(file_uri(destination))
+        })
+        .await
+    }
+
+    async fn resolve_host_file(&self, reference: &str) -> Result<String, HostError> {
+        let rooted = self.files.root.resolve(reference)?;
+        let invalid = |reason: &str| HostError::InvalidPath {
+            reference: reference.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if rooted.relative.is_empty() || rooted.absolute.is_dir() {
+            return Err(invalid("it names a folder; give the path of a file"));
+        }
+        rooted
+            .absolute
+            .to_str()
+            .map(str::to_owned)
+            .ok_or_else(|| invalid("the path is not valid UTF-8"))
+    }
+
+    async fn open_host_file(&self, path: &str) -> Result<Box<dyn HostFileReader>, HostError> {
+        let absolute = self
+            .transfer_path(path)
+            .map_err(|_| HostError::OutsideRoot {
+                reference: path.to_owned(),
+                root: self.files.root.path().display().to_string(),
+            })?;
+        let reference = path.to_owned();
+        let source = blocking(move || {
+            let invalid = |reason: &str| HostError::InvalidPath {
+                reference: reference.clone(),
+                reason: reason.to_owned(),
+            };
+            // Checked before opening, so that opening a FIFO cannot block.
+            match fs::metadata(&absolute) {
+                Ok(metadata) if metadata.is_file() => {}
+                Ok(_) => return Err(invalid("it is not a regular file")),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(invalid("it does not exist"));
+                }
+                Err(error) => return Err(io_error("open", &absolute, &error)),
+            }
+            let file =
+                File::open(&absolute).map_err(|error| io_error("open", &absolute, &error))?;
+            let metadata = file
+                .metadata()
+                .map_err(|error| io_error("open", &absolute, &error))?;
+            if !metadata.is_file() {
+                return Err(invalid("it is not a regular file"));
+            }
+            Ok(TransferSource {
+                file: Arc::new(file),
+                size: metadata.len(),
+            })
+        })
+        .await?;
+        Ok(Box::new(source))
+    }
+
+    async fn create_host_file(&self, path: &str) -> std::io::Result<Box<dyn HostFileWriter>> {
+        let absolute = self.transfer_path(path)?;
+        let temp = blocking_io(move || {
+            if let Some(parent) = absolute.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            let file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&absolute)?;
+            Ok(TransferTemp {
+                file: Arc::new(file),
+            })
+        })
+        .await?;
+        Ok(Box::new(temp))
+    }
+
+    async fn promote_host_file(
+        &self,
+        temp: &str,
+        destination: &str,
+        overwrite: bool,
+    ) -> std::io::Result<()> {
+        let temp = self.transfer_path(temp)?;
+        let destination = self.transfer_path(destination)?;
+        blocking_io(move || {
+            if overwrite {
+                fs::rename(&temp, &destination)?;
+            } else {
+                // A hard link fails when the destination exists, so an existing file is never
+                // replaced, even by a racing writer.
+                fs::hard_link(&temp, &destination)?;
+            }
+            sync_folder(&destination);
+            Ok(())
+        })
+        .await
+    }
+
+    async fn remove_host_file(&self, path: &str) -> std::io::Result<()> {
+        let absolute = self.transfer_path(path)?;
+        blocking_io(move || match fs::remove_file(&absolute) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
         })
         .await
     }

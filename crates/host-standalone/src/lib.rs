@@ -10,6 +10,7 @@ pub mod files;
 pub mod paths;
 pub mod server;
 pub mod snapshots;
+pub mod summarizer;
 
 pub use files::{FileHost, FileHostConfig, StandaloneHost};
 pub use server::{Auth, ServeConfig, Transport, serve};

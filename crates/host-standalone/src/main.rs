@@ -85,11 +85,8 @@ fn main() -> anyhow::Result<()> {
                     file.display()
                 );
                 Auth::Token(token)
-            } else if let Some(token) = std::env::var("JUPYTER_MCP_TOKEN")
-                .ok()
-                .filter(|token| !token.trim().is_empty())
-            {
-                Auth::Token(token.trim().to_owned())
+            } else if let Some(token) = mcp_server::token_from_env() {
+                Auth::Token(token)
             } else {
                 Auth::RandomToken
             };

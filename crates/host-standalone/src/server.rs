@@ -45,15 +45,6 @@ pub enum Auth {
     None,
 }
 
-/// A random token: 256 bits from the OS generator, as hex.
-fn random_token() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
-}
-
 /// The kernel manager of a standalone server rooted at `root`.
 pub fn local_kernels(
     root: &std::path::Path,
@@ -108,6 +99,8 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let standalone = StandaloneHost {
         files: Arc::new(host),
         kernels: kernels.clone(),
+        summarizer: crate::summarizer::AnthropicSummarizer::from_env()
+            .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     };
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     let handler = McpHandler::new(tools);
@@ -128,7 +121,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             })?;
             let cancel = CancellationToken::new();
             let token = match &config.auth {
-                Auth::RandomToken => Some(random_token()),
+                Auth::RandomToken => Some(mcp_server::random_token()),
                 Auth::Token(token) => Some(token.clone()),
                 Auth::None => None,
             };
@@ -137,10 +130,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             };
             let app = HttpApp::new(handler, security, None, cancel.clone());
             // The printed URL carries the token, so pasting it into a client just works.
-            let url = match &token {
-                Some(token) => format!("http://{address}/mcp?token={token}"),
-                None => format!("http://{address}/mcp"),
-            };
+            let url = mcp_server::mcp_url(address, token.as_deref());
             let mut stdout = std::io::stdout();
             writeln!(
                 stdout,

@@ -45,6 +45,35 @@ pub struct HttpSecurity {
     pub token: Option<String>,
 }
 
+/// The environment variable a user sets to choose the HTTP token instead of a random one.
+pub const TOKEN_ENV: &str = "JUPYTER_MCP_TOKEN";
+
+/// A random token: 256 bits from the OS generator, as hex.
+pub fn random_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// The token of [`TOKEN_ENV`] when it is set and not blank, trimmed.
+pub fn token_from_env() -> Option<String> {
+    std::env::var(TOKEN_ENV)
+        .ok()
+        .map(|token| token.trim().to_owned())
+        .filter(|token| !token.is_empty())
+}
+
+/// `http://ADDRESS/mcp`, with `?token=…` when there is a token, so that the printed URL works
+/// as it is when pasted into a client.
+pub fn mcp_url(address: SocketAddr, token: Option<&str>) -> String {
+    match token {
+        Some(token) => format!("http://{address}/mcp?token={token}"),
+        None => format!("http://{address}/mcp"),
+    }
+}
+
 /// A JSON error response.
 pub fn json_response(status: StatusCode, body: serde_json::Value) -> Response<Body> {
     Response::builder()

@@ -384,61 +384,34 @@ impl Notebook {
     fn write_ipynb(&self, out: &mut String) {
         let minor = Value::from(self.nbformat_minor);
         let major = Value::from(4u64);
-        let metadata = MetadataRef(&self.metadata);
-        let cells_placeholder = Value::Null;
-        let metadata_placeholder = Value::Null;
-        let cells_key = "cells".to_owned();
-        let metadata_key = "metadata".to_owned();
-        let major_key = "nbformat".to_owned();
-        let minor_key = "nbformat_minor".to_owned();
-        let mut entries: Vec<(&String, &Value)> = self.extra.iter().collect();
-        entries.push((&cells_key, &cells_placeholder));
-        entries.push((&metadata_key, &metadata_placeholder));
-        entries.push((&major_key, &major));
-        entries.push((&minor_key, &minor));
-        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-        out.push('{');
-        for (position, (key, value)) in entries.iter().enumerate() {
-            if position > 0 {
-                out.push(',');
+        let entries = self
+            .extra
+            .iter()
+            .map(|(key, value)| (key.as_str(), TopField::Plain(value)))
+            .chain([
+                ("cells", TopField::Cells),
+                ("metadata", TopField::Plain(&Value::Null)),
+                ("nbformat", TopField::Plain(&major)),
+                ("nbformat_minor", TopField::Plain(&minor)),
+            ]);
+        pyjson::write_object(out, entries, 0, |out, key, field, depth| {
+            match (key, field) {
+                ("cells", _) => pyjson::write_list(out, &self.cells, depth, |out, cell, depth| {
+                    write_cell(out, cell, self.nbformat_minor >= CURRENT_MINOR, depth)
+                }),
+                ("metadata", _) => pyjson::write_value_map(out, &self.metadata, depth),
+                (_, TopField::Plain(value)) => pyjson::write_value(out, value, depth),
+                (_, TopField::Cells) => unreachable!("only the cells key holds the cells"),
             }
-            out.push_str("\n ");
-            pyjson::write_string(out, key);
-            out.push_str(": ");
-            match key.as_str() {
-                "cells" => self.write_cells(out),
-                "metadata" => metadata.write(out, 1),
-                _ => pyjson::write_value(out, value, 1),
-            }
-        }
-        out.push_str("\n}\n");
-    }
-
-    fn write_cells(&self, out: &mut String) {
-        if self.cells.is_empty() {
-            out.push_str("[]");
-            return;
-        }
-        out.push('[');
-        for (position, cell) in self.cells.iter().enumerate() {
-            if position > 0 {
-                out.push(',');
-            }
-            out.push_str("\n  ");
-            write_cell(out, cell, self.nbformat_minor >= CURRENT_MINOR);
-        }
-        out.push_str("\n ]");
+        });
+        out.push('\n');
     }
 }
 
-struct MetadataRef<'a>(&'a Map<String, Value>);
-
-impl MetadataRef<'_> {
-    fn write(&self, out: &mut String, depth: usize) {
-        let mut entries: Vec<(&String, &Value)> = self.0.iter().collect();
-        entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-        pyjson::write_sorted_entries(out, &entries, depth);
-    }
+/// A top-level key of the notebook object.
+enum TopField<'a> {
+    Plain(&'a Value),
+    Cells,
 }
 
 /// How a key of a cell object is written.
@@ -450,8 +423,7 @@ enum CellField<'a> {
     Attachments(&'a Value),
 }
 
-fn write_cell(out: &mut String, cell: &Cell, write_assigned_ids: bool) {
-    const DEPTH: usize = 2;
+fn write_cell(out: &mut String, cell: &Cell, write_assigned_ids: bool, depth: usize) {
     let cell_type = Value::String(cell.kind.as_str().to_owned());
     let id_value = Value::String(cell.id.clone());
     let execution_count = cell.execution_count.map_or(Value::Null, Value::from);
@@ -473,68 +445,26 @@ fn write_cell(out: &mut String, cell: &Cell, write_assigned_ids: bool) {
         fields.push(("execution_count", CellField::Plain(&execution_count)));
         fields.push(("outputs", CellField::Outputs(&cell.outputs)));
     }
-    fields.sort_unstable_by(|left, right| left.0.cmp(right.0));
-    out.push('{');
-    for (position, (key, field)) in fields.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, DEPTH + 1);
-        pyjson::write_string(out, key);
-        out.push_str(": ");
-        match field {
-            CellField::Plain(value) => pyjson::write_value(out, value, DEPTH + 1),
-            CellField::Source(text) => write_split_string(out, text, DEPTH + 1),
-            CellField::Metadata(map) => MetadataRef(map).write(out, DEPTH + 1),
-            CellField::Outputs(outputs) => write_outputs(out, outputs, DEPTH + 1),
-            CellField::Attachments(value) => write_attachments(out, value, DEPTH + 1),
-        }
-    }
-    indent(out, DEPTH);
-    out.push('}');
-}
-
-fn indent(out: &mut String, depth: usize) {
-    out.push('\n');
-    for _ in 0..depth {
-        out.push(' ');
-    }
+    pyjson::write_object(
+        out,
+        fields.into_iter(),
+        depth,
+        |out, _, field, depth| match field {
+            CellField::Plain(value) => pyjson::write_value(out, value, depth),
+            CellField::Source(text) => write_split_string(out, text, depth),
+            CellField::Metadata(map) => pyjson::write_value_map(out, map, depth),
+            CellField::Outputs(outputs) => pyjson::write_list(out, outputs, depth, write_output),
+            CellField::Attachments(value) => write_attachments(out, value, depth),
+        },
+    );
 }
 
 /// Writes a string as nbformat's `split_lines` stores it: a list of lines with their endings.
 fn write_split_string(out: &mut String, text: &str, depth: usize) {
     let lines = pyjson::python_splitlines_keepends(text);
-    if lines.is_empty() {
-        out.push_str("[]");
-        return;
-    }
-    out.push('[');
-    for (position, line) in lines.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, depth + 1);
-        pyjson::write_string(out, line);
-    }
-    indent(out, depth);
-    out.push(']');
-}
-
-fn write_outputs(out: &mut String, outputs: &[Value], depth: usize) {
-    if outputs.is_empty() {
-        out.push_str("[]");
-        return;
-    }
-    out.push('[');
-    for (position, output) in outputs.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, depth + 1);
-        write_output(out, output, depth + 1);
-    }
-    indent(out, depth);
-    out.push(']');
+    pyjson::write_list(out, &lines, depth, |out, line, _| {
+        pyjson::write_string(out, line)
+    });
 }
 
 fn write_output(out: &mut String, output: &Value, depth: usize) {
@@ -543,30 +473,16 @@ fn write_output(out: &mut String, output: &Value, depth: usize) {
         return;
     };
     let output_type = map.get("output_type").and_then(Value::as_str).unwrap_or("");
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-    if entries.is_empty() {
-        out.push_str("{}");
-        return;
-    }
-    out.push('{');
-    for (position, (key, value)) in entries.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, depth + 1);
-        pyjson::write_string(out, key);
-        out.push_str(": ");
-        match (output_type, key.as_str(), value) {
+    let entries = map.iter().map(|(key, value)| (key.as_str(), value));
+    pyjson::write_object(out, entries, depth, |out, key, value, depth| {
+        match (output_type, key, value) {
             ("execute_result" | "display_data", "data", Value::Object(bundle)) => {
-                write_split_mimebundle(out, bundle, depth + 1);
+                write_split_mimebundle(out, bundle, depth);
             }
-            ("stream", "text", Value::String(text)) => write_split_string(out, text, depth + 1),
-            _ => pyjson::write_value(out, value, depth + 1),
+            ("stream", "text", Value::String(text)) => write_split_string(out, text, depth),
+            _ => pyjson::write_value(out, value, depth),
         }
-    }
-    indent(out, depth);
-    out.push('}');
+    });
 }
 
 fn write_attachments(out: &mut String, attachments: &Value, depth: usize) {
@@ -574,27 +490,11 @@ fn write_attachments(out: &mut String, attachments: &Value, depth: usize) {
         pyjson::write_value(out, attachments, depth);
         return;
     };
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-    if entries.is_empty() {
-        out.push_str("{}");
-        return;
-    }
-    out.push('{');
-    for (position, (key, value)) in entries.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, depth + 1);
-        pyjson::write_string(out, key);
-        out.push_str(": ");
-        match value {
-            Value::Object(bundle) => write_split_mimebundle(out, bundle, depth + 1),
-            other => pyjson::write_value(out, other, depth + 1),
-        }
-    }
-    indent(out, depth);
-    out.push('}');
+    let entries = map.iter().map(|(key, value)| (key.as_str(), value));
+    pyjson::write_object(out, entries, depth, |out, _, value, depth| match value {
+        Value::Object(bundle) => write_split_mimebundle(out, bundle, depth),
+        other => pyjson::write_value(out, other, depth),
+    });
 }
 
 /// MIME types that nbformat splits into lines although they are not `text/*`.
@@ -608,27 +508,11 @@ pub(crate) fn is_json_mime(mime: &str) -> bool {
 }
 
 fn write_split_mimebundle(out: &mut String, bundle: &Map<String, Value>, depth: usize) {
-    let mut entries: Vec<(&String, &Value)> = bundle.iter().collect();
-    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-    if entries.is_empty() {
-        out.push_str("{}");
-        return;
-    }
-    out.push('{');
-    for (position, (key, value)) in entries.iter().enumerate() {
-        if position > 0 {
-            out.push(',');
-        }
-        indent(out, depth + 1);
-        pyjson::write_string(out, key);
-        out.push_str(": ");
-        match value {
-            Value::String(text) if is_split_mime(key) => write_split_string(out, text, depth + 1),
-            other => pyjson::write_value(out, other, depth + 1),
-        }
-    }
-    indent(out, depth);
-    out.push('}');
+    let entries = bundle.iter().map(|(key, value)| (key.as_str(), value));
+    pyjson::write_object(out, entries, depth, |out, key, value, depth| match value {
+        Value::String(text) if is_split_mime(key) => write_split_string(out, text, depth),
+        other => pyjson::write_value(out, other, depth),
+    });
 }
 
 /// Joins a list of strings as nbformat's `rejoin_lines` does. Returns `None` when the list holds

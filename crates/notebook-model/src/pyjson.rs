@@ -16,59 +16,71 @@ pub fn write_value(out: &mut String, value: &Value, depth: usize) {
         Value::Bool(false) => out.push_str("false"),
         Value::Number(number) => write_number(out, number),
         Value::String(text) => write_string(out, text),
-        Value::Array(items) => write_array(out, items.iter(), items.len(), depth),
-        Value::Object(map) => write_object(out, map, depth),
+        Value::Array(items) => write_list(out, items, depth, write_value),
+        Value::Object(map) => write_value_map(out, map, depth),
     }
 }
 
-/// Writes an array whose items are produced by an iterator (so callers can stream values that are
-/// not stored as one `Value`).
-pub fn write_array<'a>(
+/// Writes a list in nbformat's layout, each item by `write_item` (so callers can give items a
+/// layout of their own, as split multi-line strings have).
+pub fn write_list<T>(
     out: &mut String,
-    items: impl Iterator<Item = &'a Value>,
-    len: usize,
+    items: &[T],
     depth: usize,
+    mut write_item: impl FnMut(&mut String, &T, usize),
 ) {
-    if len == 0 {
+    if items.is_empty() {
         out.push_str("[]");
         return;
     }
     out.push('[');
-    for (position, item) in items.enumerate() {
+    for (position, item) in items.iter().enumerate() {
         if position > 0 {
             out.push(',');
         }
         newline_and_indent(out, depth + 1);
-        write_value(out, item, depth + 1);
+        write_item(out, item, depth + 1);
     }
     newline_and_indent(out, depth);
     out.push(']');
 }
 
-fn write_object(out: &mut String, map: &Map<String, Value>, depth: usize) {
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
-    write_sorted_entries(out, &entries, depth);
-}
-
-/// Writes an object from entries that the caller has already sorted by key.
-pub fn write_sorted_entries(out: &mut String, entries: &[(&String, &Value)], depth: usize) {
+/// Writes an object with its keys in code-point order, each value by `write_entry` (which gets
+/// the key, so callers can lay out some keys specially).
+pub fn write_object<'a, V>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'a str, V)>,
+    depth: usize,
+    mut write_entry: impl FnMut(&mut String, &str, V, usize),
+) {
+    let mut entries: Vec<(&str, V)> = entries.collect();
     if entries.is_empty() {
         out.push_str("{}");
         return;
     }
+    entries.sort_unstable_by(|left, right| left.0.cmp(right.0));
     out.push('{');
-    for (position, (key, value)) in entries.iter().enumerate() {
+    for (position, (key, value)) in entries.into_iter().enumerate() {
         if position > 0 {
             out.push(',');
         }
         newline_and_indent(out, depth + 1);
         write_string(out, key);
         out.push_str(": ");
-        write_value(out, value, depth + 1);
+        write_entry(out, key, value, depth + 1);
     }
     newline_and_indent(out, depth);
     out.push('}');
+}
+
+/// Writes a JSON object map (keys sorted).
+pub fn write_value_map(out: &mut String, map: &Map<String, Value>, depth: usize) {
+    write_object(
+        out,
+        map.iter().map(|(key, value)| (key.as_str(), value)),
+        depth,
+        |out, _, value, depth| write_value(out, value, depth),
+    );
 }
 
 fn newline_and_indent(out: &mut String, depth: usize) {

@@ -86,7 +86,7 @@ fn large_notebook() -> Value {
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     figure: String,
     baseline: String,
     ratio: String,
@@ -145,6 +145,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     let tools = Tools::new(Arc::new(StandaloneHost {
         files: Arc::new(host),
         kernels: None,
+        summarizer: None,
     }));
     let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
     let cold_start = Instant::now();
@@ -168,7 +169,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
         &format!("Notebook model: a generated 2,000-cell, {size_mb:.1} MB notebook"),
         &[
             Row {
-                name: "open + parse (read file, Notebook::parse)",
+                name: "open + parse (read file, Notebook::parse)".into(),
                 figure: format!("{} ({})", ms(open.median), ms(open.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(open.median, bare.median)),
@@ -176,7 +177,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(ratio(open.median, bare.median) <= 2.0),
             },
             Row {
-                name: "write (byte-exact nbformat text)",
+                name: "write (byte-exact nbformat text)".into(),
                 figure: format!("{} ({})", ms(write.median), ms(write.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(write.median, bare.median)),
@@ -184,7 +185,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "read_notebook outline, warm (in-process tool call)",
+                name: "read_notebook outline, warm (in-process tool call)".into(),
                 figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.3}×", ratio(outline.median, bare.median)),
@@ -192,7 +193,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(outline.median < Duration::from_millis(20)),
             },
             Row {
-                name: "read_notebook outline, cold (first call parses the file)",
+                name: "read_notebook outline, cold (first call parses the file)".into(),
                 figure: ms(cold),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(cold, bare.median)),
@@ -200,6 +201,144 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
         ],
+        report,
+    );
+    Ok(())
+}
+
+async fn call_tool<H: host_core::NotebookHost>(
+    tools: &Tools<H>,
+    name: &str,
+    arguments: Value,
+) -> anyhow::Result<Value> {
+    let output = tools
+        .call(name, arguments.as_object().cloned(), CallContext::default())
+        .await;
+    anyhow::ensure!(!output.is_error, "{name} failed: {}", output.text);
+    Ok(output.structured.unwrap_or_default())
+}
+
+/// Upload and download throughput through a local ipykernel, against `cp` of the same file.
+async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
+    const SIZE: usize = 32 * 1024 * 1024;
+    const RUNS: usize = 3;
+    let root = jupyter_mcp_tests::example_root();
+    jupyter_mcp_tests::write_code_notebook(root.path(), "bench.ipynb", &["pass"]);
+    let kernel_side = tempfile::tempdir()?;
+    let host = FileHost::new(FileHostConfig {
+        root: root.path().to_path_buf(),
+        snapshot_folder: root.path().join(".snapshots"),
+    })?;
+    let kernels = host_standalone::server::local_kernels(host.root(), None);
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: Some(kernels.clone()),
+        summarizer: None,
+    }));
+    let notebook = json!({"notebookRef": "bench.ipynb"});
+    call_tool(&tools, "configure_kernel", notebook.clone()).await?;
+    let megabytes_per_second = |duration: Duration| SIZE as f64 / 1e6 / duration.as_secs_f64();
+    let mut rows = Vec::new();
+    for (kind, bytes) in [
+        ("random", jupyter_mcp_tests::random_bytes(SIZE, 7)),
+        ("compressible", jupyter_mcp_tests::compressible_bytes(SIZE)),
+    ] {
+        let name = format!("{kind}.bin");
+        let host_file = root.path().join(&name);
+        std::fs::write(&host_file, &bytes)?;
+        let kernel_file = kernel_side.path().join(&name);
+        let copy = measure(RUNS, || {
+            let _ = std::fs::remove_file(&kernel_file);
+            let status = std::process::Command::new("cp")
+                .arg(&host_file)
+                .arg(&kernel_file)
+                .status()
+                .expect("cp runs");
+            assert!(status.success());
+        });
+        let mut uploads = Vec::new();
+        let mut downloads = Vec::new();
+        let mut wire = (0, 0);
+        for _ in 0..RUNS {
+            std::fs::remove_file(&kernel_file).ok();
+            std::fs::remove_file(root.path().join("back.bin")).ok();
+            // 32 MiB each way fills a kernel's 64 MiB budget: every round gets a fresh kernel.
+            call_tool(
+                &tools,
+                "restart_kernels",
+                json!({"notebookRefs": ["bench.ipynb"]}),
+            )
+            .await?;
+            let start = Instant::now();
+            let uploaded = call_tool(
+                &tools,
+                "upload_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": name,
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            uploads.push(start.elapsed());
+            let start = Instant::now();
+            let downloaded = call_tool(
+                &tools,
+                "download_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": "back.bin",
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            downloads.push(start.elapsed());
+            anyhow::ensure!(uploaded["sha256"] == downloaded["sha256"], "hashes differ");
+            wire = (
+                uploaded["wireBytes"].as_u64().unwrap_or(0),
+                downloaded["wireBytes"].as_u64().unwrap_or(0),
+            );
+        }
+        let baseline = format!(
+            "{:.0} MB/s (`cp`, {})",
+            megabytes_per_second(copy.median),
+            ms(copy.median)
+        );
+        for (direction, samples, wire_bytes) in
+            [("upload", uploads, wire.0), ("download", downloads, wire.1)]
+        {
+            let timing = stats(samples);
+            let rate = megabytes_per_second(timing.median);
+            rows.push((
+                format!(
+                    "{direction} 32 MiB {kind} (wire {:.1} MB)",
+                    wire_bytes as f64 / 1e6
+                ),
+                format!(
+                    "{rate:.1} MB/s ({}; p90 {})",
+                    ms(timing.median),
+                    ms(timing.p90)
+                ),
+                baseline.clone(),
+                format!(
+                    "{:.1}× cp's time",
+                    timing.median.as_secs_f64() / copy.median.as_secs_f64()
+                ),
+                rate >= 50.0,
+            ));
+        }
+    }
+    kernels.shutdown_all().await;
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|(name, figure, baseline, ratio, pass)| Row {
+            name,
+            figure,
+            baseline,
+            ratio,
+            target: "≥ 50 MB/s",
+            pass: Some(pass),
+        })
+        .collect();
+    print_rows(
+        &format!(
+            "File transfer through a local ipykernel (median of {RUNS}, in-process tool calls)"
+        ),
+        &rows,
         report,
     );
     Ok(())
@@ -222,13 +361,234 @@ fn machine_line() -> String {
     )
 }
 
+/// A trivial cell through `run_cells` over HTTP against a direct ZeroMQ execute round trip.
+async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::{Client, HttpServer, example_root, write_code_notebook};
+    let root = example_root();
+    write_code_notebook(root.path(), "bench.ipynb", &["1+1"]);
+    let server = HttpServer::start(root.path(), &[])?;
+    let client = Client::http(&server.url).await?;
+    let arguments =
+        json!({"notebookRef": "bench.ipynb", "cellIds": [0], "freshDeps": false, "waitMs": 30000});
+    let mut samples = Vec::with_capacity(runs);
+    for round in 0..runs + 5 {
+        let start = Instant::now();
+        let receipt = client.call("run_cells", arguments.clone()).await.ok();
+        let elapsed = start.elapsed();
+        anyhow::ensure!(receipt["status"] == "completed", "run failed: {receipt}");
+        if round >= 5 {
+            samples.push(elapsed);
+        }
+    }
+    let through_mcp = stats(samples);
+    drop(client);
+    drop(server);
+
+    // The baseline: the same kind of kernel, driven directly over ZeroMQ.
+    let provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(Some(root.path().to_path_buf())),
+        kernels::LaunchConfig::default(),
+    );
+    let discovery = provider.discover_specs(Some(root.path())).await?;
+    let spec = discovery
+        .choose(
+            &kernels::SpecPreference::default(),
+            Some(root.path()),
+            Some(root.path()),
+        )?
+        .clone();
+    let kernel = provider.start_local(&spec, root.path()).await?;
+    let mut samples = Vec::with_capacity(runs);
+    for round in 0..runs + 5 {
+        let start = Instant::now();
+        let mut handle =
+            kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
+                .await?;
+        while let Some(event) = handle.next().await {
+            if event.is_terminal() {
+                break;
+            }
+        }
+        if round >= 5 {
+            samples.push(start.elapsed());
+        }
+    }
+    let direct = stats(samples);
+    kernels::KernelHandle::shutdown(&kernel).await?;
+    let ratio = through_mcp.median.as_secs_f64() / direct.median.as_secs_f64();
+    print_rows(
+        &format!("Execution: a trivial cell (`1+1`), {runs} runs each"),
+        &[Row {
+            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)".into(),
+            figure: format!("{} ({})", ms(through_mcp.median), ms(through_mcp.p90)),
+            baseline: format!(
+                "{} ({}) direct ZeroMQ execute round trip",
+                ms(direct.median),
+                ms(direct.p90)
+            ),
+            ratio: format!("{ratio:.2}×"),
+            target: "≤ 1.3×",
+            pass: Some(ratio <= 1.3),
+        }],
+        report,
+    );
+    Ok(())
+}
+
+/// Bytes an agent receives from `read_notebook` (`all`) against the raw output JSON, on
+/// notebooks made of real kernel outputs (the `condense` crate's fixtures, captured from
+/// ipykernel with pandas, polars, matplotlib, plotly, altair and tqdm).
+async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::{Client, HttpServer, example_root};
+    let groups: &[(&str, &[&str])] = &[
+        (
+            "logs and progress bars",
+            &[
+                "long_log",
+                "pip_install_log",
+                "tqdm_progress",
+                "tqdm_nested_bars",
+                "tqdm_with_prints",
+                "keras_progbar_backspaces",
+                "mixed_stdout_stderr",
+            ],
+        ),
+        (
+            "tables",
+            &[
+                "dataframe_wide",
+                "dataframe_long_elided",
+                "dataframe_multiindex",
+                "dataframe_twice",
+                "polars_dataframe",
+                "html_ragged_table",
+            ],
+        ),
+        (
+            "tracebacks",
+            &[
+                "traceback_ipy8_pandas_keyerror",
+                "traceback_ipy9_pandas_keyerror",
+                "traceback_ipy8_recursion",
+                "traceback_ipy8_json_decode",
+                "traceback_ipython7",
+                "plain_python_traceback",
+            ],
+        ),
+        (
+            "plots",
+            &[
+                "matplotlib_png_large",
+                "matplotlib_png_small",
+                "matplotlib_jpeg",
+                "matplotlib_svg",
+                "plotly_figure",
+                "altair_chart",
+                "vegalite_layered",
+            ],
+        ),
+    ];
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/condense/tests/fixtures");
+    let root = example_root();
+    let mut raw_sizes = Vec::new();
+    for (group, names) in groups {
+        let mut cells = Vec::new();
+        let mut raw = 0;
+        for (index, name) in names.iter().enumerate() {
+            let fixture: Value = serde_json::from_str(&std::fs::read_to_string(
+                fixtures.join(format!("{name}.json")),
+            )?)?;
+            let outputs = match fixture {
+                Value::Array(outputs) => outputs,
+                Value::Object(mut object) => match object.remove("outputs") {
+                    Some(Value::Array(outputs)) => outputs,
+                    _ => Vec::new(),
+                },
+                _ => Vec::new(),
+            };
+            raw += serde_json::to_string(&outputs)?.len();
+            cells.push(json!({"cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
+                              "execution_count": index + 1, "source": format!("# {name}"), "outputs": outputs}));
+        }
+        let notebook = json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells});
+        let file = format!("{}.ipynb", group.replace(' ', "-"));
+        std::fs::write(
+            root.path().join(&file),
+            Notebook::from_value(notebook)?.to_ipynb_string(),
+        )?;
+        raw_sizes.push((group, file, raw));
+    }
+    let server = HttpServer::start(root.path(), &["--no-kernels"])?;
+    let client = Client::http(&server.url).await?;
+    let mut table = String::from(
+        "\n### Context cost: `read_notebook` view `all` against the raw output JSON\n\n| notebook | raw output JSON | returned text | ratio (text) | returned images (base64) | ratio (text + images) | cuts |\n|---|---|---|---|---|---|---|\n",
+    );
+    let (mut raw_total, mut text_total, mut image_total) = (0usize, 0usize, 0usize);
+    let mut all_marked = true;
+    for (group, file, raw) in raw_sizes {
+        let read = client
+            .call("read_notebook", json!({"notebookRef": file, "view": "all"}))
+            .await;
+        let body = read.ok();
+        let text = read.text().len();
+        let images: usize = read.images().iter().map(|(_, data)| data.len()).sum();
+        let mut cuts = 0;
+        for cell in body["cells"].as_array().into_iter().flatten() {
+            if cell["outputsTruncated"] == true {
+                cuts += 1;
+                all_marked &= cell["outputs"].as_str().unwrap_or_default().contains("… [");
+            }
+        }
+        raw_total += raw;
+        text_total += text;
+        image_total += images;
+        table.push_str(&format!(
+            "| {group} | {raw} B | {text} B | {:.1}× | {images} B | {:.1}× | {cuts} cut cell(s) |\n",
+            raw as f64 / text as f64,
+            raw as f64 / (text + images) as f64,
+        ));
+    }
+    let ratio = raw_total as f64 / text_total as f64;
+    table.push_str(&format!(
+        "| **total** | {raw_total} B | {text_total} B | **{ratio:.1}×** (target ≥ 10×: {}) | {image_total} B | {:.1}× | {} |\n",
+        if ratio >= 10.0 { "pass" } else { "MISS" },
+        raw_total as f64 / (text_total + image_total) as f64,
+        if all_marked { "every cut marked" } else { "UNMARKED CUTS" }
+    ));
+    print!("{table}");
+    report.push_str(&table);
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    // `--only <section>` runs one section and prints it without replacing the full report.
+    let only = arguments
+        .iter()
+        .position(|argument| argument == "--only")
+        .and_then(|index| arguments.get(index + 1))
+        .map(String::as_str);
+    let wanted = |section: &str| only.is_none_or(|only| only == section);
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
-    notebook_model_bench(&mut report).await?;
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
-    std::fs::create_dir_all(&results)?;
-    std::fs::write(results.join("latest.md"), &report)?;
-    eprintln!("\nwritten to bench/results/latest.md");
+    if wanted("notebook") {
+        notebook_model_bench(&mut report).await?;
+    }
+    if wanted("execution") {
+        execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+    }
+    if wanted("condensation") {
+        condensation_bench(&mut report).await?;
+    }
+    if wanted("transfer") {
+        transfer_bench(&mut report).await?;
+    }
+    if only.is_none() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+        std::fs::create_dir_all(&results)?;
+        std::fs::write(results.join("latest.md"), &report)?;
+        eprintln!("\nwritten to bench/results/latest.md");
+    }
     Ok(())
 }

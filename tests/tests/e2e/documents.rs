@@ -1133,3 +1133,45 @@ async fn the_readme_tool_table_matches_tools_list() {
         "README's tool table and tools/list differ"
     );
 }
+
+#[tokio::test]
+async fn every_tool_rejects_unknown_keys_and_missing_required_ones() {
+    let (root, _server, client) = start().await;
+    let before = std::fs::read(root.path().join(NOTEBOOK)).unwrap();
+    for tool in client.tools().await.unwrap() {
+        let name = tool.name.to_string();
+        let unknown = client
+            .call(
+                &name,
+                json!({"notebookRef": NOTEBOOK, "definitelyNotAParameter": 1}),
+            )
+            .await;
+        assert_eq!(
+            unknown.error_code(),
+            "invalid_arguments",
+            "{name}: {}",
+            unknown.text()
+        );
+        let required = tool
+            .input_schema
+            .get("required")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if !required.is_empty() {
+            let missing = client.call(&name, json!({})).await;
+            assert_eq!(
+                missing.error_code(),
+                "invalid_arguments",
+                "{name}: {}",
+                missing.text()
+            );
+            let field = required[0].as_str().unwrap();
+            assert!(
+                missing.error()["message"].as_str().unwrap().contains(field),
+                "{name}: the message names the missing `{field}`"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(root.path().join(NOTEBOOK)).unwrap(), before);
+}

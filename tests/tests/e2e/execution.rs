@@ -378,3 +378,39 @@ async fn edit_and_run_in_one_call() {
     assert_eq!(execution["cells"].as_array().unwrap().len(), 2);
     assert!(output_of(execution, 1).contains("20"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_usable_kernel_the_error_says_what_to_install() {
+    // A root without a virtual environment, a PATH whose python3 lacks ipykernel, and no
+    // kernelspecs anywhere Jupyter looks.
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(root.path(), NB, &["1 + 1"]);
+    let empty = tempfile::tempdir().unwrap();
+    let data = empty.path().to_str().unwrap();
+    let server = HttpServer::start_with_env(
+        root.path(),
+        &[],
+        &[
+            ("PATH", "/usr/bin:/bin"),
+            ("JUPYTER_PATH", data),
+            ("JUPYTER_DATA_DIR", data),
+            ("HOME", data),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&server.url).await.unwrap();
+    let run = client
+        .call("run_cells", json!({"notebookRef": NB, "cellIds": [0]}))
+        .await;
+    assert_eq!(run.error_code(), "no_kernel", "{}", run.text());
+    let message = run.error()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("ipykernel"), "{message}");
+    let kernels = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert!(
+        kernels["hint"].as_str().unwrap().contains("ipykernel"),
+        "{kernels}"
+    );
+}

@@ -4,3 +4,5 @@ mod documents;
 mod execution;
 mod faults;
 mod intelligence;
+mod summaries;
+mod transfer;

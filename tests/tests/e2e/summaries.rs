@@ -1,0 +1,231 @@
+//! `summarize_cells`: deterministic without a key; with one, batched requests in the Messages
+//! API's shape (served here by a local stand-in, since the real API is not reachable), cached in
+//! cell metadata by content hash.
+
+use std::sync::{Arc, Mutex};
+
+use jupyter_mcp_tests::{Client, HttpServer, example_root};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NOTEBOOK: &str = "getting-started.ipynb";
+
+/// A request the stand-in received: its headers (lower-cased names) and JSON body.
+#[derive(Debug, Clone)]
+struct Received {
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+/// A local HTTP server that answers `POST /v1/messages` like the Messages API: one summary per
+/// cell id in the request.
+async fn messages_stand_in() -> (String, Arc<Mutex<Vec<Received>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let log = received.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else {
+                return;
+            };
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 8192];
+                let (head_end, length) = loop {
+                    let read = stream.read(&mut chunk).await.unwrap();
+                    if read == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..read]);
+                    if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buffer[..end]).to_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length:"))
+                            .and_then(|value| value.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                while buffer.len() < head_end + length {
+                    let read = stream.read(&mut chunk).await.unwrap();
+                    if read == 0 {
+                        break;
+                    }
+                    buffer.extend_from_slice(&chunk[..read]);
+                }
+                let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
+                let headers = head
+                    .lines()
+                    .skip(1)
+                    .filter_map(|line| line.split_once(':'))
+                    .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_owned()))
+                    .collect();
+                let body: Value =
+                    serde_json::from_slice(&buffer[head_end..]).unwrap_or(Value::Null);
+                let cells: Value =
+                    serde_json::from_str(body["messages"][0]["content"].as_str().unwrap_or("[]"))
+                        .unwrap_or(json!([]));
+                let summaries: Vec<Value> = cells
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|cell| {
+                        json!({"id": cell["id"], "tldr": format!("Model tldr of {}", cell["id"].as_str().unwrap_or("")),
+                               "description": "What the model says.", "outputSummary": ""})
+                    })
+                    .collect();
+                log.lock().unwrap().push(Received { headers, body });
+                let answer = json!({
+                    "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
+                    "content": [{"type": "text", "text": Value::Array(summaries).to_string()}],
+                    "stop_reason": "end_turn"
+                })
+                .to_string();
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (format!("http://{address}"), received)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_key_summaries_are_deterministic_and_marked() {
+    let root = example_root();
+    let server = HttpServer::start(root.path(), &[]).unwrap();
+    let client = Client::http(&server.url).await.unwrap();
+    let before = std::fs::read(root.path().join(NOTEBOOK)).unwrap();
+    let summary = client
+        .call("summarize_cells", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
+    assert_eq!(summary["model"], "fallback");
+    assert_eq!(summary["modelRequests"], 0);
+    let cells = summary["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 6);
+    for cell in cells {
+        assert_eq!(cell["source"], "fallback");
+        assert!(cell["tldr"].as_str().unwrap().starts_with('*'), "{cell}");
+        assert!(
+            cell["description"].as_str().unwrap().starts_with('*'),
+            "{cell}"
+        );
+    }
+    assert_eq!(cells[2]["tldr"], "*Squares");
+    assert!(
+        cells[2]["description"]
+            .as_str()
+            .unwrap()
+            .contains("defines squares")
+    );
+    assert!(cells[2]["description"].as_str().unwrap().contains("uses n"));
+    assert_eq!(
+        std::fs::read(root.path().join(NOTEBOOK)).unwrap(),
+        before,
+        "nothing cached"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_key_summaries_are_batched_and_cached_by_content() {
+    let (base, received) = messages_stand_in().await;
+    let root = example_root();
+    let server = HttpServer::start_with_env(
+        root.path(),
+        &[],
+        &[
+            ("ANTHROPIC_API_KEY", "test-key"),
+            ("ANTHROPIC_BASE_URL", &base),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&server.url).await.unwrap();
+    let first = client
+        .call("summarize_cells", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
+    assert_eq!(first["model"], "claude-haiku-4-5");
+    assert_eq!(first["modelRequests"], 1, "six cells go in one batch");
+    assert!(
+        first["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|cell| cell["source"] == "model")
+    );
+    {
+        let requests = received.lock().unwrap();
+        assert_eq!(requests.len(), 1);
+        let request = &requests[0];
+        let header = |name: &str| {
+            request
+                .headers
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        };
+        assert_eq!(header("x-api-key").as_deref(), Some("test-key"));
+        assert_eq!(header("anthropic-version").as_deref(), Some("2023-06-01"));
+        assert_eq!(request.body["model"], "claude-haiku-4-5");
+        assert!(request.body["max_tokens"].as_u64().unwrap() > 0);
+    }
+    // The outline now shows the model's tldr, unmarked.
+    let outline = client
+        .call("read_notebook", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
+    assert_eq!(outline["cells"][2]["tldr"], "Model tldr of start-2");
+
+    // Unchanged cells are never summarised again; an edited one is.
+    let again = client
+        .call("summarize_cells", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
+    assert_eq!(again["modelRequests"], 0);
+    assert!(
+        again["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|cell| cell["source"] == "cached")
+    );
+    let rev = outline["cells"][1]["rev"].clone();
+    client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": [
+                {"editType": "edit", "cellId": "start-1", "expectedRev": rev, "newCode": "# Parameters\nn = 12"}
+            ]}),
+        )
+        .await
+        .ok();
+    let third = client
+        .call("summarize_cells", json!({"notebookRef": NOTEBOOK}))
+        .await
+        .ok();
+    assert_eq!(third["modelRequests"], 1);
+    let sources: Vec<&str> = third["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| cell["source"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sources,
+        ["cached", "model", "cached", "cached", "cached", "cached"]
+    );
+    let requests = received.lock().unwrap();
+    let asked: Value =
+        serde_json::from_str(requests[1].body["messages"][0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        asked.as_array().unwrap().len(),
+        1,
+        "only the edited cell is sent"
+    );
+}

@@ -8,6 +8,7 @@
 //!   tests and `e2e-vscode`.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+//! - `fuzz [--seconds N] [--target NAME]... [--asan]`: seed and run the cargo-fuzz targets.
 //! - `codegen [--check]`: the committed generated files from their sources: the tool schemas
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
@@ -19,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+mod fuzz;
 
 /// Domain crates: pure, synchronous, sans-I/O.
 const DOMAIN_CRATES: &[&str] = &[
@@ -348,6 +351,7 @@ fn ci() -> Result<()> {
         "warnings",
     ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    fuzz::build()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
@@ -458,6 +462,7 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
+        Some("fuzz") => fuzz::fuzz(&arguments[1..]),
         Some("dist") => vscode::dist().map(|_| ()),
         Some("codegen") => {
             let check = arguments.iter().any(|argument| argument == "--check");
@@ -468,7 +473,7 @@ fn main() -> Result<()> {
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -158,19 +158,35 @@ fn copy_tree(from: &Path, to: &Path) {
 pub struct HttpServer {
     child: Child,
     pub url: String,
+    /// The line the server printed on start.
+    pub banner: String,
     pub cache: tempfile::TempDir,
 }
 
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
-        HttpServer::start_with_env(root, extra_args, &[])
+        HttpServer::launch(root, 0, extra_args, &[])
     }
 
     /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
     /// `ANTHROPIC_API_KEY` and `JUPYTER_MCP_TOKEN` are never passed on).
     pub fn start_with_env(
         root: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<HttpServer> {
+        HttpServer::launch(root, 0, extra_args, env)
+    }
+
+    /// Starts the server on `port` (a shared port when not 0) for `root`.
+    pub fn start_on(root: &Path, port: u16, extra_args: &[&str]) -> Result<HttpServer> {
+        HttpServer::launch(root, port, extra_args, &[])
+    }
+
+    fn launch(
+        root: &Path,
+        port: u16,
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<HttpServer> {
@@ -184,7 +200,7 @@ impl HttpServer {
             command.env(name, value);
         }
         let mut child = command
-            .args(["serve", "--port", "0", "--root"])
+            .args(["serve", "--port", &port.to_string(), "--root"])
             .arg(root)
             .arg("--cache-dir")
             .arg(cache.path())
@@ -212,7 +228,19 @@ impl HttpServer {
             .find(|word| word.starts_with("http://"))
             .ok_or_else(|| anyhow!("no URL in the start line: {line}"))?
             .to_owned();
-        Ok(HttpServer { child, url, cache })
+        Ok(HttpServer {
+            child,
+            url,
+            banner: line,
+            cache,
+        })
+    }
+
+    /// Kills the server with SIGKILL (no cleanup of any kind) and reaps it.
+    pub fn kill_hard(&mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
@@ -250,10 +278,76 @@ impl Drop for HttpServer {
     }
 }
 
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free loopback port")
+}
+
+/// One plain HTTP/1.1 request to `127.0.0.1:port` (no client library between the test and the
+/// wire); returns the status code and the body.
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes())?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| anyhow!("not an HTTP answer: {answer}"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
 /// Records the progress notifications a client receives.
 #[derive(Clone, Default)]
 pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
+    /// Notified after every recorded notification.
+    pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Recorder {
+    /// Waits until `done` holds for the notifications received so far; false after `timeout`.
+    pub async fn wait_for_progress(
+        &self,
+        timeout: Duration,
+        done: impl Fn(&[ProgressNotificationParam]) -> bool,
+    ) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.progress_changed.notified();
+            if done(&self.progress.lock().unwrap()) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
 }
 
 impl rmcp::ClientHandler for Recorder {
@@ -263,6 +357,7 @@ impl rmcp::ClientHandler for Recorder {
         _context: rmcp::service::NotificationContext<RoleClient>,
     ) {
         self.progress.lock().unwrap().push(params);
+        self.progress_changed.notify_waiters();
     }
 }
 
@@ -479,4 +574,38 @@ pub fn cell_texts(path: &Path) -> Vec<(String, String)> {
         .map(|cell| cell.id().to_owned())
         .zip(cells)
         .collect()
+}
+
+/// `len` incompressible bytes from a seeded xorshift generator (the same for the same seed).
+pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+/// `len` bytes of CSV-like text that zlib compresses well.
+pub fn compressible_bytes(len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len + 64);
+    let mut row = 0u64;
+    while bytes.len() < len {
+        bytes.extend_from_slice(
+            format!(
+                "{row},sensor-{},{}.{:03},ok\n",
+                row % 17,
+                row % 1000,
+                row % 997
+            )
+            .as_bytes(),
+        );
+        row += 1;
+    }
+    bytes.truncate(len);
+    bytes
 }

@@ -4,13 +4,18 @@
 //!   test client, from `python/requirements.txt`.
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
-//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests.
+//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the extension's
+//!   tests and `e2e-vscode`.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
 //!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
 //!   (`python/bench-requirements.txt`); results in `bench/results/`.
-//! - `codegen [--check]`: the committed tool schemas (`schemas/tools.json`) from the contract;
-//!   `--check` fails when they drifted.
+//! - `codegen [--check]`: the committed generated files from their sources: the tool schemas
+//!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
+//!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
+//! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
+
+mod vscode;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,14 +69,14 @@ const CORPUS: &[&str] = &[
     "jupyter_client==8.10.0",
 ];
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("xtask lives in the workspace")
         .to_path_buf()
 }
 
-fn run(command: &mut Command) -> Result<()> {
+pub(crate) fn run(command: &mut Command) -> Result<()> {
     eprintln!("$ {command:?}");
     let status = command
         .status()
@@ -88,12 +93,12 @@ fn cargo() -> Command {
     command
 }
 
-fn venv_python() -> PathBuf {
+pub(crate) fn venv_python() -> PathBuf {
     root().join(".venv/bin/python")
 }
 
 /// Creates `.venv` and installs `python/requirements.txt` when they changed.
-fn setup() -> Result<()> {
+pub(crate) fn setup() -> Result<()> {
     install_venv(".venv", "python/requirements.txt")
 }
 
@@ -362,6 +367,9 @@ fn ci() -> Result<()> {
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
+    vscode::extension_test()?;
+    // The extension in a real extension host, with the debug native module built above.
+    vscode::e2e(&["--debug-native".to_owned()])?;
     eprintln!("ci: all checks passed");
     Ok(())
 }
@@ -469,10 +477,17 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
-        Some("codegen") => codegen(arguments.iter().any(|argument| argument == "--check")),
+        Some("dist") => vscode::dist().map(|_| ()),
+        Some("codegen") => {
+            let check = arguments.iter().any(|argument| argument == "--check");
+            codegen(check)?;
+            vscode::codegen(check)
+        }
+        Some("extension-test") => vscode::extension_test(),
+        Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | codegen [--check]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode>"
             );
             std::process::exit(2);
         }

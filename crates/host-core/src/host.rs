@@ -3,6 +3,7 @@
 //! editor documents. Tools never touch files or editors directly.
 
 use std::future::Future;
+use std::io;
 use std::sync::Arc;
 
 use notebook_model::{DocChange, Notebook};
@@ -113,6 +114,8 @@ pub enum HostError {
     WindowNotConnected { window_id: String },
     #[error("{what} is not supported by this host")]
     NotSupported { what: String },
+    #[error("`{reference}` cannot be used: {reason}")]
+    InvalidPath { reference: String, reason: String },
 }
 
 impl HostError {
@@ -129,6 +132,7 @@ impl HostError {
             HostError::NothingToUndo { .. } => "nothing_to_undo",
             HostError::WindowNotConnected { .. } => "window_not_connected",
             HostError::NotSupported { .. } => "not_supported",
+            HostError::InvalidPath { .. } => "invalid_argument",
         }
     }
 }
@@ -219,4 +223,81 @@ pub trait NotebookHost: Send + Sync + 'static {
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None
     }
+
+    /// Resolves a file transfer's `hostPath` (root-relative, absolute or a `file:` URI) to the
+    /// absolute path of a file inside the allowed roots, refusing anything outside them and
+    /// folders. The file need not exist.
+    fn resolve_host_file(
+        &self,
+        reference: &str,
+    ) -> impl Future<Output = Result<String, HostError>> + Send {
+        let _ = reference;
+        async {
+            Err(HostError::NotSupported {
+                what: "file transfer".to_owned(),
+            })
+        }
+    }
+
+    /// Opens an existing regular file (a path from [`NotebookHost::resolve_host_file`]) for an
+    /// upload to read.
+    fn open_host_file(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = Result<Box<dyn HostFileReader>, HostError>> + Send {
+        let _ = path;
+        async {
+            Err(HostError::NotSupported {
+                what: "file transfer".to_owned(),
+            })
+        }
+    }
+
+    /// Creates a download's temporary file exclusively (`AlreadyExists` if anything is there),
+    /// creating missing folders inside the allowed roots, and keeps it open for writing.
+    fn create_host_file(
+        &self,
+        path: &str,
+    ) -> impl Future<Output = io::Result<Box<dyn HostFileWriter>>> + Send {
+        let _ = path;
+        async { Err(io::ErrorKind::Unsupported.into()) }
+    }
+
+    /// Promotes a synced temporary file to `destination`: with `overwrite` an atomic rename over
+    /// it; without, a hard link (failing with `AlreadyExists` when the destination exists, so an
+    /// existing file is never replaced, even in a race) and the temporary file stays for
+    /// [`NotebookHost::remove_host_file`]. A failure leaves the destination untouched.
+    fn promote_host_file(
+        &self,
+        temp: &str,
+        destination: &str,
+        overwrite: bool,
+    ) -> impl Future<Output = io::Result<()>> + Send {
+        let _ = (temp, destination, overwrite);
+        async { Err(io::ErrorKind::Unsupported.into()) }
+    }
+
+    /// Deletes a transfer's temporary file; a missing file counts as removed.
+    fn remove_host_file(&self, path: &str) -> impl Future<Output = io::Result<()>> + Send {
+        let _ = path;
+        async { Err(io::ErrorKind::Unsupported.into()) }
+    }
+}
+
+/// A host file opened for an upload.
+pub trait HostFileReader: Send {
+    /// The opened file's size.
+    fn size(&self) -> u64;
+
+    /// Reads `len` bytes at `offset` (fewer only at the end of the file).
+    fn read_at(&mut self, offset: u64, len: usize) -> crate::BoxFuture<'_, io::Result<Vec<u8>>>;
+}
+
+/// A download's temporary file, open for writing in order.
+pub trait HostFileWriter: Send {
+    /// Writes all of `bytes` at `offset`.
+    fn write_at(&mut self, offset: u64, bytes: Vec<u8>) -> crate::BoxFuture<'_, io::Result<()>>;
+
+    /// Flushes and syncs the written bytes to disk and closes the file.
+    fn sync_and_close(self: Box<Self>) -> crate::BoxFuture<'static, io::Result<()>>;
 }

@@ -14,10 +14,11 @@ mod render;
 mod session;
 pub mod summary;
 pub mod tools;
+mod transfer_tools;
 
 pub use host::{
-    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
-    Restored, WindowInfo,
+    Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing, NotebookHost,
+    NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,

@@ -15,6 +15,44 @@ pub fn notebook_ref(window_id: &str, uri: &str) -> String {
     text
 }
 
+/// Characters kept as they are in `file:` URIs (RFC 3986 unreserved, plus `/`), as VS Code's
+/// `Uri.toString()` keeps them.
+fn keep_in_uri(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
+}
+
+/// The `file:` URI of an absolute path, every other byte percent-encoded.
+pub fn file_uri(path: &std::path::Path) -> String {
+    let text = path.to_string_lossy();
+    let mut uri = String::from("file://");
+    for byte in text.bytes() {
+        if keep_in_uri(byte) {
+            uri.push(byte as char);
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri
+}
+
+/// Decodes `%XX` escapes; `None` for a malformed escape or a result that is not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
 /// What a notebook reference string is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefKind<'a> {

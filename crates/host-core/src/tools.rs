@@ -42,7 +42,8 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
+    /// A success: `value` as structured content and as text.
+    pub fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
         ToolOutput {
             text: value.to_string(),
             structured: Some(value),
@@ -186,6 +187,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
     /// Names and revs of the latest document version seen per notebook.
     derived: Mutex<HashMap<String, Arc<Derived>>>,
+    /// File transfers in progress, and each kernel's transfer budget and quarantine.
+    pub(crate) transfers: crate::transfer_tools::TransferState,
 }
 
 /// What is derived from one version of a document and reused until it changes.
@@ -210,6 +213,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut capabilities = vec![Capability::Documents];
         if host.kernel_manager().is_some() {
             capabilities.push(Capability::Kernels);
+            capabilities.push(Capability::Transfer);
         }
         let runs_code = capabilities.contains(&Capability::Kernels);
         let specs: Vec<ToolSpec> = catalog::all_tools()
@@ -235,6 +239,7 @@ impl<H: NotebookHost> Tools<H> {
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 derived: Mutex::new(HashMap::new()),
+                transfers: Default::default(),
             }),
         }
     }
@@ -307,6 +312,8 @@ impl<H: NotebookHost> Tools<H> {
             "get_execution" => with!(get_execution, context),
             "summarize_cells" => with!(summarize_cells),
             "inspect_variable" => with!(inspect_variable),
+            "upload_file" => with!(upload_file, context),
+            "download_file" => with!(download_file, context),
             other => Err(error(
                 "not_supported",
                 format!("`{other}` is not available on this host"),
@@ -989,8 +996,9 @@ impl<H: NotebookHost> Tools<H> {
         for location in &locations {
             let lock = self.lock_for(&location.uri);
             let _guard = lock.lock().await;
-            let before = self.host.load(location).await?;
-            self.check_unchanged_since_seen(&before)?;
+            // Saving writes the document as it is now, changes by others included, and loses
+            // nothing: unlike an edit it needs no proof that the agent saw the latest version
+            // (in VS Code, outputs the controller writes after a run change the version).
             self.host.save(location).await?;
             let after = self.host.load(location).await?;
             self.saw(&after);

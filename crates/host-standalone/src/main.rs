@@ -43,6 +43,10 @@ enum Command {
         /// JUPYTER_MCP_TOKEN). Never pass a token on the command line: it shows in process lists.
         #[arg(long, conflicts_with = "no_auth")]
         token_file: Option<PathBuf>,
+        /// Where the servers sharing a port keep their private files (the broker secret and the
+        /// shared access token). Default: $XDG_RUNTIME_DIR/jupyter-mcp, else the cache folder.
+        #[arg(long, env = "JUPYTER_MCP_RUNTIME_DIR")]
+        runtime_dir: Option<PathBuf>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
@@ -68,6 +72,7 @@ fn main() -> anyhow::Result<()> {
             no_kernels,
             kernel_idle_ttl,
             token_file,
+            runtime_dir,
             no_auth,
         } => {
             let auth = if no_auth {
@@ -85,11 +90,8 @@ fn main() -> anyhow::Result<()> {
                     file.display()
                 );
                 Auth::Token(token)
-            } else if let Some(token) = std::env::var("JUPYTER_MCP_TOKEN")
-                .ok()
-                .filter(|token| !token.trim().is_empty())
-            {
-                Auth::Token(token.trim().to_owned())
+            } else if let Some(token) = mcp_server::token_from_env() {
+                Auth::Token(token)
             } else {
                 Auth::RandomToken
             };
@@ -107,6 +109,7 @@ fn main() -> anyhow::Result<()> {
                 kernel_idle_ttl: (kernel_idle_ttl > 0)
                     .then(|| std::time::Duration::from_secs(kernel_idle_ttl)),
                 auth,
+                runtime_dir: runtime_dir.unwrap_or_else(broker::secret::default_runtime_dir),
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -20,41 +20,8 @@ pub struct RootedPath {
     pub relative: String,
 }
 
-/// Characters kept as they are in `file:` URIs (RFC 3986 unreserved, plus `/`).
-fn keep_in_uri(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
-}
-
-/// The `file:` URI of an absolute path.
-pub fn file_uri(path: &Path) -> String {
-    let text = path.to_string_lossy();
-    let mut uri = String::from("file://");
-    for byte in text.bytes() {
-        if keep_in_uri(byte) {
-            uri.push(byte as char);
-        } else {
-            uri.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    uri
-}
-
-fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        if bytes[index] == b'%' {
-            let hex = text.get(index + 1..index + 3)?;
-            decoded.push(u8::from_str_radix(hex, 16).ok()?);
-            index += 3;
-        } else {
-            decoded.push(bytes[index]);
-            index += 1;
-        }
-    }
-    String::from_utf8(decoded).ok()
-}
+pub use host_core::refs::file_uri;
+use host_core::refs::percent_decode;
 
 /// Resolves `.` and `..` without touching the filesystem; `None` when `..` climbs above `/`.
 fn normalize(path: &Path) -> Option<PathBuf> {

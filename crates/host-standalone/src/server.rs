@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use host_core::{ToolDispatch, Tools};
+use host_core::{NotebookHost, ToolDispatch, Tools};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use tokio_util::sync::CancellationToken;
 
@@ -32,6 +32,9 @@ pub struct ServeConfig {
     pub kernel_idle_ttl: Option<std::time::Duration>,
     /// How HTTP clients authenticate.
     pub auth: Auth,
+    /// Where the files shared by the servers of one port live (the broker secret, the shared
+    /// access token); see [`broker::secret::default_runtime_dir`].
+    pub runtime_dir: PathBuf,
 }
 
 /// How HTTP clients authenticate.
@@ -45,13 +48,20 @@ pub enum Auth {
     None,
 }
 
-/// A random token: 256 bits from the OS generator, as hex.
-fn random_token() -> String {
-    format!(
-        "{}{}",
-        uuid::Uuid::new_v4().simple(),
-        uuid::Uuid::new_v4().simple()
-    )
+impl ServeConfig {
+    /// The `/mcp` token. The servers sharing a port share a random token through a private file
+    /// in the runtime folder, so that the URL stays the same whichever of them is broker.
+    fn http_token(&self, port: u16) -> anyhow::Result<Option<String>> {
+        Ok(match &self.auth {
+            Auth::RandomToken if port == 0 => Some(mcp_server::random_token()),
+            Auth::RandomToken => Some(
+                broker::secret::TokenFile::shared_access_token(&self.runtime_dir, port)
+                    .read_or_create(mcp_server::random_token)?,
+            ),
+            Auth::Token(token) => Some(token.clone()),
+            Auth::None => None,
+        })
+    }
 }
 
 /// The kernel manager of a standalone server rooted at `root`.
@@ -93,6 +103,18 @@ impl ShutdownSignals {
     }
 }
 
+/// Prints the start line (the URL is its first `http://` word; the tests read it).
+fn announce(root: &std::path::Path, url: &str, role: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout();
+    writeln!(
+        stdout,
+        "jupyter-mcp {} serving {} at {url}{role}",
+        env!("CARGO_PKG_VERSION"),
+        root.display()
+    )?;
+    stdout.flush()
+}
+
 /// Runs the server until a signal (HTTP) or the end of stdin (stdio).
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -111,51 +133,66 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         summarizer: crate::summarizer::AnthropicSummarizer::from_env()
             .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     };
+    let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
-    let handler = McpHandler::new(tools);
     match config.transport {
         Transport::Stdio => {
             tracing::info!(root = %root.display(), "serving MCP over stdio");
             tokio::select! {
-                result = mcp_server::serve_stdio(handler) => result.context("stdio transport failed")?,
+                result = mcp_server::serve_stdio(McpHandler::new(tools)) => result.context("stdio transport failed")?,
                 () = signals.recv() => {}
             }
         }
-        Transport::Http { port } => {
-            let (listener, address) = mcp_server::bind_loopback(port).await.with_context(|| {
-                format!(
-                    "cannot listen on 127.0.0.1:{port}; is another server using it? Pick another \
-                     port with --port, or --port 0 for any free one"
-                )
-            })?;
+        Transport::Http { port: 0 } => {
+            // A private server on a free port: no broker, nobody to share with.
+            let (listener, address) = mcp_server::bind_loopback(0)
+                .await
+                .context("cannot listen on a free port of 127.0.0.1")?;
             let cancel = CancellationToken::new();
-            let token = match &config.auth {
-                Auth::RandomToken => Some(random_token()),
-                Auth::Token(token) => Some(token.clone()),
-                Auth::None => None,
-            };
+            let token = config.http_token(0)?;
             let security = HttpSecurity {
                 token: token.clone(),
             };
-            let app = HttpApp::new(handler, security, None, cancel.clone());
-            // The printed URL carries the token, so pasting it into a client just works.
-            let url = match &token {
-                Some(token) => format!("http://{address}/mcp?token={token}"),
-                None => format!("http://{address}/mcp"),
-            };
-            let mut stdout = std::io::stdout();
-            writeln!(
-                stdout,
-                "jupyter-mcp {} serving {} at {url}",
-                env!("CARGO_PKG_VERSION"),
-                root.display()
-            )?;
-            stdout.flush()?;
+            let app = HttpApp::new(McpHandler::new(tools), security, None, cancel.clone());
+            announce(&root, &mcp_server::mcp_url(address, token.as_deref()), "")?;
             let server = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
             signals.recv().await;
             tracing::info!("shutting down");
             cancel.cancel();
             let _ = server.await;
+        }
+        Transport::Http { port } => {
+            let token = config.http_token(port)?;
+            let (coordinator, joined) = broker::Coordinator::start(broker::CoordinatorConfig {
+                port,
+                window,
+                local: tools,
+                runtime_dir: config.runtime_dir.clone(),
+                security: HttpSecurity {
+                    token: token.clone(),
+                },
+                timings: broker::Timings::default(),
+            })
+            .await?;
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let role = match joined {
+                broker::Joined::Broker { .. } => format!(
+                    " (the broker of port {port}: other jupyter-mcp servers started on this port \
+                     join it and share this URL)"
+                ),
+                broker::Joined::Peer { .. } => format!(
+                    " (joined the jupyter-mcp server already on port {port} as a peer: its \
+                     notebooks are served at this shared URL)"
+                ),
+            };
+            announce(
+                &root,
+                &mcp_server::mcp_url(address, token.as_deref()),
+                &role,
+            )?;
+            signals.recv().await;
+            tracing::info!("shutting down");
+            coordinator.stop().await;
         }
     }
     if let Some(kernels) = kernels {

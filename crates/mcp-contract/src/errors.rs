@@ -144,7 +144,7 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
     ),
     (
         "transfer_failed",
-        "A file transfer failed before its destination was committed; the message names the phase.",
+        "A file transfer failed; the message names the phase, details.committed says whether the destination was committed.",
     ),
     (
         "transfer_uncertain",

@@ -8,7 +8,9 @@ pub mod handler;
 pub mod http;
 
 pub use handler::McpHandler;
-pub use http::{HttpApp, HttpSecurity, bind_loopback, serve};
+pub use http::{
+    HttpApp, HttpSecurity, TOKEN_ENV, bind_loopback, mcp_url, random_token, serve, token_from_env,
+};
 
 /// Serves MCP over stdin/stdout until the client closes the stream.
 pub async fn serve_stdio(handler: McpHandler) -> std::io::Result<()> {

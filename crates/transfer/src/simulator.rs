@@ -283,6 +283,19 @@ struct Run {
     host: SimHost,
     budget: KernelBudget,
     kernel_steps: usize,
+    /// Whether the injected fault struck a temp-file removal (which then leaves the file).
+    fault_hit_cleanup: bool,
+}
+
+/// Whether `action` removes a transfer's temp file (cleanup or the unlink after a link).
+fn removes_temp(action: &Action) -> bool {
+    match action {
+        Action::RemoveHostTemp { .. } => true,
+        Action::ExecuteKernel(step) => {
+            matches!(step.request.operation, KernelOperation::RemoveTemp { .. })
+        }
+        _ => false,
+    }
 }
 
 fn damage(reply: &str, fault: ReplyFault, nonce: &str) -> String {
@@ -342,6 +355,7 @@ fn run(
 ) -> Run {
     let mut kernel_steps = 0;
     let mut host_actions = 0;
+    let mut fault_hit_cleanup = false;
     for action_index in 0.. {
         assert!(action_index < 10_000, "the machine does not terminate");
         let action = machine.next_action(&mut budget);
@@ -355,11 +369,15 @@ fn run(
                 host,
                 budget,
                 kernel_steps,
+                fault_hit_cleanup,
             };
         }
-        if let Fault::Cancel { action } = fault
-            && *action == action_index
+        if let Fault::Cancel {
+            action: cancelled_index,
+        } = fault
+            && *cancelled_index == action_index
         {
+            fault_hit_cleanup = removes_temp(&action);
             machine.handle(Event::Cancelled);
             continue;
         }
@@ -370,6 +388,7 @@ fn run(
                 kernel_steps += 1;
                 match fault {
                     Fault::Kernel { step, failure, ran } if *step == step_index => {
+                        fault_hit_cleanup = removes_temp(&action);
                         if *ran && *failure != KernelFailure::Busy {
                             kernel.execute(&step_request(&action));
                         }
@@ -399,7 +418,10 @@ fn run(
                 let index = host_actions;
                 host_actions += 1;
                 match fault {
-                    Fault::Host { action, kind } if *action == index => Event::HostFailed(*kind),
+                    Fault::Host { action, kind } if *action == index => {
+                        fault_hit_cleanup = removes_temp(host_action);
+                        Event::HostFailed(*kind)
+                    }
                     _ => host.perform(host_action).unwrap_or_else(Event::HostFailed),
                 }
             }
@@ -640,7 +662,7 @@ fn check_outcome(
                 Action::Failed(TransferError::CommittedCleanupUnconfirmed { .. })
             );
             prop_assert!(
-                run.kernel.gone || committed,
+                run.kernel.gone || committed || run.fault_hit_cleanup,
                 "cleanup was skipped: {:?}",
                 run.outcome
             );

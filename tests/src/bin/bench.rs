@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use host_core::{CallContext, Tools};
 use host_standalone::{FileHost, FileHostConfig, StandaloneHost};
+use jupyter_mcp_tests::Client;
 use notebook_model::Notebook;
 use serde_json::{Value, json};
 
@@ -95,7 +96,7 @@ fn large_notebook() -> Value {
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     figure: String,
     baseline: String,
     ratio: String,
@@ -178,7 +179,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
         &format!("Notebook model: a generated 2,000-cell, {size_mb:.1} MB notebook"),
         &[
             Row {
-                name: "open + parse (read file, Notebook::parse)",
+                name: "open + parse (read file, Notebook::parse)".into(),
                 figure: format!("{} ({})", ms(open.median), ms(open.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(open.median, bare.median)),
@@ -186,7 +187,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(ratio(open.median, bare.median) <= 2.0),
             },
             Row {
-                name: "write (byte-exact nbformat text)",
+                name: "write (byte-exact nbformat text)".into(),
                 figure: format!("{} ({})", ms(write.median), ms(write.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(write.median, bare.median)),
@@ -194,7 +195,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "read_notebook outline, warm (in-process tool call)",
+                name: "read_notebook outline, warm (in-process tool call)".into(),
                 figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.3}×", ratio(outline.median, bare.median)),
@@ -202,7 +203,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: Some(outline.median < Duration::from_millis(20)),
             },
             Row {
-                name: "read_notebook outline, cold (first call parses the file)",
+                name: "read_notebook outline, cold (first call parses the file)".into(),
                 figure: ms(cold),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.2}×", ratio(cold, bare.median)),
@@ -210,6 +211,303 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
         ],
+        report,
+    );
+    Ok(())
+}
+
+/// A notebook of `cells` code cells with short sources and outputs.
+fn medium_notebook(cells: usize) -> Value {
+    let cells: Vec<Value> = (0..cells)
+        .map(|index| {
+            json!({
+                "cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
+                "execution_count": index + 1,
+                "source": format!("# Step {index}\nvalue_{index} = compute({index})\nprint(value_{index})"),
+                "outputs": [{"output_type": "stream", "name": "stdout",
+                             "text": format!("{index}\n").repeat(5)}]
+            })
+        })
+        .collect();
+    json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+}
+
+fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
+    let host = FileHost::new(FileHostConfig {
+        root: root.to_path_buf(),
+        snapshot_folder: root.join(".snapshots"),
+    })?;
+    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: None,
+        summarizer: None,
+    }))))
+}
+
+async fn timed_read(client: &Client, arguments: &Value) -> Duration {
+    let start = Instant::now();
+    let call = client.call("read_notebook", arguments.clone()).await;
+    let elapsed = start.elapsed();
+    assert!(!call.is_error(), "{}", call.text());
+    elapsed
+}
+
+/// `read_notebook` through the broker to the peer that owns the notebook, against the same
+/// call served by the owner directly: the same `Tools` instance behind both, real MCP clients
+/// over loopback HTTP, calls interleaved so that both see the same machine.
+async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
+    use host_core::NotebookHost;
+    let broker_root = tempfile::tempdir()?;
+    let owner_root = tempfile::tempdir()?;
+    let runtime = tempfile::tempdir()?;
+    let text = Notebook::from_value(medium_notebook(60))?.to_ipynb_string();
+    std::fs::write(owner_root.path().join("work.ipynb"), &text)?;
+
+    let owner_tools = standalone_tools(owner_root.path())?;
+    let owner_window = owner_tools.host().window();
+    let broker_tools = standalone_tools(broker_root.path())?;
+    let broker_window = broker_tools.host().window();
+
+    // The owner's own server, as `--port 0` runs it.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (listener, address) = mcp_server::bind_loopback(0).await?;
+    let app = mcp_server::HttpApp::new(
+        mcp_server::McpHandler::new(owner_tools.clone()),
+        mcp_server::HttpSecurity::default(),
+        None,
+        cancel.clone(),
+    );
+    tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
+
+    // The broker (an empty root) and the owner as its peer, on one shared port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let coordinator = |window, local| broker::CoordinatorConfig {
+        port,
+        window,
+        local,
+        runtime_dir: runtime.path().to_path_buf(),
+        security: mcp_server::HttpSecurity::default(),
+        timings: broker::Timings::default(),
+    };
+    let (broker, _) = broker::Coordinator::start(coordinator(broker_window, broker_tools)).await?;
+    let (peer, joined) =
+        broker::Coordinator::start(coordinator(owner_window.clone(), owner_tools)).await?;
+    anyhow::ensure!(
+        matches!(joined, broker::Joined::Peer { .. }),
+        "the owner did not join as a peer"
+    );
+
+    let direct = Client::http(&format!("http://{address}/mcp")).await?;
+    let routed = Client::http(&broker.url()).await?;
+    routed.call("list_notebooks", json!({})).await.ok();
+    let notebook_ref = host_core::refs::notebook_ref(
+        &owner_window.id,
+        &host_standalone::paths::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
+    );
+    let arguments = json!({"notebookRef": notebook_ref});
+    let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
+    for round in 0..320 {
+        // Interleaved, alternating which goes first; the first 20 rounds warm both paths up.
+        let (direct_sample, routed_sample) = if round % 2 == 0 {
+            let direct_sample = timed_read(&direct, &arguments).await;
+            (direct_sample, timed_read(&routed, &arguments).await)
+        } else {
+            let routed_sample = timed_read(&routed, &arguments).await;
+            (timed_read(&direct, &arguments).await, routed_sample)
+        };
+        if round >= 20 {
+            direct_samples.push(direct_sample);
+            routed_samples.push(routed_sample);
+        }
+    }
+    let answer_bytes = routed
+        .call("read_notebook", arguments.clone())
+        .await
+        .text()
+        .len();
+    direct.close().await?;
+    routed.close().await?;
+    peer.stop().await;
+    broker.stop().await;
+    cancel.cancel();
+
+    let direct_stats = stats(direct_samples);
+    let routed_stats = stats(routed_samples);
+    let added = |routed: Duration, direct: Duration| routed.saturating_sub(direct);
+    let added_median = added(routed_stats.median, direct_stats.median);
+    let added_p90 = added(routed_stats.p90, direct_stats.p90);
+    let ratio = routed_stats.median.as_secs_f64() / direct_stats.median.as_secs_f64();
+    print_rows(
+        &format!(
+            "Broker: read_notebook (outline of a 60-cell notebook, {:.1} kB answer), 300 calls each",
+            answer_bytes as f64 / 1e3
+        ),
+        &[
+            Row {
+                name: "served by the owner directly (MCP over loopback HTTP)".to_owned(),
+                figure: format!("{} ({})", ms(direct_stats.median), ms(direct_stats.p90)),
+                baseline: "".to_owned(),
+                ratio: "1×".to_owned(),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "through the broker to the owning peer (/mcp, then /peer/invoke)".to_owned(),
+                figure: format!("{} ({})", ms(routed_stats.median), ms(routed_stats.p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: format!("{ratio:.2}×"),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "added by the broker hop, p50 (p90)".to_owned(),
+                figure: format!("{} ({})", ms(added_median), ms(added_p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: "".to_owned(),
+                target: "≤ 1.5 ms at p50",
+                pass: Some(added_median <= Duration::from_micros(1500)),
+            },
+        ],
+        report,
+    );
+    Ok(())
+}
+
+async fn call_tool<H: host_core::NotebookHost>(
+    tools: &Tools<H>,
+    name: &str,
+    arguments: Value,
+) -> anyhow::Result<Value> {
+    let output = tools
+        .call(name, arguments.as_object().cloned(), CallContext::default())
+        .await;
+    anyhow::ensure!(!output.is_error, "{name} failed: {}", output.text);
+    Ok(output.structured.unwrap_or_default())
+}
+
+/// Upload and download throughput through a local ipykernel, against `cp` of the same file.
+async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
+    const SIZE: usize = 32 * 1024 * 1024;
+    const RUNS: usize = 3;
+    let root = jupyter_mcp_tests::example_root();
+    jupyter_mcp_tests::write_code_notebook(root.path(), "bench.ipynb", &["pass"]);
+    let kernel_side = tempfile::tempdir()?;
+    let host = FileHost::new(FileHostConfig {
+        root: root.path().to_path_buf(),
+        snapshot_folder: root.path().join(".snapshots"),
+    })?;
+    let kernels = host_standalone::server::local_kernels(host.root(), None);
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: Some(kernels.clone()),
+        summarizer: None,
+    }));
+    let notebook = json!({"notebookRef": "bench.ipynb"});
+    call_tool(&tools, "configure_kernel", notebook.clone()).await?;
+    let megabytes_per_second = |duration: Duration| SIZE as f64 / 1e6 / duration.as_secs_f64();
+    let mut rows = Vec::new();
+    for (kind, bytes) in [
+        ("random", jupyter_mcp_tests::random_bytes(SIZE, 7)),
+        ("compressible", jupyter_mcp_tests::compressible_bytes(SIZE)),
+    ] {
+        let name = format!("{kind}.bin");
+        let host_file = root.path().join(&name);
+        std::fs::write(&host_file, &bytes)?;
+        let kernel_file = kernel_side.path().join(&name);
+        let copy = measure(RUNS, || {
+            let _ = std::fs::remove_file(&kernel_file);
+            let status = std::process::Command::new("cp")
+                .arg(&host_file)
+                .arg(&kernel_file)
+                .status()
+                .expect("cp runs");
+            assert!(status.success());
+        });
+        let mut uploads = Vec::new();
+        let mut downloads = Vec::new();
+        let mut wire = (0, 0);
+        for _ in 0..RUNS {
+            std::fs::remove_file(&kernel_file).ok();
+            std::fs::remove_file(root.path().join("back.bin")).ok();
+            // 32 MiB each way fills a kernel's 64 MiB budget: every round gets a fresh kernel.
+            call_tool(
+                &tools,
+                "restart_kernels",
+                json!({"notebookRefs": ["bench.ipynb"]}),
+            )
+            .await?;
+            let start = Instant::now();
+            let uploaded = call_tool(
+                &tools,
+                "upload_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": name,
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            uploads.push(start.elapsed());
+            let start = Instant::now();
+            let downloaded = call_tool(
+                &tools,
+                "download_file",
+                json!({"notebookRef": "bench.ipynb", "hostPath": "back.bin",
+                       "kernelPath": kernel_file.to_str().unwrap()}),
+            )
+            .await?;
+            downloads.push(start.elapsed());
+            anyhow::ensure!(uploaded["sha256"] == downloaded["sha256"], "hashes differ");
+            wire = (
+                uploaded["wireBytes"].as_u64().unwrap_or(0),
+                downloaded["wireBytes"].as_u64().unwrap_or(0),
+            );
+        }
+        let baseline = format!(
+            "{:.0} MB/s (`cp`, {})",
+            megabytes_per_second(copy.median),
+            ms(copy.median)
+        );
+        for (direction, samples, wire_bytes) in
+            [("upload", uploads, wire.0), ("download", downloads, wire.1)]
+        {
+            let timing = stats(samples);
+            let rate = megabytes_per_second(timing.median);
+            rows.push((
+                format!(
+                    "{direction} 32 MiB {kind} (wire {:.1} MB)",
+                    wire_bytes as f64 / 1e6
+                ),
+                format!(
+                    "{rate:.1} MB/s ({}; p90 {})",
+                    ms(timing.median),
+                    ms(timing.p90)
+                ),
+                baseline.clone(),
+                format!(
+                    "{:.1}× cp's time",
+                    timing.median.as_secs_f64() / copy.median.as_secs_f64()
+                ),
+                rate >= 50.0,
+            ));
+        }
+    }
+    kernels.shutdown_all().await;
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|(name, figure, baseline, ratio, pass)| Row {
+            name,
+            figure,
+            baseline,
+            ratio,
+            target: "≥ 50 MB/s",
+            pass: Some(pass),
+        })
+        .collect();
+    print_rows(
+        &format!(
+            "File transfer through a local ipykernel (median of {RUNS}, in-process tool calls)"
+        ),
+        &rows,
         report,
     );
     Ok(())
@@ -290,7 +588,7 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
     print_rows(
         &format!("Execution: a trivial cell (`1+1`), {runs} runs each"),
         &[Row {
-            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)",
+            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)".into(),
             figure: format!("{} ({})", ms(through_mcp.median), ms(through_mcp.p90)),
             baseline: format!(
                 "{} ({}) direct ZeroMQ execute round trip",
@@ -423,24 +721,53 @@ async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let quick = std::env::args().any(|argument| argument == "--quick");
+    let arguments: Vec<String> = std::env::args().skip(1).collect();
+    let quick = arguments.iter().any(|argument| argument == "--quick");
+    // `--only <section>` runs one section and prints it without replacing the full report.
+    let only = arguments
+        .iter()
+        .position(|argument| argument == "--only")
+        .and_then(|index| arguments.get(index + 1))
+        .map(String::as_str);
+    let wanted = |section: &str| only.is_none_or(|only| only == section);
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
-    notebook_model_bench(&mut report).await?;
-    execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
-    condensation_bench(&mut report).await?;
-    let side_by_side = peers::run(quick).await?;
-    print!("{}", side_by_side.markdown);
-    report.push_str(&side_by_side.markdown);
-    report.insert_str(
-        report.find('\n').map_or(0, |end| end + 1),
-        &format!(
-            "\n{}\nCaveat: measured on a shared 2-core machine while other builds may run; read the ratios, not the absolute times.\n",
-            report::environment(&jupyter_mcp_tests::python())
-        ),
-    );
-    let chart = chart::draw(&side_by_side.lines, &side_by_side.context)
-        .inspect_err(|error| eprintln!("chart not drawn: {error:#}"))
-        .ok();
-    report::write_results(&report, chart.as_deref(), quick)?;
+    if wanted("notebook") {
+        notebook_model_bench(&mut report).await?;
+    }
+    if wanted("execution") {
+        execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+    }
+    if wanted("condensation") {
+        condensation_bench(&mut report).await?;
+    }
+    if wanted("transfer") {
+        transfer_bench(&mut report).await?;
+    }
+    if wanted("broker") {
+        broker_bench(&mut report).await?;
+    }
+    let side_by_side = if wanted("peers") {
+        let side_by_side = peers::run(quick).await?;
+        print!("{}", side_by_side.markdown);
+        report.push_str(&side_by_side.markdown);
+        Some(side_by_side)
+    } else {
+        None
+    };
+    if only.is_none() {
+        report.insert_str(
+            report.find('\n').map_or(0, |end| end + 1),
+            &format!(
+                "\n{}\nCaveat: measured on a shared 2-core machine while other builds may run; read the ratios, not the absolute times.\n",
+                report::environment(&jupyter_mcp_tests::python())
+            ),
+        );
+        let chart = side_by_side.and_then(|side_by_side| {
+            chart::draw(&side_by_side.lines, &side_by_side.context)
+                .inspect_err(|error| eprintln!("chart not drawn: {error:#}"))
+                .ok()
+        });
+        report::write_results(&report, chart.as_deref(), quick)?;
+    }
     Ok(())
 }

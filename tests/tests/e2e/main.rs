@@ -1,6 +1,8 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
+mod broker;
 mod documents;
 mod execution;
 mod intelligence;
 mod summaries;
+mod transfer;

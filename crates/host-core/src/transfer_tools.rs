@@ -1,0 +1,756 @@
+//! The file transfer tools, `upload_file` and `download_file`: they drive the sans-I/O machines
+//! of the `transfer` crate against the notebook's running kernel and the host's files.
+//!
+//! The machine decides every step; this module only performs them: host file I/O through
+//! [`NotebookHost`], kernel steps on the notebook's live [`KernelHandle`] within the step's
+//! deadline. A step is sent as a silent execute request without history whose cell is the
+//! request's tag line and whose one user expression is the whole request: IPython evaluates
+//! user expressions with a plain `eval` in the user namespace, so the payload skips the cell
+//! pipeline (ipykernel hashes every cell's source in pure Python, IPython tokenises it and keeps
+//! it in `linecache` and in the last execution result), and silence keeps it from being echoed on
+//! IOPub. The request's receipt line still arrives on stdout. It also keeps what the protocol leaves to a host: one
+//! chunk budget per live kernel object (fresh after a restart), one transfer per notebook and
+//! per kernel at a time, a recheck before every kernel step that the original kernel is still
+//! there, on the same epoch and idle, and a quarantine on a kernel whose step outlived its
+//! deadline until that execution settles. A transfer never starts or selects a kernel, and it
+//! runs in its own task, so a client that goes away mid-way cannot leave it without cleanup.
+
+use std::collections::{HashMap, HashSet};
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use kernels::{ExecuteEvent, ExecuteOptions, KernelHandle, KernelStatus, StreamName};
+use mcp_contract::ToolError;
+use mcp_contract::params::TransferParams;
+use mcp_contract::results::TransferResult;
+use serde_json::{Value, json};
+use transfer::{
+    Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
+    KernelOperation, KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine,
+    TransferReceipt, Upload, UploadConfig,
+};
+
+use crate::host::{HostFileReader, HostFileWriter, NotebookHost, NotebookLocation};
+use crate::tools::{CallContext, ImageContent, ProgressSink, Tools, error};
+
+type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
+
+/// How long a kernel step waits for the kernel to report idle before it counts as busy. The
+/// kernel's status follows IOPub, which can trail the reply to our own previous step a little.
+const IDLE_SETTLE: Duration = Duration::from_secs(2);
+
+/// The `user_expressions` key a step's request travels under.
+const STEP_EXPRESSION: &str = "jupyter_mcp_transfer";
+
+/// What transfers leave behind for later calls: who is transferring, and each kernel object's
+/// budget and quarantine. Cheap to clone; clones share the ledger.
+#[derive(Clone, Default)]
+pub(crate) struct TransferState {
+    ledger: Arc<Mutex<Ledger>>,
+}
+
+#[derive(Default)]
+struct Ledger {
+    /// Notebooks with a transfer in progress.
+    notebooks: HashSet<String>,
+    /// Kernel objects, by address (kept alive, so not reused, while a record holds them).
+    kernels: HashMap<usize, KernelRecord>,
+}
+
+struct KernelRecord {
+    kernel: Weak<dyn KernelHandle>,
+    /// The epoch `budget` belongs to.
+    epoch: u64,
+    budget: KernelBudget,
+    transferring: bool,
+    /// Steps of ours that outlived their deadline and are still running in the kernel.
+    unsettled: usize,
+}
+
+fn kernel_address(kernel: &Arc<dyn KernelHandle>) -> usize {
+    Arc::as_ptr(kernel).cast::<()>() as usize
+}
+
+impl TransferState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Claims the notebook and its kernel for one transfer, with the kernel's budget (fresh if
+    /// the kernel restarted since it was last used).
+    fn reserve(
+        &self,
+        notebook: &str,
+        kernel: &Arc<dyn KernelHandle>,
+    ) -> Result<Reservation, ToolError> {
+        let mut ledger = self.lock();
+        ledger
+            .kernels
+            .retain(|_, record| record.kernel.strong_count() > 0);
+        if ledger.notebooks.contains(notebook) {
+            return Err(busy(
+                "another file transfer is in progress on this notebook; wait for it to finish",
+            ));
+        }
+        let address = kernel_address(kernel);
+        let epoch = kernel.epoch();
+        let record = ledger
+            .kernels
+            .entry(address)
+            .or_insert_with(|| KernelRecord {
+                kernel: Arc::downgrade(kernel),
+                epoch,
+                budget: KernelBudget::new(),
+                transferring: false,
+                unsettled: 0,
+            });
+        if record.epoch != epoch {
+            record.epoch = epoch;
+            record.budget.reset();
+        }
+        if record.transferring {
+            return Err(busy(
+                "another file transfer is in progress on this kernel; wait for it to finish",
+            ));
+        }
+        if record.unsettled > 0 {
+            return Err(busy(
+                "a file transfer step outlived its deadline and is still running in this kernel, \
+                 so the kernel is quarantined for transfers until it settles; retry later, or \
+                 interrupt or restart the kernel",
+            ));
+        }
+        record.transferring = true;
+        let budget = record.budget.clone();
+        ledger.notebooks.insert(notebook.to_owned());
+        Ok(Reservation {
+            state: self.clone(),
+            notebook: notebook.to_owned(),
+            kernel: address,
+            budget,
+        })
+    }
+}
+
+fn busy(message: &str) -> ToolError {
+    error("kernel_busy", message)
+}
+
+/// One transfer's claim on its notebook and kernel; released when dropped.
+struct Reservation {
+    state: TransferState,
+    notebook: String,
+    kernel: usize,
+    budget: KernelBudget,
+}
+
+impl Reservation {
+    /// Records the budget after a charge, so charges survive the transfer whatever happens.
+    fn store_budget(&self, budget: &KernelBudget) {
+        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
+            record.budget = budget.clone();
+        }
+    }
+
+    /// Quarantines the kernel until the returned guard drops.
+    fn quarantine(&self) -> Quarantine {
+        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
+            record.unsettled += 1;
+        }
+        Quarantine {
+            state: self.state.clone(),
+            kernel: self.kernel,
+        }
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        let mut ledger = self.state.lock();
+        ledger.notebooks.remove(&self.notebook);
+        if let Some(record) = ledger.kernels.get_mut(&self.kernel) {
+            record.transferring = false;
+        }
+    }
+}
+
+/// Held by the task that waits for a timed-out step to settle.
+struct Quarantine {
+    state: TransferState,
+    kernel: usize,
+}
+
+impl Drop for Quarantine {
+    fn drop(&mut self) {
+        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
+            record.unsettled = record.unsettled.saturating_sub(1);
+        }
+    }
+}
+
+/// A finished transfer's traffic.
+#[derive(Debug, Default, Clone, Copy)]
+struct Traffic {
+    /// Kernel request source sent plus reply text received, over every step.
+    wire_bytes: u64,
+    /// Chunk steps.
+    chunks: u64,
+}
+
+impl<H: NotebookHost> Tools<H> {
+    pub(crate) async fn upload_file(
+        &self,
+        params: TransferParams,
+        context: &CallContext,
+    ) -> ToolResult {
+        self.transfer(Direction::Upload, params, context).await
+    }
+
+    pub(crate) async fn download_file(
+        &self,
+        params: TransferParams,
+        context: &CallContext,
+    ) -> ToolResult {
+        self.transfer(Direction::Download, params, context).await
+    }
+
+    async fn transfer(
+        &self,
+        direction: Direction,
+        params: TransferParams,
+        context: &CallContext,
+    ) -> ToolResult {
+        let location = self.resolve(&params.notebook_ref).await?;
+        KernelPath::parse(&params.kernel_path).map_err(|failure| transfer_error(&failure))?;
+        let host_path = self.host.resolve_host_file(&params.host_path).await?;
+        let (kernel, kernel_key) = self.transfer_kernel(&location)?;
+        let reservation = self.transfers.reserve(&location.uri, &kernel)?;
+        let epoch = kernel.epoch();
+        if let Some(failure) = self
+            .step_blocker(&location, &kernel, &kernel_key, epoch)
+            .await
+        {
+            return Err(match failure {
+                KernelFailure::Busy => busy(
+                    "the kernel is busy (a run or other executions are in progress), so it is \
+                     quarantined for transfers until they settle; wait (get_execution with \
+                     waitMs) and retry",
+                ),
+                _ => error(
+                    "kernel_unavailable",
+                    format!("the notebook's kernel cannot take a transfer: {failure}"),
+                ),
+            });
+        }
+        let nonce = uuid::Uuid::new_v4().to_string();
+        let overwrite = params.overwrite.unwrap_or(false);
+        let max_bytes = params.max_bytes.unwrap_or(transfer::DEFAULT_MAX_BYTES);
+        let mut driver = Driver {
+            tools: self.clone(),
+            location,
+            budget: reservation.budget.clone(),
+            reservation,
+            kernel,
+            kernel_key,
+            epoch,
+            reader: None,
+            writer: None,
+            progress: context.progress.clone(),
+            total: None,
+            moved: 0,
+            traffic: Traffic::default(),
+        };
+        let outcome = match direction {
+            Direction::Upload => {
+                let reader = self.host.open_host_file(&host_path).await?;
+                let config = UploadConfig {
+                    overwrite,
+                    max_bytes,
+                    ..UploadConfig::new(host_path, params.kernel_path.clone(), nonce, reader.size())
+                };
+                let machine = Upload::new(config).map_err(|failure| transfer_error(&failure))?;
+                driver.total = Some(reader.size());
+                driver.reader = Some(reader);
+                tokio::spawn(driver.run(machine)).await
+            }
+            Direction::Download => {
+                let config = DownloadConfig {
+                    overwrite,
+                    max_bytes,
+                    ..DownloadConfig::new(host_path, params.kernel_path.clone(), nonce)
+                };
+                let machine = Download::new(config).map_err(|failure| transfer_error(&failure))?;
+                tokio::spawn(driver.run(machine)).await
+            }
+        };
+        let (outcome, traffic) = outcome.map_err(|join_error| {
+            error(
+                "internal_error",
+                format!("the transfer task failed: {join_error}"),
+            )
+        })?;
+        let receipt = outcome.map_err(|failure| transfer_error(&failure))?;
+        let result = TransferResult {
+            operation: match receipt.direction {
+                Direction::Upload => "upload_file",
+                Direction::Download => "download_file",
+            }
+            .to_owned(),
+            bytes: receipt.bytes,
+            sha256: receipt.sha256,
+            host_path: receipt.host_path,
+            kernel_path: receipt.kernel_path,
+            verified: true,
+            wire_bytes: traffic.wire_bytes,
+            chunks: traffic.chunks,
+        };
+        Ok((
+            serde_json::to_value(result).expect("serialises"),
+            Vec::new(),
+        ))
+    }
+
+    /// The notebook's running Python kernel and its manager key; never starts one.
+    fn transfer_kernel(
+        &self,
+        location: &NotebookLocation,
+    ) -> Result<(Arc<dyn KernelHandle>, PathBuf), ToolError> {
+        let not_running = || {
+            error(
+                "kernel_unavailable",
+                "no kernel runs for this notebook, and a file transfer never starts or selects \
+                 one: start it with configure_kernel or run_cells, then retry",
+            )
+        };
+        let key = self.host.kernel_key(location).ok_or_else(not_running)?;
+        let kernel = self.running_kernel(location).ok_or_else(not_running)?;
+        if kernel.status().borrow().is_dead() {
+            return Err(not_running());
+        }
+        let info = kernel.info();
+        let language = if info.language.is_empty() {
+            kernel.spec().language.clone()
+        } else {
+            info.language
+        };
+        if !language.eq_ignore_ascii_case("python") {
+            return Err(error(
+                "not_supported",
+                format!(
+                    "file transfer runs Python in the kernel, and this notebook's kernel runs \
+                     {language}"
+                ),
+            ));
+        }
+        Ok((kernel, key))
+    }
+
+    /// Why a kernel step may not be sent now, if it may not: the original kernel object must
+    /// still be the notebook's, on the same epoch, alive, and idle with no tracked run or
+    /// pending command on the notebook.
+    async fn step_blocker(
+        &self,
+        location: &NotebookLocation,
+        kernel: &Arc<dyn KernelHandle>,
+        kernel_key: &std::path::Path,
+        epoch: u64,
+    ) -> Option<KernelFailure> {
+        let manager = self.host.kernel_manager()?;
+        match manager.get(kernel_key) {
+            // The slot is being started or stopped right now.
+            None => return Some(KernelFailure::Busy),
+            Some(current) if kernel_address(&current) != kernel_address(kernel) => {
+                return Some(KernelFailure::Restarted);
+            }
+            Some(_) => {}
+        }
+        if kernel.epoch() != epoch {
+            return Some(KernelFailure::Restarted);
+        }
+        {
+            let registry = self.registry.lock().expect("registry lock");
+            if registry.active_run(&location.uri).is_some()
+                || registry.notebook_command_pending(&location.uri)
+            {
+                return Some(KernelFailure::Busy);
+            }
+        }
+        let mut status = kernel.status();
+        let settled = tokio::time::timeout(
+            IDLE_SETTLE,
+            status.wait_for(|status| !matches!(status, KernelStatus::Busy)),
+        )
+        .await;
+        let current = match settled {
+            Ok(Ok(status)) => status.clone(),
+            Ok(Err(_)) => return Some(KernelFailure::Died),
+            Err(_) => return Some(KernelFailure::Busy),
+        };
+        if kernel.epoch() != epoch {
+            return Some(KernelFailure::Restarted);
+        }
+        match current {
+            KernelStatus::Idle => None,
+            KernelStatus::Dead { .. } => Some(KernelFailure::Died),
+            KernelStatus::Restarting => Some(KernelFailure::Restarted),
+            KernelStatus::Starting | KernelStatus::Busy | KernelStatus::Unreachable => {
+                Some(KernelFailure::Busy)
+            }
+        }
+    }
+}
+
+/// Performs one transfer's actions.
+struct Driver<H: NotebookHost> {
+    tools: Tools<H>,
+    location: NotebookLocation,
+    reservation: Reservation,
+    budget: KernelBudget,
+    kernel: Arc<dyn KernelHandle>,
+    kernel_key: PathBuf,
+    epoch: u64,
+    reader: Option<Box<dyn HostFileReader>>,
+    writer: Option<Box<dyn HostFileWriter>>,
+    progress: Option<Arc<dyn ProgressSink>>,
+    /// The bytes to move, when known up front (uploads).
+    total: Option<u64>,
+    /// Chunk bytes moved so far.
+    moved: u64,
+    traffic: Traffic,
+}
+
+impl<H: NotebookHost> Driver<H> {
+    async fn run(
+        mut self,
+        mut machine: impl TransferMachine + Send,
+    ) -> (Result<TransferReceipt, TransferError>, Traffic) {
+        loop {
+            let action = machine.next_action(&mut self.budget);
+            self.reservation.store_budget(&self.budget);
+            let event = match action {
+                Action::Done(receipt) => return (Ok(receipt), self.traffic),
+                Action::Failed(failure) => return (Err(failure), self.traffic),
+                Action::ReadHostChunk { offset, len } => match self.reader.as_mut() {
+                    Some(reader) => match reader.read_at(offset, len).await {
+                        Ok(bytes) => Event::HostChunkRead(bytes),
+                        Err(failure) => Event::HostFailed(failure.kind()),
+                    },
+                    None => Event::HostFailed(ErrorKind::NotFound),
+                },
+                Action::ExecuteKernel(step) => self.execute(step).await,
+                Action::CreateHostTemp { temp_path } => {
+                    match self.tools.host.create_host_file(&temp_path).await {
+                        Ok(writer) => {
+                            self.writer = Some(writer);
+                            Event::HostDone
+                        }
+                        Err(failure) => Event::HostFailed(failure.kind()),
+                    }
+                }
+                Action::WriteHostChunk { offset, bytes, .. } => match self.writer.as_mut() {
+                    Some(writer) => match writer.write_at(offset, bytes).await {
+                        Ok(()) => Event::HostDone,
+                        Err(failure) => Event::HostFailed(failure.kind()),
+                    },
+                    None => Event::HostFailed(ErrorKind::NotFound),
+                },
+                Action::PromoteHostFile {
+                    temp_path,
+                    destination_path,
+                    overwrite,
+                } => {
+                    let synced = match self.writer.take() {
+                        Some(writer) => writer.sync_and_close().await,
+                        None => Err(ErrorKind::NotFound.into()),
+                    };
+                    let promoted = match synced {
+                        Ok(()) => {
+                            self.tools
+                                .host
+                                .promote_host_file(&temp_path, &destination_path, overwrite)
+                                .await
+                        }
+                        Err(failure) => Err(failure),
+                    };
+                    match promoted {
+                        Ok(()) => Event::HostDone,
+                        Err(failure) => Event::HostFailed(failure.kind()),
+                    }
+                }
+                Action::RemoveHostTemp { temp_path } => {
+                    drop(self.writer.take());
+                    match self.tools.host.remove_host_file(&temp_path).await {
+                        Ok(()) => Event::HostDone,
+                        Err(failure) => Event::HostFailed(failure.kind()),
+                    }
+                }
+            };
+            machine.handle(event);
+        }
+    }
+
+    /// Runs one kernel step after rechecking the kernel, within the step's deadline.
+    async fn execute(&mut self, step: KernelStep) -> Event {
+        if let Some(failure) = self
+            .tools
+            .step_blocker(&self.location, &self.kernel, &self.kernel_key, self.epoch)
+            .await
+        {
+            return Event::KernelFailed(failure);
+        }
+        let chunk_bytes = match &step.request.operation {
+            KernelOperation::AppendChunk { chunk, .. } => Some(chunk.raw_len),
+            KernelOperation::ReadChunk { len, .. } => Some(*len),
+            _ => None,
+        };
+        self.traffic.wire_bytes += step.code.len() as u64;
+        // The request's tag line is the cell; the whole request is evaluated as a user
+        // expression, so the payload never passes through IPython's cell machinery (which
+        // hashes, tokenises and caches every cell's source: about 150 ms per 256 KiB chunk).
+        let tag = step.code.lines().next().unwrap_or_default();
+        let mut options = ExecuteOptions::quiet();
+        options
+            .user_expressions
+            .insert(STEP_EXPRESSION.to_owned(), step.code.clone());
+        let deadline = tokio::time::Instant::now() + step.deadline.duration();
+        let started = tokio::time::timeout_at(deadline, self.kernel.execute(tag, options)).await;
+        let mut handle = match started {
+            Err(_) => return Event::KernelFailed(KernelFailure::Timeout),
+            Ok(Err(failure)) => return Event::KernelFailed(execute_failure(&failure)),
+            Ok(Ok(handle)) => handle,
+        };
+        let mut stdout = String::new();
+        let mut exception = None;
+        loop {
+            match tokio::time::timeout_at(deadline, handle.next()).await {
+                Err(_) => {
+                    // The step may still be running: keep listening in the background and keep
+                    // transfers off this kernel until it settles.
+                    let quarantine = self.reservation.quarantine();
+                    tokio::spawn(async move {
+                        while handle.next().await.is_some() {}
+                        drop(quarantine);
+                    });
+                    return Event::KernelFailed(KernelFailure::Timeout);
+                }
+                Ok(None) => return Event::KernelFailed(KernelFailure::Died),
+                Ok(Some(event)) => match event {
+                    ExecuteEvent::Stream {
+                        name: StreamName::Stdout,
+                        text,
+                    } => stdout.push_str(&text),
+                    ExecuteEvent::Error(output) => exception = Some(output.ename),
+                    ExecuteEvent::Reply(reply) => {
+                        if exception.is_none() {
+                            exception = reply.error.map(|output| output.ename);
+                        }
+                        if exception.is_none() {
+                            exception = expression_error(&reply.user_expressions);
+                        }
+                        break;
+                    }
+                    ExecuteEvent::KernelRestarted => {
+                        return Event::KernelFailed(KernelFailure::Restarted);
+                    }
+                    ExecuteEvent::KernelDied { .. }
+                    | ExecuteEvent::KernelShutdown
+                    | ExecuteEvent::ConnectionLost => {
+                        return Event::KernelFailed(KernelFailure::Died);
+                    }
+                    _ => {}
+                },
+            }
+        }
+        self.traffic.wire_bytes += stdout.len() as u64;
+        if let Some(bytes) = chunk_bytes {
+            self.traffic.chunks += 1;
+            self.moved += bytes;
+            if let Some(sink) = &self.progress {
+                sink.report(
+                    self.moved as f64,
+                    self.total.map(|total| total as f64),
+                    Some(format!("{} chunk(s) moved", self.traffic.chunks)),
+                );
+            }
+        }
+        // A receipt says what the step did even if something was raised after it; without one,
+        // a raised exception is the kernel's answer. (An aborted reply gives no receipt, which
+        // the machine judges as unconfirmed.)
+        match exception {
+            Some(ename) if !stdout.contains(RECEIPT_MARKER) => {
+                Event::KernelFailed(KernelFailure::Exception { ename })
+            }
+            _ => Event::KernelReply(stdout),
+        }
+    }
+}
+
+/// The exception class a step's user expression raised, if it raised (an interrupt can land
+/// outside the transfer program's own `except Exception`).
+fn expression_error(user_expressions: &kernels::JsonObject) -> Option<String> {
+    let result = user_expressions.get(STEP_EXPRESSION)?;
+    (result.get("status")? == "error")
+        .then(|| result.get("ename")?.as_str().map(str::to_owned))
+        .flatten()
+}
+
+/// What a failed `execute` call means for the step.
+fn execute_failure(failure: &kernels::Error) -> KernelFailure {
+    match failure {
+        kernels::Error::KernelRestarted => KernelFailure::Restarted,
+        kernels::Error::KernelDied { .. }
+        | kernels::Error::NotRunning
+        | kernels::Error::ConnectionLost => KernelFailure::Died,
+        // The request was not sent.
+        _ => KernelFailure::Busy,
+    }
+}
+
+/// The contract error for a transfer that did not succeed. `details` carry the direction,
+/// the phase, whether the destination was committed and which temporary file may remain.
+fn transfer_error(failure: &TransferError) -> ToolError {
+    let leftover_json = |leftover: Option<&transfer::Leftover>| {
+        leftover.map_or(Value::Null, |leftover| {
+            json!({
+                "side": match leftover.side {
+                    transfer::Side::Kernel => "kernel",
+                    transfer::Side::Host => "host",
+                },
+                "path": leftover.path,
+            })
+        })
+    };
+    let (code, details) = match failure {
+        TransferError::InvalidArgument { .. } => ("invalid_argument", None),
+        TransferError::Failed {
+            direction,
+            phase,
+            cause,
+            leftover,
+        } => {
+            let code = match cause {
+                Cause::TooLarge { .. } => "too_large",
+                Cause::BudgetExhausted { .. } => "transfer_budget",
+                Cause::DestinationExists => "already_exists",
+                _ => "transfer_failed",
+            };
+            let details = json!({
+                "direction": direction.to_string(),
+                "phase": phase.to_string(),
+                "committed": false,
+                "leftover": leftover_json(leftover.as_ref()),
+            });
+            (code, Some(details))
+        }
+        TransferError::Uncertain {
+            direction,
+            leftover,
+            ..
+        } => {
+            let phase = match direction {
+                Direction::Upload => Phase::VerifyAndPromoteDestination,
+                Direction::Download => Phase::PromoteDestination,
+            };
+            let details = json!({
+                "direction": direction.to_string(),
+                "phase": phase.to_string(),
+                "committed": Value::Null,
+                "leftover": leftover_json(leftover.as_ref()),
+            });
+            ("transfer_uncertain", Some(details))
+        }
+        TransferError::CommittedCleanupUnconfirmed { receipt, leftover } => {
+            let details = json!({
+                "direction": receipt.direction.to_string(),
+                "committed": true,
+                "bytes": receipt.bytes,
+                "sha256": receipt.sha256,
+                "leftover": leftover_json(Some(leftover)),
+            });
+            ("transfer_failed", Some(details))
+        }
+    };
+    ToolError {
+        code: code.to_owned(),
+        message: failure.to_string(),
+        details,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transfer_errors_map_to_contract_codes_with_the_phase() {
+        let failed = |cause| TransferError::Failed {
+            direction: Direction::Upload,
+            phase: Phase::TransferChunk,
+            cause,
+            leftover: None,
+        };
+        let cases = [
+            failed(Cause::TooLarge {
+                bytes: 10,
+                max_bytes: 5,
+            }),
+            failed(Cause::BudgetExhausted {
+                needed: 10,
+                remaining: 5,
+                limit: 64,
+            }),
+            failed(Cause::DestinationExists),
+            failed(Cause::KernelException {
+                class_name: "PermissionError".into(),
+            }),
+            failed(Cause::KernelException {
+                class_name: "secret text: /home/x".into(),
+            }),
+            TransferError::Failed {
+                direction: Direction::Upload,
+                phase: Phase::TransferChunk,
+                cause: Cause::Kernel(KernelFailure::Died),
+                leftover: Some(transfer::Leftover {
+                    side: transfer::Side::Kernel,
+                    path: "/k/x.jupyter-mcp-n.part".into(),
+                }),
+            },
+            TransferError::Uncertain {
+                direction: Direction::Download,
+                destination: "/h/x".into(),
+                cause: Cause::Kernel(KernelFailure::Timeout),
+                leftover: None,
+            },
+            TransferError::InvalidArgument {
+                argument: "kernelPath",
+                reason: "it is empty".into(),
+            },
+        ];
+        let rendered: String = cases
+            .iter()
+            .map(|failure| {
+                let tool_error = transfer_error(failure);
+                format!(
+                    "{} | {} | {}\n",
+                    tool_error.code,
+                    tool_error.message,
+                    tool_error.details.unwrap_or(Value::Null)
+                )
+            })
+            .collect();
+        expect_test::expect![[r#"
+            too_large | upload failed before destination commit during transfer chunk: the file has 10 bytes, more than maxBytes (5); raise maxBytes if this is intended | {"committed":false,"direction":"upload","leftover":null,"phase":"transfer chunk"}
+            transfer_budget | upload failed before destination commit during transfer chunk: this kernel may carry only 5 more bytes of its 64-byte chunk-transfer budget, and 10 are needed; restart the kernel to reset the budget, or move the file another way | {"committed":false,"direction":"upload","leftover":null,"phase":"transfer chunk"}
+            already_exists | upload failed before destination commit during transfer chunk: the destination already exists; pass overwrite: true to replace it | {"committed":false,"direction":"upload","leftover":null,"phase":"transfer chunk"}
+            transfer_failed | upload failed before destination commit during transfer chunk: the kernel raised PermissionError | {"committed":false,"direction":"upload","leftover":null,"phase":"transfer chunk"}
+            transfer_failed | upload failed before destination commit during transfer chunk: the kernel raised an exception | {"committed":false,"direction":"upload","leftover":null,"phase":"transfer chunk"}
+            transfer_failed | upload failed before destination commit during transfer chunk: the kernel died or disappeared; the kernel temporary file /k/x.jupyter-mcp-n.part may remain | {"committed":false,"direction":"upload","leftover":{"path":"/k/x.jupyter-mcp-n.part","side":"kernel"},"phase":"transfer chunk"}
+            transfer_uncertain | download outcome is uncertain: promotion of /h/x was requested but not confirmed (the kernel did not answer before the deadline); check the destination before retrying | {"committed":null,"direction":"download","leftover":null,"phase":"promote destination"}
+            invalid_argument | invalid kernelPath: it is empty | null
+        "#]].assert_eq(&rendered);
+    }
+}

@@ -1,0 +1,206 @@
+//! What the extension serves: the tools of one window (with VS Code's save-before-execute rule in
+//! front of them), over HTTP or stdio, and the entry the extension's own notebook controller uses
+//! to run cells on the same kernels and run records as MCP clients.
+//!
+//! The broker (several windows on one port) is not here yet: a window serves its own tools on
+//! the configured port. [`VsCodeDispatch`] is a [`ToolDispatch`], which is the seam a broker
+//! joins: it serves a `dyn ToolDispatch` per window.
+
+use std::sync::Arc;
+
+use host_core::{BoxFuture, CallContext, NotebookHost, ToolDispatch, ToolOutput, Tools};
+use mcp_contract::catalog::ToolSpec;
+use mcp_server::{HttpApp, HttpSecurity, McpHandler};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::host::VsCodeHost;
+
+/// How a window serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DispatchConfig {
+    /// Save a dirty, file-backed notebook before edits, moves and runs (the reference's
+    /// `saveBeforeExecute`), so that what runs and what changes is also on disk.
+    pub save_before_execute: bool,
+}
+
+/// The tools of one VS Code window.
+#[derive(Clone)]
+pub struct VsCodeDispatch {
+    tools: Tools<VsCodeHost>,
+    config: DispatchConfig,
+}
+
+impl VsCodeDispatch {
+    pub fn new(host: VsCodeHost, config: DispatchConfig) -> VsCodeDispatch {
+        VsCodeDispatch {
+            tools: Tools::new(Arc::new(host)),
+            config,
+        }
+    }
+
+    pub fn tools(&self) -> &Tools<VsCodeHost> {
+        &self.tools
+    }
+
+    /// Runs one tool call, saving the notebook it executes or changes first when configured.
+    pub async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> ToolOutput {
+        if self.config.save_before_execute
+            && matches!(name, "run_cells" | "edit_cells" | "move_cells")
+            && let Some(reference) = arguments
+                .as_ref()
+                .and_then(|arguments| arguments.get("notebookRef"))
+                .and_then(Value::as_str)
+        {
+            self.save_if_dirty(reference).await;
+        }
+        self.tools.call(name, arguments, context).await
+    }
+
+    async fn save_if_dirty(&self, reference: &str) {
+        let Ok(location) = self.tools.resolve(reference).await else {
+            return;
+        };
+        let host = self.tools.host();
+        if let Ok(Some(snapshot)) = host.shell().read(location.uri.clone()).await
+            && snapshot.is_dirty
+            && !snapshot.is_untitled
+            && let Err(failure) = host.save(&location).await
+        {
+            tracing::warn!(%failure, uri = %location.uri, "saving before execution failed");
+        }
+    }
+
+    /// Runs cells of a notebook for the extension's notebook controller (the user pressed Run):
+    /// a tracked run of exactly these cells, waited for to its end.
+    pub async fn run_cells_for_controller(&self, uri: &str, cells: &[u32]) -> ToolOutput {
+        let arguments = json!({
+            "notebookRef": uri,
+            "cellIds": cells,
+            "freshDeps": false,
+            "waitMs": 365u64 * 24 * 3600 * 1000,
+            "includeOutputs": false,
+        });
+        self.call(
+            "run_cells",
+            arguments.as_object().cloned(),
+            CallContext::default(),
+        )
+        .await
+    }
+
+    /// Interrupts the notebook's kernel for the controller.
+    pub async fn interrupt_for_controller(&self, uri: &str) -> ToolOutput {
+        let arguments = json!({ "notebookRefs": [uri] });
+        self.call(
+            "interrupt_kernels",
+            arguments.as_object().cloned(),
+            CallContext::default(),
+        )
+        .await
+    }
+
+    /// Stops every kernel (the extension is deactivating).
+    pub async fn shutdown_kernels(&self) {
+        if let Some(kernels) = self.tools.host().kernel_manager() {
+            kernels.shutdown_all().await;
+        }
+    }
+}
+
+impl ToolDispatch for VsCodeDispatch {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.specs().to_vec()
+    }
+
+    fn dispatch(
+        &self,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move { self.call(&name, arguments, context).await })
+    }
+}
+
+/// How clients reach a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP on `127.0.0.1:port` (`0`: any free port).
+    Http { port: u16 },
+    /// MCP over the extension host's stdin/stdout.
+    Stdio,
+}
+
+/// A running server of one window.
+pub struct RunningServer {
+    dispatch: VsCodeDispatch,
+    url: Option<String>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningServer {
+    /// Starts serving `dispatch`. Fails when the port cannot be bound.
+    pub async fn start(
+        dispatch: VsCodeDispatch,
+        transport: Transport,
+    ) -> std::io::Result<RunningServer> {
+        let cancel = CancellationToken::new();
+        let handler = McpHandler::new(Arc::new(dispatch.clone()) as Arc<dyn ToolDispatch>);
+        let (url, task) = match transport {
+            Transport::Http { port } => {
+                let (listener, address) = mcp_server::bind_loopback(port).await?;
+                // As the standalone server: a token on by default, from JUPYTER_MCP_TOKEN or
+                // random; the URL the status item copies carries it.
+                let token = mcp_server::token_from_env().unwrap_or_else(mcp_server::random_token);
+                let url = mcp_server::mcp_url(address, Some(&token));
+                let security = HttpSecurity { token: Some(token) };
+                let app = HttpApp::new(handler, security, None, cancel.clone());
+                let task = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
+                (Some(url), task)
+            }
+            Transport::Stdio => {
+                let stopped = cancel.clone();
+                let task = tokio::spawn(async move {
+                    tokio::select! {
+                        result = mcp_server::serve_stdio(handler) => {
+                            if let Err(failure) = result {
+                                tracing::warn!(%failure, "the stdio transport stopped");
+                            }
+                        }
+                        () = stopped.cancelled() => {}
+                    }
+                });
+                (None, task)
+            }
+        };
+        Ok(RunningServer {
+            dispatch,
+            url,
+            cancel,
+            task,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT/mcp?token=TOKEN`, for HTTP.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    pub fn dispatch(&self) -> &VsCodeDispatch {
+        &self.dispatch
+    }
+
+    /// Stops serving and stops the window's kernels.
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.task.await;
+        self.dispatch.shutdown_kernels().await;
+    }
+}

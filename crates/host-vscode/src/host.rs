@@ -1,0 +1,361 @@
+//! [`VsCodeHost`]: `NotebookHost` over the live documents of one VS Code window.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_core::{
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
+    WindowInfo,
+};
+use notebook_model::Notebook;
+
+use crate::convert;
+use crate::plan;
+use crate::shell::{Shell, ShellError, Snapshot};
+use crate::uri;
+
+/// The window a host serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Made fresh for each activation of the extension.
+    pub window_id: String,
+    /// The workspace folder names joined with `, `, or `Empty window`.
+    pub window_label: String,
+    /// The workspace folders, first one first: relative notebook paths and new notebooks go
+    /// to the first; none means new notebooks are untitled documents.
+    pub workspace_folders: Vec<PathBuf>,
+}
+
+/// The notebooks of one VS Code window.
+pub struct VsCodeHost {
+    shell: Arc<dyn Shell>,
+    config: HostConfig,
+    kernels: Option<Arc<kernels::KernelManager>>,
+}
+
+impl VsCodeHost {
+    pub fn new(
+        shell: Arc<dyn Shell>,
+        config: HostConfig,
+        kernels: Option<Arc<kernels::KernelManager>>,
+    ) -> VsCodeHost {
+        VsCodeHost {
+            shell,
+            config,
+            kernels,
+        }
+    }
+
+    pub fn shell(&self) -> &Arc<dyn Shell> {
+        &self.shell
+    }
+
+    fn first_folder(&self) -> Option<&Path> {
+        self.config.workspace_folders.first().map(PathBuf::as_path)
+    }
+
+    /// The location of a canonical URI: with a path relative to the first folder (or the name
+    /// of an untitled notebook) when there is one.
+    fn location(&self, canonical_uri: String) -> NotebookLocation {
+        let path = if let Some(untitled) = canonical_uri.strip_prefix("untitled:") {
+            Some(untitled.to_owned())
+        } else {
+            uri::file_path(&canonical_uri).and_then(|path| {
+                let folder = self.first_folder()?;
+                let relative = path.strip_prefix(folder).ok()?;
+                Some(relative.to_string_lossy().into_owned())
+            })
+        };
+        NotebookLocation {
+            uri: canonical_uri,
+            path,
+        }
+    }
+
+    fn document(&self, location: &NotebookLocation, snapshot: &Snapshot) -> Arc<Document> {
+        Arc::new(Document {
+            location: location.clone(),
+            notebook: convert::notebook_from_snapshot(snapshot),
+            version: snapshot.version,
+        })
+    }
+
+    async fn snapshot(&self, location: &NotebookLocation) -> Result<Snapshot, HostError> {
+        match self.shell.read(location.uri.clone()).await {
+            Ok(Some(snapshot)) => Ok(snapshot),
+            Ok(None) => Err(not_open(location)),
+            Err(failure) => Err(host_error(location, "read", failure)),
+        }
+    }
+}
+
+fn not_open(location: &NotebookLocation) -> HostError {
+    HostError::NotFound {
+        reference: format!(
+            "{} (it is not open in this window; open it with open_notebooks)",
+            location.uri
+        ),
+    }
+}
+
+fn host_error(location: &NotebookLocation, action: &'static str, failure: ShellError) -> HostError {
+    let path = location
+        .path
+        .clone()
+        .unwrap_or_else(|| location.uri.clone());
+    match failure {
+        ShellError::NotFound { .. } => HostError::NotFound {
+            reference: location.uri.clone(),
+        },
+        ShellError::Stale { .. } => HostError::ChangedOnDisk { path },
+        ShellError::AlreadyExists { .. } => HostError::AlreadyExists { path },
+        ShellError::Failed { reason } => HostError::Io {
+            action,
+            path,
+            reason,
+        },
+    }
+}
+
+impl NotebookHost for VsCodeHost {
+    fn window(&self) -> WindowInfo {
+        WindowInfo {
+            id: self.config.window_id.clone(),
+            label: self.config.window_label.clone(),
+        }
+    }
+
+    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
+        self.kernels.clone()
+    }
+
+    fn kernel_key(&self, location: &NotebookLocation) -> Option<PathBuf> {
+        if let Some(path) = uri::file_path(&location.uri) {
+            return Some(path);
+        }
+        // An untitled notebook's kernel runs in the first folder, else the home folder.
+        let name = location
+            .uri
+            .rsplit([':', '/'])
+            .next()
+            .unwrap_or("untitled.ipynb");
+        let folder = self
+            .first_folder()
+            .map(Path::to_path_buf)
+            .or_else(std::env::home_dir)
+            .unwrap_or_else(std::env::temp_dir);
+        Some(folder.join(name))
+    }
+
+    fn kernel_root(&self) -> Option<PathBuf> {
+        self.first_folder().map(Path::to_path_buf)
+    }
+
+    async fn list(&self) -> Result<Listing, HostError> {
+        let uris = self.shell.list().await.map_err(|failure| HostError::Io {
+            action: "list",
+            path: "the open notebooks".to_owned(),
+            reason: failure.to_string(),
+        })?;
+        let mut notebooks: Vec<NotebookLocation> = uris
+            .iter()
+            .map(|listed| self.location(uri::canonical(listed)))
+            .collect();
+        notebooks.sort_by(|left, right| left.uri.cmp(&right.uri));
+        notebooks.dedup();
+        Ok(Listing {
+            notebooks,
+            unreadable: Vec::new(),
+        })
+    }
+
+    async fn locate(&self, reference: &str) -> Result<NotebookLocation, HostError> {
+        let reference = reference.trim();
+        if uri::has_scheme(reference) {
+            let canonical = uri::canonical(reference);
+            if canonical.starts_with("file:") && uri::file_path(&canonical).is_none() {
+                return Err(HostError::NotANotebook {
+                    reference: reference.to_owned(),
+                });
+            }
+            return Ok(self.location(canonical));
+        }
+        if !reference.ends_with(".ipynb") {
+            return Err(HostError::NotANotebook {
+                reference: reference.to_owned(),
+            });
+        }
+        let path = Path::new(reference);
+        if path.is_absolute() {
+            return Ok(self.location(uri::file_uri(path)));
+        }
+        match self.first_folder() {
+            Some(folder) => {
+                if path
+                    .components()
+                    .any(|component| matches!(component, std::path::Component::ParentDir))
+                {
+                    return Err(HostError::OutsideRoot {
+                        reference: reference.to_owned(),
+                        root: folder.display().to_string(),
+                    });
+                }
+                Ok(self.location(uri::file_uri(&folder.join(path))))
+            }
+            // Without a folder, a new notebook is an untitled document of that name.
+            None => Ok(self.location(format!("untitled:{reference}"))),
+        }
+    }
+
+    async fn open(
+        &self,
+        location: &NotebookLocation,
+    ) -> Result<(OpenStatus, Arc<Document>), HostError> {
+        let (already_open, snapshot) = self
+            .shell
+            .open(location.uri.clone())
+            .await
+            .map_err(|failure| host_error(location, "open", failure))?;
+        let status = if already_open {
+            OpenStatus::AlreadyOpen
+        } else {
+            OpenStatus::Opened
+        };
+        Ok((status, self.document(location, &snapshot)))
+    }
+
+    async fn load(&self, location: &NotebookLocation) -> Result<Arc<Document>, HostError> {
+        let snapshot = self.snapshot(location).await?;
+        Ok(self.document(location, &snapshot))
+    }
+
+    async fn commit(
+        &self,
+        location: &NotebookLocation,
+        base_version: u64,
+        commit: Commit,
+    ) -> Result<Arc<Document>, HostError> {
+        let base = self.snapshot(location).await?;
+        if base.version != base_version {
+            return Err(HostError::ChangedOnDisk {
+                path: location
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| location.uri.clone()),
+            });
+        }
+        let base_notebook = convert::notebook_from_snapshot(&base);
+        let edit_plan = plan::plan(&base, &base_notebook, &commit.changes);
+        if edit_plan.is_empty() {
+            return Ok(self.document(location, &base));
+        }
+        let applied = self
+            .shell
+            .apply(location.uri.clone(), base_version, edit_plan)
+            .await
+            .map_err(|failure| host_error(location, "edit", failure))?;
+        Ok(self.document(location, &applied))
+    }
+
+    async fn create(
+        &self,
+        location: &NotebookLocation,
+        notebook: Notebook,
+    ) -> Result<Arc<Document>, HostError> {
+        if let Some(path) = uri::file_path(&location.uri)
+            && path.exists()
+        {
+            return Err(HostError::AlreadyExists {
+                path: location
+                    .path
+                    .clone()
+                    .unwrap_or_else(|| location.uri.clone()),
+            });
+        }
+        let created = self
+            .shell
+            .create(location.uri.clone(), convert::new_notebook(&notebook))
+            .await
+            .map_err(|failure| host_error(location, "create", failure))?;
+        Ok(self.document(location, &created))
+    }
+
+    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
+        if location.uri.starts_with("untitled:") {
+            return Err(HostError::NotSupported {
+                what: format!(
+                    "saving the untitled notebook {} (it has no file yet: save it in VS Code \
+                     with Save As)",
+                    location.uri
+                ),
+            });
+        }
+        self.shell
+            .save(location.uri.clone())
+            .await
+            .map_err(|failure| host_error(location, "save", failure))
+    }
+
+    async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
+        let _ = location;
+        Err(HostError::NotSupported {
+            what: "undo_last in VS Code (every change is on the editor's undo stack: use Undo \
+                   in the notebook editor)"
+                .to_owned(),
+        })
+    }
+
+    async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {
+        let Some(folder) = self.first_folder().map(Path::to_path_buf) else {
+            return Err(HostError::NotSupported {
+                what: "writing a file without an open workspace folder".to_owned(),
+            });
+        };
+        let relative = Path::new(path);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|component| matches!(component, std::path::Component::ParentDir))
+        {
+            return Err(HostError::OutsideRoot {
+                reference: path.to_owned(),
+                root: folder.display().to_string(),
+            });
+        }
+        let target = folder.join(relative);
+        let written = tokio::task::spawn_blocking({
+            let target = target.clone();
+            move || -> std::io::Result<()> {
+                use std::io::Write;
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                let mut file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&target)?;
+                file.write_all(&contents)?;
+                file.sync_all()
+            }
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => Ok(uri::file_uri(&target)),
+            Ok(Err(failure)) if failure.kind() == std::io::ErrorKind::AlreadyExists => {
+                Err(HostError::AlreadyExists {
+                    path: path.to_owned(),
+                })
+            }
+            Ok(Err(failure)) => Err(HostError::Io {
+                action: "write",
+                path: path.to_owned(),
+                reason: failure.kind().to_string(),
+            }),
+            Err(_) => Err(HostError::Io {
+                action: "write",
+                path: path.to_owned(),
+                reason: "the writer stopped".to_owned(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The VS Code host of jupyter-mcp, without VS Code and without Node.
+//!
+//! Layer 3 (host). The notebooks are the live `NotebookDocument`s of one VS Code window,
+//! unsaved changes included; a [`Shell`] (the TypeScript extension, through `host-napi`) reads
+//! and changes them with VS Code's notebook API. This crate maps VS Code's notebook data
+//! (cells, the ipynb extension's metadata layout, output items, execution summaries) to and from
+//! nbformat ([`convert`]), turns a batch of [`notebook_model::DocChange`]s into one edit plan
+//! against the live document ([`plan`]), and implements [`host_core::NotebookHost`] on top
+//! ([`VsCodeHost`]). Code runs on the same local kernels as the standalone host.
+//!
+//! It knows nothing about napi or JavaScript (the shell is a trait), holds no tool logic
+//! (that is `host-core`), and never writes a notebook file behind a live document: every change
+//! goes through the shell as an edit of the open document.
+#![forbid(unsafe_code)]
+
+pub mod convert;
+mod dispatch;
+mod host;
+pub mod plan;
+pub mod shell;
+pub mod uri;
+
+pub use dispatch::{DispatchConfig, RunningServer, Transport, VsCodeDispatch};
+pub use host::{HostConfig, VsCodeHost};
+pub use host_core::{CallContext, ToolOutput};
+pub use shell::{
+    CellData, CellSnapshot, ExecutionSummary, NewNotebook, OutputData, OutputItem, Shell,
+    ShellError, Snapshot,
+};
+
+/// Local Jupyter kernels for a window, discovered from its first folder (a project `.venv`)
+/// and the Jupyter paths, as the standalone host finds them.
+pub fn local_kernels(
+    first_folder: Option<std::path::PathBuf>,
+    idle_ttl: Option<std::time::Duration>,
+) -> std::sync::Arc<kernels::KernelManager> {
+    let provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(first_folder),
+        kernels::LaunchConfig::default(),
+    );
+    std::sync::Arc::new(kernels::KernelManager::new(
+        std::sync::Arc::new(provider),
+        kernels::ManagerConfig { idle_ttl },
+    ))
+}
+
+/// A random UUID (v4), for the window id made at each activation.
+pub fn random_uuid() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

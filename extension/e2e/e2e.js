@@ -1,0 +1,131 @@
+// The end-to-end check of `cargo xtask e2e-vscode`: a real MCP client against the extension
+// running in a real extension host (code-server with a headless Chromium connected).
+// Usage: node e2e/e2e.js MCP_URL WORKSPACE_FOLDER
+'use strict';
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const path = require('path');
+const { pathToFileURL } = require('url');
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+
+const [url, folder] = process.argv.slice(2);
+const file = path.join(folder, 'analysis.ipynb');
+const uri = pathToFileURL(file).toString();
+let passed = 0;
+let failed = 0;
+
+async function step(name, body) {
+  const started = Date.now();
+  try {
+    await body();
+    passed += 1;
+    console.log(`ok ${passed + failed} - ${name} (${Date.now() - started} ms)`);
+  } catch (error) {
+    failed += 1;
+    console.log(`not ok ${passed + failed} - ${name}\n  ${String(error && error.stack ? error.stack : error).split('\n').join('\n  ')}`);
+    throw error;
+  }
+}
+
+async function main() {
+  await step('a request without the token is refused with 401', async () => {
+    const bare = new URL(url);
+    assert.ok(bare.searchParams.get('token'), 'the URL carries the token');
+    bare.search = '';
+    const response = await fetch(bare, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    assert.equal(response.status, 401);
+  });
+  const client = new Client({ name: 'e2e-vscode', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  const call = async (name, args) => {
+    const result = await client.callTool({ name, arguments: args });
+    const body = JSON.parse(result.content[0].text);
+    assert.ok(!result.isError, `${name} failed: ${JSON.stringify(body)}`);
+    return body;
+  };
+  let ref;
+  let rev;
+  await step('list_notebooks lists this window', async () => {
+    const listing = await call('list_notebooks', {});
+    assert.equal(listing.windows.length, 1);
+    assert.equal(listing.windows[0].windowLabel, path.basename(folder));
+  });
+  await step('open_notebooks opens the file in the editor', async () => {
+    const opened = await call('open_notebooks', { uris: [uri] });
+    assert.equal(opened.notebooks[0].cellCount, 2);
+    const listing = await call('list_notebooks', {});
+    const entry = listing.windows[0].notebooks.find((notebook) => notebook.path === 'analysis.ipynb');
+    assert.ok(entry, JSON.stringify(listing));
+    ref = entry.notebookRef;
+  });
+  await step('read_notebook reads the live document', async () => {
+    const read = await call('read_notebook', { notebookRef: ref, view: 'all' });
+    assert.deepEqual(read.cells.map((cell) => cell.cell_id), ['intro', 'load']);
+    assert.equal(read.cells[1].source, 'x = 40\nprint(x + 2)');
+    rev = read.cells[1].rev;
+  });
+  await step('edit_cells with expectedRev changes the live document, not the file', async () => {
+    const edited = await call('edit_cells', {
+      notebookRef: ref,
+      edits: [
+        { editType: 'replace', cellId: 'load', expectedRev: rev, oldText: 'print(x + 2)', newCode: 'print(x + 2)  # 🐍' },
+        { editType: 'insert', cellId: 'BOTTOM', newCode: 'y = x * 2\ny' },
+      ],
+    });
+    assert.equal(edited.cellCount, 3);
+    const read = await call('read_notebook', { notebookRef: ref, view: 'source' });
+    assert.equal(read.cells[1].source, 'x = 40\nprint(x + 2)  # 🐍');
+    assert.equal(read.cells[2].source, 'y = x * 2\ny');
+    const onDisk = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(onDisk.cells.length, 2, 'nothing is written behind the editor');
+    const stale = await client.callTool({
+      name: 'edit_cells',
+      arguments: { notebookRef: ref, edits: [{ editType: 'edit', cellId: 'load', expectedRev: rev, newCode: 'no' }] },
+    });
+    assert.equal(stale.isError, true, 'an old rev is refused');
+  });
+  await step('save_notebooks writes the file', async () => {
+    await call('save_notebooks', { notebookRefs: [ref] });
+    const onDisk = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(onDisk.cells.length, 3);
+    assert.equal(onDisk.cells[1].id, 'load');
+    assert.deepEqual(onDisk.cells[1].metadata.tags, ['keep']);
+    assert.equal(onDisk.cells[1].source.join(''), 'x = 40\nprint(x + 2)  # 🐍');
+  });
+  await step('run_cells runs through the local kernel controller and the output is read back', async () => {
+    const receipt = await call('run_cells', { notebookRef: ref, cellIds: ['load', 2], waitMs: 120000 });
+    assert.equal(receipt.status, 'completed', JSON.stringify(receipt));
+    const read = await call('read_notebook', { notebookRef: ref, view: 'outputs' });
+    assert.ok(read.cells[1].outputs.includes('42'), JSON.stringify(read.cells[1]));
+    assert.ok(read.cells[2].outputs.includes('80'), JSON.stringify(read.cells[2]));
+    assert.equal(read.cells[1].executionState ?? 'success', 'success');
+  });
+  await step('the outputs reach the file on save', async () => {
+    await call('save_notebooks', { notebookRefs: [ref] });
+    const onDisk = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const load = onDisk.cells[1];
+    assert.equal(load.outputs[0].output_type, 'stream');
+    assert.equal([].concat(load.outputs[0].text).join(''), '42\n');
+    assert.equal(load.execution_count, 1);
+    assert.equal(onDisk.cells[2].outputs[0].output_type, 'execute_result');
+  });
+  await client.close();
+}
+
+main()
+  .catch((error) => {
+    if (failed === 0) {
+      failed += 1;
+      console.log(`not ok - ${error && error.stack ? error.stack : error}`);
+    }
+  })
+  .finally(() => {
+    console.log(`${passed} passed, ${failed} failed`);
+    // An aborted session may leave connections open: exit now rather than wait for them.
+    process.exit(failed === 0 ? 0 : 1);
+  });

@@ -1,0 +1,306 @@
+// Unit tests of the TypeScript shell against a STAND-IN of the `vscode` module (VS Code itself
+// cannot run here; see vscode-stand-in.js), driving the real native module (crates/host-napi)
+// through a real MCP client (the official TypeScript SDK over Streamable HTTP), with real
+// .ipynb files and a real ipykernel.
+'use strict';
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const standIn = require('./vscode-stand-in');
+standIn.install();
+const { vscode, state } = standIn;
+
+const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+
+const repository = path.resolve(__dirname, '..', '..');
+const extension = require('../out/extension.js');
+
+/** A workspace folder with one notebook and the test Python environment as its `.venv`. */
+function workspace() {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-ext-'));
+  const venv = process.env.JUPYTER_MCP_TEST_VENV ?? path.join(repository, '.venv');
+  if (fs.existsSync(venv)) fs.symlinkSync(venv, path.join(folder, '.venv'));
+  const notebook = {
+    cells: [
+      { cell_type: 'markdown', id: 'intro', metadata: {}, source: ['# Title ünï 🐍\n', 'text'] },
+      { cell_type: 'code', id: 'load', metadata: { tags: ['keep'] }, execution_count: null, outputs: [], source: ['x = 40\n', 'print(x + 2)'] },
+      { cell_type: 'code', id: 'show', metadata: {}, execution_count: 3, outputs: [{ output_type: 'stream', name: 'stdout', text: ['old\n'] }], source: ['x'] },
+    ],
+    metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' }, language_info: { name: 'python' } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+  const file = path.join(folder, 'analysis.ipynb');
+  fs.writeFileSync(file, JSON.stringify(notebook, null, 1) + '\n');
+  return { folder, file, uri: vscode.Uri.file(file).toString() };
+}
+
+function context() {
+  return { subscriptions: [], extension: { id: 'jupyter-mcp.jupyter-mcp' } };
+}
+
+async function activate(options = {}) {
+  standIn.reset({ folders: options.folders ?? [], settings: { 'jupyterMcp.port': 0, ...(options.settings ?? {}) } });
+  const api = await extension.activate(context());
+  await api.ready();
+  return api;
+}
+
+async function connect(url) {
+  const client = new Client({ name: 'stand-in-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+async function call(client, name, args) {
+  const result = await client.callTool({ name, arguments: args });
+  const body = JSON.parse(result.content[0].text);
+  return { isError: Boolean(result.isError), body };
+}
+
+async function ok(client, name, args) {
+  const { isError, body } = await call(client, name, args);
+  assert.equal(isError, false, `${name} failed: ${JSON.stringify(body)}`);
+  return body;
+}
+
+test('stand-in vscode: activation serves MCP and shows the status item with the URL', async () => {
+  const api = await activate();
+  try {
+    assert.match(api.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp\?token=[0-9a-f]{64}$/);
+    const item = state.statusItems[0];
+    assert.equal(item.text, '$(notebook) MCP');
+    assert.equal(item.visible, true);
+    assert.ok(item.tooltip.includes(api.url));
+    await vscode.commands.executeCommand('jupyterMcp.copyUrl');
+    assert.equal(state.clipboard, api.url);
+    assert.ok(state.outputLines.some((line) => line.startsWith('[jupyter-mcp] serving MCP at')));
+    const client = await connect(api.url);
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    for (const name of ['list_notebooks', 'read_notebook', 'edit_cells', 'save_notebooks', 'run_cells', 'create_notebook']) {
+      assert.ok(names.includes(name), name);
+    }
+    await client.close();
+    const bare = new URL(api.url);
+    bare.search = '';
+    const refused = await fetch(bare, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+    });
+    assert.equal(refused.status, 401, 'the URL without its token is refused');
+  } finally {
+    await extension.deactivate();
+  }
+  assert.equal(state.statusItems[0].visible, false, 'the item hides when the server stops');
+});
+
+test('stand-in vscode: disabling the server stops it; changing a setting restarts it', async () => {
+  const api = await activate();
+  try {
+    const first = api.url;
+    state.settings['jupyterMcp.enabled'] = false;
+    standIn.onDidChangeConfiguration.fire({ affectsConfiguration: (section) => section === 'jupyterMcp' });
+    await api.ready();
+    assert.equal(api.url, undefined);
+    state.settings['jupyterMcp.enabled'] = true;
+    standIn.onDidChangeConfiguration.fire({ affectsConfiguration: (section) => section === 'jupyterMcp' });
+    await api.ready();
+    assert.match(api.url, /^http:/);
+    assert.notEqual(api.url, undefined, first);
+  } finally {
+    await extension.deactivate();
+  }
+});
+
+test('stand-in vscode: open, read and edit the live document with expectedRev, then save it', async () => {
+  const { folder, file, uri } = workspace();
+  const api = await activate({ folders: [folder] });
+  const client = await connect(api.url);
+  try {
+    const opened = await ok(client, 'open_notebooks', { uris: [uri] });
+    assert.equal(opened.notebooks[0].status, 'opened');
+    const listing = await ok(client, 'list_notebooks', {});
+    const window = listing.windows[0];
+    assert.equal(window.windowLabel, path.basename(folder));
+    assert.equal(window.notebooks[0].uri, uri);
+    assert.equal(window.notebooks[0].path, 'analysis.ipynb');
+    const ref = window.notebooks[0].notebookRef;
+    assert.match(ref, /^nb_[0-9a-f]{24}$/);
+
+    const document = state.documents[0];
+    const loadCell = document.cellAt(1);
+    const read = await ok(client, 'read_notebook', { notebookRef: ref, view: 'all' });
+    assert.equal(read.cellCount, 3);
+    assert.deepEqual(read.cells.map((cell) => cell.cell_id), ['intro', 'load', 'show']);
+    assert.equal(read.cells[1].source, 'x = 40\nprint(x + 2)');
+    assert.ok(read.cells[2].outputs.includes('old'));
+
+    // The user types in the live document; the agent reads the unsaved text.
+    loadCell.document.text = 'x = 41\nprint(x + 2)';
+    document.changed();
+    const again = await ok(client, 'read_notebook', { notebookRef: ref, view: 'source', cellIds: ['load'] });
+    assert.equal(again.cells[0].source, 'x = 41\nprint(x + 2)');
+
+    const edited = await ok(client, 'edit_cells', {
+      notebookRef: ref,
+      edits: [
+        { editType: 'replace', cellId: 'load', expectedRev: again.cells[0].rev, oldText: 'print(x + 2)', newCode: 'print(x + 1)  # ü🐍' },
+        { editType: 'insert', cellId: 'BOTTOM', newCode: 'print("new")' },
+      ],
+    });
+    assert.equal(edited.cellCount, 4);
+    // A kept cell is edited in place (same cell object), never replaced; the file is untouched.
+    assert.equal(document.cellAt(1), loadCell);
+    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1)  # ü🐍');
+    assert.deepEqual(loadCell.metadata.metadata.tags, ['keep']);
+    assert.equal(document.cellAt(3).document.getText(), 'print("new")');
+    assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).cells.length, 3, 'nothing written behind the editor');
+
+    // A stale rev is refused and changes nothing.
+    const stale = await call(client, 'edit_cells', {
+      notebookRef: ref,
+      edits: [{ editType: 'edit', cellId: 'load', expectedRev: again.cells[0].rev, newCode: 'nope' }],
+    });
+    assert.equal(stale.isError, true);
+    assert.equal(stale.body.error.code, 'rev_mismatch');
+    assert.equal(loadCell.document.getText(), 'x = 41\nprint(x + 1)  # ü🐍');
+
+    await ok(client, 'save_notebooks', { notebookRefs: [ref] });
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(saved.cells.length, 4);
+    assert.equal(saved.cells[1].source.join(''), 'x = 41\nprint(x + 1)  # ü🐍');
+    assert.equal(saved.cells[1].id, 'load');
+    assert.equal(saved.cells[0].source.join(''), '# Title ünï 🐍\ntext');
+    assert.equal(document.isDirty, false);
+
+    // Saving a clean document still writes it (force-save).
+    fs.writeFileSync(file, '{}');
+    await ok(client, 'save_notebooks', { notebookRefs: [ref] });
+    assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).cells.length, 4);
+    assert.equal(document.metadata.__jupyterMcpForceSave, undefined, 'the force-save marker is gone');
+
+    // Opening it again reveals the live document and keeps it.
+    loadCell.document.text = 'unsaved';
+    document.changed();
+    const reopened = await ok(client, 'open_notebooks', { uris: [uri] });
+    assert.equal(reopened.notebooks[0].status, 'already-open');
+    assert.equal(state.documents.length, 1);
+    assert.equal(loadCell.document.getText(), 'unsaved');
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});
+
+test('stand-in vscode: an edit planned against an older version is refused', async () => {
+  const { folder, uri } = workspace();
+  const api = await activate({ folders: [folder] });
+  const client = await connect(api.url);
+  try {
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    const read = await ok(client, 'read_notebook', { notebookRef: uri, view: 'source' });
+    // Someone else changes the document after the agent read it.
+    const document = state.documents[0];
+    document.cellAt(2).document.text = 'y';
+    document.changed();
+    const refused = await call(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: 'load', expectedRev: read.cells[1].rev, newCode: 'z = 1' }],
+    });
+    assert.equal(refused.isError, true);
+    assert.equal(refused.body.error.code, 'notebook_changed_on_disk');
+    assert.equal(document.cellAt(1).document.getText(), 'x = 40\nprint(x + 2)');
+    // The next call works on what is there now.
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: 'load', expectedRev: read.cells[1].rev, newCode: 'z = 1' }],
+    });
+    assert.equal(document.cellAt(1).document.getText(), 'z = 1');
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});
+
+test('stand-in vscode: run_cells runs on a real ipykernel and writes outputs through the controller', { timeout: 120000 }, async () => {
+  const { folder, uri } = workspace();
+  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } });
+  const client = await connect(api.url);
+  try {
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    const document = state.documents[0];
+    const controller = state.controllers[0];
+    assert.ok(controller.selectedFor.has(uri), 'without the Jupyter extension our controller is selected');
+    const cell = document.cellAt(1);
+    const receipt = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['load'], waitMs: 60000 });
+    assert.equal(receipt.status, 'completed', JSON.stringify(receipt));
+    assert.equal(document.cellAt(1), cell, 'outputs are written into the same cell');
+    const text = Buffer.from(cell.outputs[0].items[0].data).toString();
+    assert.equal(cell.outputs[0].items[0].mime, 'application/vnd.code.notebook.stdout');
+    assert.equal(text, '42\n');
+    assert.equal(cell.executionSummary.success, true);
+    assert.equal(cell.executionSummary.executionOrder, 1);
+    assert.equal(cell.metadata.execution_count, 1);
+    const read = await ok(client, 'read_notebook', { notebookRef: uri, view: 'outputs', cellIds: ['load'] });
+    assert.ok(read.cells[0].outputs.includes('42'));
+
+    // The user presses Run: the controller runs on the same kernel (x is defined there).
+    const show = document.cellAt(2);
+    await controller.run([show]);
+    const result = show.outputs[0].items.find((item) => item.mime === 'text/plain');
+    assert.equal(Buffer.from(result.data).toString(), '40');
+    assert.equal(show.executionSummary.executionOrder, 2);
+    const execution = await ok(client, 'get_execution', { notebookRef: uri });
+    assert.equal(execution.status, 'completed');
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});
+
+test('stand-in vscode: create_notebook without a folder makes an untitled notebook', async () => {
+  const api = await activate();
+  const client = await connect(api.url);
+  try {
+    const created = await ok(client, 'create_notebook', { title: 'Scratch' });
+    assert.match(created.uri, /^untitled:/);
+    const document = state.documents[0];
+    assert.equal(document.uri.toString(), created.uri);
+    assert.equal(document.cellAt(0).document.getText(), '# Scratch');
+    assert.equal(document.cellAt(0).kind, vscode.NotebookCellKind.Markup);
+    const listing = await ok(client, 'list_notebooks', {});
+    assert.equal(listing.windows[0].windowLabel, 'Empty window');
+    assert.equal(listing.windows[0].notebooks[0].uri, created.uri);
+    const saved = await call(client, 'save_notebooks', { notebookRefs: [created.uri] });
+    assert.equal(saved.isError, true);
+    assert.match(saved.body.error.message, /Save As/);
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});
+
+test('stand-in vscode: create_notebook in a folder writes the file and opens it', async () => {
+  const { folder } = workspace();
+  const api = await activate({ folders: [folder] });
+  const client = await connect(api.url);
+  try {
+    const created = await ok(client, 'create_notebook', { title: 'Results', path: 'sub/results.ipynb' });
+    assert.equal(created.path, 'sub/results.ipynb');
+    const file = path.join(folder, 'sub', 'results.ipynb');
+    const written = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.equal(written.cells[0].source.join(''), '# Results');
+    assert.equal(state.reveals.at(-1), created.uri);
+    const again = await call(client, 'create_notebook', { title: 'Results', path: 'sub/results.ipynb' });
+    assert.equal(again.body.error.code, 'already_exists');
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});

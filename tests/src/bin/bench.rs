@@ -513,6 +513,206 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Median and p90 of `runs` awaited calls of `work`, after one warm-up call.
+async fn measure_async<F, Fut>(runs: usize, mut work: F) -> Stats
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    work().await;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        work().await;
+        samples.push(start.elapsed());
+    }
+    stats(samples)
+}
+
+/// One trivial execute request (`1 + 1`) from send to its terminal reply.
+async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats {
+    measure_async(runs, || async {
+        let handle = kernel
+            .execute("1 + 1", kernels::ExecuteOptions::default())
+            .await
+            .expect("execute");
+        let events = handle.collect_events().await;
+        assert!(
+            matches!(events.last(), Some(kernels::ExecuteEvent::Reply(reply)) if reply.status == kernels::ReplyStatus::Ok),
+            "{events:?}"
+        );
+    })
+    .await
+}
+
+/// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
+/// to the notebook file, receipt).
+async fn trivial_run(
+    manager: Arc<kernels::KernelManager>,
+    root: &Path,
+    runs: usize,
+) -> anyhow::Result<Stats> {
+    let notebook = json!({
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": "c0", "metadata": {}, "execution_count": null,
+                   "outputs": [], "source": "1 + 1"}]
+    });
+    std::fs::write(root.join("trivial.ipynb"), notebook.to_string())?;
+    let host = FileHost::new(FileHostConfig {
+        root: root.to_path_buf(),
+        snapshot_folder: root.join(".snapshots"),
+    })?;
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: Some(Arc::clone(&manager)),
+        summarizer: None,
+    }));
+    let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
+        .as_object()
+        .cloned();
+    let figures = measure_async(runs, || async {
+        let output = tools
+            .call("run_cells", arguments.clone(), CallContext::default())
+            .await;
+        assert!(
+            !output.is_error && output.text.contains("\"completed\""),
+            "{}",
+            output.text
+        );
+    })
+    .await;
+    manager.shutdown_all().await;
+    Ok(figures)
+}
+
+/// Trivial-cell latency on a local kernel (ZeroMQ) and on a kernel of a Jupyter Server on
+/// loopback (REST + WebSocket, both framings), measured in the same run.
+async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
+    use kernels::{KernelHandle as _, KernelProvider as _};
+
+    let folder = tempfile::tempdir()?;
+    let python = jupyter_mcp_tests::python();
+    let spec = kernels::KernelSpecInfo {
+        id: "bench-python".into(),
+        display_name: "Bench Python".into(),
+        language: "python".into(),
+        argv: vec![
+            python.to_string_lossy().into_owned(),
+            "-m".into(),
+            "ipykernel_launcher".into(),
+            "-f".into(),
+            "{connection_file}".into(),
+        ],
+        env: Default::default(),
+        interrupt_mode: kernels::InterruptMode::Signal,
+        resource_dir: None,
+        source: kernels::SpecSource::Other,
+    };
+    let local_provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(Some(folder.path().to_path_buf())),
+        kernels::LaunchConfig::default(),
+    );
+    let local = local_provider.start_local(&spec, folder.path()).await?;
+    let local_cell = trivial_cell(&local, runs).await;
+    local.shutdown().await?;
+
+    let server = KernelServer::start(ServerKind::JupyterServer, folder.path(), &[])?;
+    eprintln!("started a Jupyter Server at {}", server.url());
+    let remote = |offer_binary: bool| {
+        let mut config = kernels::RemoteConfig::new(
+            kernels::ServerUrl::parse(&server.url()).expect("URL"),
+            kernels::ServerToken::new(server.token()),
+        );
+        config.offer_binary_protocol = offer_binary;
+        config.served_root = Some(folder.path().to_path_buf());
+        kernels::RemoteProvider::new(config)
+    };
+    let mut remote_cells = Vec::new();
+    for offer_binary in [true, false] {
+        let provider = remote(offer_binary);
+        let discovery = provider.discover(None).await?;
+        let spec = discovery
+            .find("remote:python3")
+            .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
+        let kernel = provider.start_remote(spec, folder.path()).await?;
+        let protocol = kernel.protocol().await.unwrap_or("?");
+        remote_cells.push((protocol, trivial_cell(&kernel, runs).await));
+        kernel.shutdown().await?;
+    }
+
+    let local_root = tempfile::tempdir()?;
+    jupyter_mcp_tests::link_venv(local_root.path());
+    let local_run = trivial_run(
+        host_standalone::server::local_kernels(local_root.path(), None),
+        local_root.path(),
+        runs / 3,
+    )
+    .await?;
+    // Notebooks outside the server's folder: kernels start in its root.
+    let remote_root = tempfile::tempdir()?;
+    let remote_run = trivial_run(
+        host_standalone::server::remote_kernels(
+            remote_root.path(),
+            None,
+            &host_standalone::KernelServer {
+                url: kernels::ServerUrl::parse(&server.url())?,
+                token: kernels::ServerToken::new(server.token()),
+            },
+        ),
+        remote_root.path(),
+        runs / 3,
+    )
+    .await?;
+
+    let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64();
+    let mut rows = vec![Row {
+        name: "execute `1 + 1`, local kernel (ZeroMQ)".to_owned(),
+        figure: format!("{} ({})", ms(local_cell.median), ms(local_cell.p90)),
+        baseline: "—".to_owned(),
+        ratio: "1×".to_owned(),
+        target: "",
+        pass: None,
+    }];
+    for (protocol, figures) in &remote_cells {
+        rows.push(Row {
+            name: if *protocol == "json" {
+                "execute `1 + 1`, Jupyter Server kernel, JSON WebSocket protocol".to_owned()
+            } else {
+                "execute `1 + 1`, Jupyter Server kernel, v1 binary WebSocket protocol".to_owned()
+            },
+            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
+            baseline: format!("{} (local kernel)", ms(local_cell.median)),
+            ratio: format!("{:.2}×", ratio(figures.median, local_cell.median)),
+            target: "",
+            pass: None,
+        });
+    }
+    rows.push(Row {
+        name: "run_cells of one trivial cell, local kernel (tool call, outputs saved)".to_owned(),
+        figure: format!("{} ({})", ms(local_run.median), ms(local_run.p90)),
+        baseline: "—".to_owned(),
+        ratio: "1×".to_owned(),
+        target: "",
+        pass: None,
+    });
+    rows.push(Row {
+        name: "run_cells of one trivial cell, Jupyter Server kernel".to_owned(),
+        figure: format!("{} ({})", ms(remote_run.median), ms(remote_run.p90)),
+        baseline: format!("{} (local kernel)", ms(local_run.median)),
+        ratio: format!("{:.2}×", ratio(remote_run.median, local_run.median)),
+        target: "",
+        pass: None,
+    });
+    print_rows(
+        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback",
+        &rows,
+        report,
+    );
+    Ok(())
+}
+
 fn machine_line() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |count| count.get());
     let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
@@ -745,6 +945,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted("broker") {
         broker_bench(&mut report).await?;
+    }
+    if wanted("kernels") {
+        remote_kernel_bench(&mut report, if quick { 30 } else { 100 }).await?;
     }
     let side_by_side = if wanted("peers") {
         let side_by_side = peers::run(quick).await?;

@@ -4,5 +4,6 @@ mod broker;
 mod documents;
 mod execution;
 mod intelligence;
+mod remote;
 mod summaries;
 mod transfer;

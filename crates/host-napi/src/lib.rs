@@ -312,6 +312,10 @@ impl JupyterMcpServer {
 /// Starts the MCP server of a window. The functions are the window's document operations; each
 /// returns a Promise of a [`ShellReply`]. Rejects when the port cannot be bound.
 #[napi]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one JavaScript function per shell operation, as napi passes them"
+)]
 pub async fn start_server(
     options: ServerOptions,
     list: JsFunction<(), ShellReply>,

@@ -20,6 +20,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+pub mod kernel_server;
+
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -158,13 +160,15 @@ fn copy_tree(from: &Path, to: &Path) {
 pub struct HttpServer {
     child: Child,
     pub url: String,
+    /// The line the server printed on start.
+    pub banner: String,
     pub cache: tempfile::TempDir,
 }
 
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
-        HttpServer::start_with_env(root, extra_args, &[])
+        HttpServer::launch(root, 0, extra_args, &[], None)
     }
 
     /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
@@ -174,24 +178,52 @@ impl HttpServer {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<HttpServer> {
+        HttpServer::launch(root, 0, extra_args, env, None)
+    }
+
+    /// Like [`HttpServer::start_with_env`] and, when `stderr_file` is given, the server's log
+    /// written there instead of the test's stderr.
+    pub fn start_with(
+        root: &Path,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+        stderr_file: Option<&Path>,
+    ) -> Result<HttpServer> {
+        HttpServer::launch(root, 0, extra_args, envs, stderr_file)
+    }
+
+    /// Starts the server on `port` (a shared port when not 0) for `root`.
+    pub fn start_on(root: &Path, port: u16, extra_args: &[&str]) -> Result<HttpServer> {
+        HttpServer::launch(root, port, extra_args, &[], None)
+    }
+
+    fn launch(
+        root: &Path,
+        port: u16,
+        extra_args: &[&str],
+        envs: &[(&str, &str)],
+        stderr_file: Option<&Path>,
+    ) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
+        let stderr = match stderr_file {
+            Some(path) => Stdio::from(std::fs::File::create(path)?),
+            None => Stdio::inherit(),
+        };
         let mut command = Command::new(server_binary());
         command
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("JUPYTER_MCP_TOKEN");
-        for (name, value) in env {
-            command.env(name, value);
-        }
         let mut child = command
-            .args(["serve", "--port", "0", "--root"])
+            .args(["serve", "--port", &port.to_string(), "--root"])
             .arg(root)
             .arg("--cache-dir")
             .arg(cache.path())
             .args(extra_args)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .context("spawning jupyter-mcp")?;
         let stdout = child.stdout.take().expect("piped stdout");
@@ -212,7 +244,19 @@ impl HttpServer {
             .find(|word| word.starts_with("http://"))
             .ok_or_else(|| anyhow!("no URL in the start line: {line}"))?
             .to_owned();
-        Ok(HttpServer { child, url, cache })
+        Ok(HttpServer {
+            child,
+            url,
+            banner: line,
+            cache,
+        })
+    }
+
+    /// Kills the server with SIGKILL (no cleanup of any kind) and reaps it.
+    pub fn kill_hard(&mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     pub fn pid(&self) -> u32 {
@@ -248,6 +292,50 @@ impl Drop for HttpServer {
             let _ = self.terminate();
         }
     }
+}
+
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free loopback port")
+}
+
+/// One plain HTTP/1.1 request to `127.0.0.1:port` (no client library between the test and the
+/// wire); returns the status code and the body.
+pub fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes())?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| anyhow!("not an HTTP answer: {answer}"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
 }
 
 /// Records the progress notifications a client receives.
@@ -439,10 +527,53 @@ impl Client {
         Call { result }
     }
 
+    /// Follows `notebook`'s latest run until `done` holds for its receipt (outputs included),
+    /// waiting on the server side between looks; panics after `patience`.
+    pub async fn follow(
+        &self,
+        notebook: &str,
+        patience: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = std::time::Instant::now() + patience;
+        loop {
+            let receipt = self
+                .call(
+                    "get_execution",
+                    serde_json::json!({"notebookRef": notebook, "waitMs": 500, "includeOutputs": true}),
+                )
+                .await
+                .ok();
+            if done(&receipt) {
+                return receipt;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "gave up waiting: {receipt}"
+            );
+        }
+    }
+
     pub async fn close(self) -> Result<()> {
         self.service.cancel().await?;
         Ok(())
     }
+}
+
+/// The condensed output of the receipt's cell at `position` (empty when there is none).
+pub fn receipt_output(receipt: &Value, position: usize) -> String {
+    receipt["cells"][position]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Whether a receipt's run has ended.
+pub fn is_terminal(receipt: &Value) -> bool {
+    matches!(
+        receipt["status"].as_str(),
+        Some("completed" | "failed" | "unavailable")
+    )
 }
 
 /// Validates notebook files with Python's nbformat; returns the problems, if any.

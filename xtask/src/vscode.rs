@@ -98,6 +98,22 @@ fn native(release: bool, check: bool) -> Result<()> {
     Ok(())
 }
 
+/// Builds the standalone `jupyter-mcp` binary (debug; nothing to do after `cargo build`).
+fn cargo_build_server() -> Command {
+    let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
+    command
+        .current_dir(root())
+        .args(["build", "-p", "host-standalone", "--bin", "jupyter-mcp"]);
+    command
+}
+
+/// Where `cargo_build_server` puts the binary.
+fn server_binary() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root().join("target"), PathBuf::from)
+        .join("debug/jupyter-mcp")
+}
+
 /// `cargo xtask codegen [--check]`.
 pub fn codegen(check: bool) -> Result<()> {
     native(false, check)
@@ -379,6 +395,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
     std::fs::create_dir_all(user_data.join("User"))?;
     std::fs::create_dir_all(&extensions)?;
     std::fs::create_dir_all(&workspace)?;
+    std::fs::create_dir_all(scratch.join("runtime"))?;
     std::os::unix::fs::symlink(root().join(".venv"), workspace.join(".venv"))?;
     std::fs::copy(
         extension_dir().join("e2e/analysis.ipynb"),
@@ -409,7 +426,8 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
             .arg(&user_data)
             .arg("--extensions-dir")
             .arg(&extensions)
-            .env("HOME", &scratch);
+            .env("HOME", &scratch)
+            .env("XDG_RUNTIME_DIR", scratch.join("runtime"));
     };
     let mut install = Command::new(&node);
     code_server_command(&mut install);
@@ -489,6 +507,40 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         eprintln!("--- code-server log ---\n{}", tail(&code_server_log));
     }
     result?;
+
+    // A standalone server started on the window's port joins it as a peer: one URL serves both.
+    run(&mut cargo_build_server())?;
+    let standalone_root = scratch.join("standalone");
+    std::fs::create_dir_all(&standalone_root)?;
+    std::fs::copy(
+        root().join("examples/notebooks/getting-started.ipynb"),
+        standalone_root.join("getting-started.ipynb"),
+    )?;
+    let standalone_log = scratch.join("standalone.log");
+    let mut standalone = Command::new(server_binary());
+    standalone
+        .args([
+            "serve",
+            "--no-kernels",
+            "--port",
+            &mcp_port.to_string(),
+            "--root",
+        ])
+        .arg(&standalone_root)
+        .env("HOME", &scratch)
+        .env("XDG_RUNTIME_DIR", scratch.join("runtime"))
+        .env("JUPYTER_MCP_TOKEN", &token);
+    let _standalone = Service::start("jupyter-mcp", &mut standalone, &standalone_log)?;
+    wait_until(
+        "the standalone server to join the window's port",
+        Duration::from_secs(30),
+        || std::fs::read_to_string(&standalone_log).is_ok_and(|log| log.contains("as a peer")),
+    )
+    .with_context(|| tail(&standalone_log))?;
+    run(npm()
+        .args(["exec", "--", "node", "e2e/shared-port.js"])
+        .arg(&mcp_url)
+        .arg(&standalone_root))?;
     eprintln!(
         "e2e-vscode: passed in {:.0} s (tools ready at {:.0} s, .vsix built at {:.0} s, extension host serving at {:.0} s)",
         started.elapsed().as_secs_f64(),

@@ -139,6 +139,7 @@ pub(crate) fn kernel_error(failure: &kernels::Error) -> ToolError {
     let code = match failure {
         kernels::Error::NoKernel { .. } | kernels::Error::IpykernelMissing { .. } => "no_kernel",
         kernels::Error::UnknownSpec { .. } => "kernel_not_found",
+        kernels::Error::MessageTooLarge { .. } => "too_large",
         _ => "kernel_unavailable",
     };
     error(code, failure.to_string())

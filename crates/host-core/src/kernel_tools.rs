@@ -332,7 +332,7 @@ impl<H: NotebookHost> Tools<H> {
         let (kernel, execution) = match self.kernel_parts(&location) {
             Ok((manager, key)) => (
                 manager.get(&key),
-                json!({"availability": "available", "reason": "runs on a local Jupyter kernel, started on first use"}),
+                json!({"availability": "available", "reason": "runs on a Jupyter kernel (local, or on the configured kernel server), started on first use"}),
             ),
             Err(_) => (
                 None,

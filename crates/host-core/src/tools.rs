@@ -42,7 +42,8 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
-    fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
+    /// A success: `value` as structured content and as text.
+    pub fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
         ToolOutput {
             text: value.to_string(),
             structured: Some(value),

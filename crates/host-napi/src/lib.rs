@@ -380,9 +380,8 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
             napi::Error::new(
                 Status::GenericFailure,
                 format!(
-                    "cannot serve MCP on 127.0.0.1:{}: {}; pick another jupyterMcp.port (0 for any free one)",
-                    options.port,
-                    failure.kind()
+                    "cannot serve MCP on 127.0.0.1:{}: {failure}; pick another jupyterMcp.port (0 for any free one)",
+                    options.port
                 ),
             )
         })?;

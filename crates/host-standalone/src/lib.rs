@@ -1,8 +1,9 @@
 //! The standalone host of jupyter-mcp.
 //!
 //! Layer 3 (host). Notebooks are `.ipynb` files under one root folder; every change is written
-//! atomically before a tool returns, after an undo snapshot. Code runs on local Jupyter kernels
-//! (the `kernels` crate), one per notebook, started in the notebook's folder. It implements
+//! atomically before a tool returns, after an undo snapshot. Code runs on Jupyter kernels (the
+//! `kernels` crate), one per notebook: local ones started in the notebook's folder, or, with
+//! `--kernel-server`, kernels of a Jupyter Server or Kernel Gateway. It implements
 //! [`host_core::NotebookHost`] and serves the tools over Streamable HTTP or stdio through
 //! `mcp-server`. It knows nothing about VS Code, and tool logic does not live here.
 
@@ -13,4 +14,4 @@ pub mod snapshots;
 pub mod summarizer;
 
 pub use files::{FileHost, FileHostConfig, StandaloneHost};
-pub use server::{Auth, ServeConfig, Transport, serve};
+pub use server::{Auth, KernelServer, ServeConfig, Transport, serve};

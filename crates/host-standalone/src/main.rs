@@ -1,10 +1,10 @@
 //! `jupyter-mcp`: the standalone MCP server for Jupyter notebooks.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use host_standalone::snapshots::SnapshotStore;
-use host_standalone::{Auth, ServeConfig, Transport};
+use host_standalone::{Auth, KernelServer, ServeConfig, Transport};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -43,6 +43,18 @@ enum Command {
         /// JUPYTER_MCP_TOKEN). Never pass a token on the command line: it shows in process lists.
         #[arg(long, conflicts_with = "no_auth")]
         token_file: Option<PathBuf>,
+        /// Where the servers sharing a port keep their private files (the broker secret and the
+        /// shared access token). Default: $XDG_RUNTIME_DIR/jupyter-mcp, else the cache folder.
+        #[arg(long, env = "JUPYTER_MCP_RUNTIME_DIR")]
+        runtime_dir: Option<PathBuf>,
+        /// Run kernels on this Jupyter Server or Kernel Gateway (http://host:port/base/)
+        /// instead of locally. Its token comes from --kernel-server-token-file or
+        /// JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
+        #[arg(long, value_name = "URL", conflicts_with = "no_kernels")]
+        kernel_server: Option<String>,
+        /// Read the kernel server's token from this file.
+        #[arg(long, value_name = "PATH", requires = "kernel_server")]
+        kernel_server_token_file: Option<PathBuf>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
@@ -56,7 +68,14 @@ fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("JUPYTER_MCP_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,zeromq=error")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,zeromq=error"))
+                // The WebSocket client traces its whole handshake request, token header
+                // included: never let that through, whatever the filter asks for.
+                .add_directive(
+                    "tungstenite::handshake::client=off"
+                        .parse()
+                        .expect("a valid directive"),
+                ),
         )
         .init();
     match cli.command {
@@ -68,27 +87,30 @@ fn main() -> anyhow::Result<()> {
             no_kernels,
             kernel_idle_ttl,
             token_file,
+            runtime_dir,
             no_auth,
+            kernel_server,
+            kernel_server_token_file,
         } => {
             let auth = if no_auth {
                 Auth::None
-            } else if let Some(file) = token_file {
-                let token = std::fs::read_to_string(&file)
-                    .map_err(|error| {
-                        anyhow::anyhow!("cannot read the token file {}: {error}", file.display())
-                    })?
-                    .trim()
-                    .to_owned();
-                anyhow::ensure!(
-                    !token.is_empty(),
-                    "the token file {} is empty",
-                    file.display()
-                );
-                Auth::Token(token)
-            } else if let Some(token) = mcp_server::token_from_env() {
+            } else if let Some(token) = token_from(token_file.as_deref(), "JUPYTER_MCP_TOKEN")? {
                 Auth::Token(token)
             } else {
                 Auth::RandomToken
+            };
+            let kernel_server = match kernel_server {
+                Some(url) => {
+                    let token = token_from(
+                        kernel_server_token_file.as_deref(),
+                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+                    )?;
+                    Some(KernelServer {
+                        url: kernels::ServerUrl::parse(&url)?,
+                        token: token.as_deref().and_then(kernels::ServerToken::new),
+                    })
+                }
+                None => None,
             };
             let config = ServeConfig {
                 root,
@@ -104,6 +126,8 @@ fn main() -> anyhow::Result<()> {
                 kernel_idle_ttl: (kernel_idle_ttl > 0)
                     .then(|| std::time::Duration::from_secs(kernel_idle_ttl)),
                 auth,
+                runtime_dir: runtime_dir.unwrap_or_else(broker::secret::default_runtime_dir),
+                kernel_server,
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -111,4 +135,27 @@ fn main() -> anyhow::Result<()> {
                 .block_on(host_standalone::serve(config))
         }
     }
+}
+
+/// A token from `file` (trimmed; an empty file is an error), else from the environment
+/// variable `variable`, else none.
+fn token_from(file: Option<&Path>, variable: &str) -> anyhow::Result<Option<String>> {
+    if let Some(file) = file {
+        let token = std::fs::read_to_string(file)
+            .map_err(|error| {
+                anyhow::anyhow!("cannot read the token file {}: {error}", file.display())
+            })?
+            .trim()
+            .to_owned();
+        anyhow::ensure!(
+            !token.is_empty(),
+            "the token file {} is empty",
+            file.display()
+        );
+        return Ok(Some(token));
+    }
+    Ok(std::env::var(variable)
+        .ok()
+        .map(|token| token.trim().to_owned())
+        .filter(|token| !token.is_empty()))
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
-use host_core::{ToolDispatch, Tools};
+use host_core::{NotebookHost, ToolDispatch, Tools};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use tokio_util::sync::CancellationToken;
 
@@ -26,12 +26,25 @@ pub struct ServeConfig {
     pub root: PathBuf,
     pub transport: Transport,
     pub snapshot_folder: PathBuf,
-    /// Run code on local Jupyter kernels (off: documents only).
+    /// Run code on Jupyter kernels (off: documents only).
     pub kernels: bool,
     /// Shut a kernel down after this long without a request (`None`: never).
     pub kernel_idle_ttl: Option<std::time::Duration>,
     /// How HTTP clients authenticate.
     pub auth: Auth,
+    /// Where the files shared by the servers of one port live (the broker secret, the shared
+    /// access token); see [`broker::secret::default_runtime_dir`].
+    pub runtime_dir: PathBuf,
+    /// Run kernels on this Jupyter Server or Kernel Gateway instead of locally.
+    pub kernel_server: Option<KernelServer>,
+}
+
+/// A Jupyter Server or Kernel Gateway that runs the notebooks' kernels.
+#[derive(Debug, Clone)]
+pub struct KernelServer {
+    pub url: kernels::ServerUrl,
+    /// Never printed: its `Debug` is redacted.
+    pub token: Option<kernels::ServerToken>,
 }
 
 /// How HTTP clients authenticate.
@@ -45,6 +58,22 @@ pub enum Auth {
     None,
 }
 
+impl ServeConfig {
+    /// The `/mcp` token. The servers sharing a port share a random token through a private file
+    /// in the runtime folder, so that the URL stays the same whichever of them is broker.
+    fn http_token(&self, port: u16) -> anyhow::Result<Option<String>> {
+        Ok(match &self.auth {
+            Auth::RandomToken if port == 0 => Some(mcp_server::random_token()),
+            Auth::RandomToken => Some(
+                broker::secret::TokenFile::shared_access_token(&self.runtime_dir, port)
+                    .read_or_create(mcp_server::random_token)?,
+            ),
+            Auth::Token(token) => Some(token.clone()),
+            Auth::None => None,
+        })
+    }
+}
+
 /// The kernel manager of a standalone server rooted at `root`.
 pub fn local_kernels(
     root: &std::path::Path,
@@ -56,6 +85,22 @@ pub fn local_kernels(
     );
     Arc::new(kernels::KernelManager::new(
         Arc::new(provider),
+        kernels::ManagerConfig { idle_ttl },
+    ))
+}
+
+/// The kernel manager of a standalone server rooted at `root` whose kernels run on `server`.
+/// A notebook's kernel is started in the server folder with the notebook folder's path
+/// relative to `root`.
+pub fn remote_kernels(
+    root: &std::path::Path,
+    idle_ttl: Option<std::time::Duration>,
+    server: &KernelServer,
+) -> Arc<kernels::KernelManager> {
+    let mut config = kernels::RemoteConfig::new(server.url.clone(), server.token.clone());
+    config.served_root = Some(root.to_path_buf());
+    Arc::new(kernels::KernelManager::new(
+        Arc::new(kernels::RemoteProvider::new(config)),
         kernels::ManagerConfig { idle_ttl },
     ))
 }
@@ -84,6 +129,18 @@ impl ShutdownSignals {
     }
 }
 
+/// Prints the start line (the URL is its first `http://` word; the tests read it).
+fn announce(root: &std::path::Path, url: &str, role: &str) -> std::io::Result<()> {
+    let mut stdout = std::io::stdout();
+    writeln!(
+        stdout,
+        "jupyter-mcp {} serving {} at {url}{role}",
+        env!("CARGO_PKG_VERSION"),
+        root.display()
+    )?;
+    stdout.flush()
+}
+
 /// Runs the server until a signal (HTTP) or the end of stdin (stdio).
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -93,57 +150,79 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     })
     .with_context(|| format!("cannot serve {}", config.root.display()))?;
     let root = host.root().to_path_buf();
-    let kernels = config
-        .kernels
-        .then(|| local_kernels(&root, config.kernel_idle_ttl));
+    let kernels = config.kernels.then(|| match &config.kernel_server {
+        Some(server) => {
+            tracing::info!(server = %server.url, "kernels run on a kernel server");
+            remote_kernels(&root, config.kernel_idle_ttl, server)
+        }
+        None => local_kernels(&root, config.kernel_idle_ttl),
+    });
     let standalone = StandaloneHost {
         files: Arc::new(host),
         kernels: kernels.clone(),
         summarizer: crate::summarizer::AnthropicSummarizer::from_env()
             .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     };
+    let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
-    let handler = McpHandler::new(tools);
     match config.transport {
         Transport::Stdio => {
             tracing::info!(root = %root.display(), "serving MCP over stdio");
             tokio::select! {
-                result = mcp_server::serve_stdio(handler) => result.context("stdio transport failed")?,
+                result = mcp_server::serve_stdio(McpHandler::new(tools)) => result.context("stdio transport failed")?,
                 () = signals.recv() => {}
             }
         }
-        Transport::Http { port } => {
-            let (listener, address) = mcp_server::bind_loopback(port).await.with_context(|| {
-                format!(
-                    "cannot listen on 127.0.0.1:{port}; is another server using it? Pick another \
-                     port with --port, or --port 0 for any free one"
-                )
-            })?;
+        Transport::Http { port: 0 } => {
+            // A private server on a free port: no broker, nobody to share with.
+            let (listener, address) = mcp_server::bind_loopback(0)
+                .await
+                .context("cannot listen on a free port of 127.0.0.1")?;
             let cancel = CancellationToken::new();
-            let token = match &config.auth {
-                Auth::RandomToken => Some(mcp_server::random_token()),
-                Auth::Token(token) => Some(token.clone()),
-                Auth::None => None,
-            };
+            let token = config.http_token(0)?;
             let security = HttpSecurity {
                 token: token.clone(),
             };
-            let app = HttpApp::new(handler, security, None, cancel.clone());
-            // The printed URL carries the token, so pasting it into a client just works.
-            let url = mcp_server::mcp_url(address, token.as_deref());
-            let mut stdout = std::io::stdout();
-            writeln!(
-                stdout,
-                "jupyter-mcp {} serving {} at {url}",
-                env!("CARGO_PKG_VERSION"),
-                root.display()
-            )?;
-            stdout.flush()?;
+            let app = HttpApp::new(McpHandler::new(tools), security, None, cancel.clone());
+            announce(&root, &mcp_server::mcp_url(address, token.as_deref()), "")?;
             let server = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
             signals.recv().await;
             tracing::info!("shutting down");
             cancel.cancel();
             let _ = server.await;
+        }
+        Transport::Http { port } => {
+            let token = config.http_token(port)?;
+            let (coordinator, joined) = broker::Coordinator::start(broker::CoordinatorConfig {
+                port,
+                window,
+                local: tools,
+                runtime_dir: config.runtime_dir.clone(),
+                security: HttpSecurity {
+                    token: token.clone(),
+                },
+                timings: broker::Timings::default(),
+            })
+            .await?;
+            let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+            let role = match joined {
+                broker::Joined::Broker { .. } => format!(
+                    " (the broker of port {port}: other jupyter-mcp servers started on this port \
+                     join it and share this URL)"
+                ),
+                broker::Joined::Peer { .. } => format!(
+                    " (joined the jupyter-mcp server already on port {port} as a peer: its \
+                     notebooks are served at this shared URL)"
+                ),
+            };
+            announce(
+                &root,
+                &mcp_server::mcp_url(address, token.as_deref()),
+                &role,
+            )?;
+            signals.recv().await;
+            tracing::info!("shutting down");
+            coordinator.stop().await;
         }
     }
     if let Some(kernels) = kernels {

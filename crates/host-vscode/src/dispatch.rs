@@ -147,20 +147,30 @@ pub struct RunningServer {
     dispatch: VsCodeDispatch,
     url: Option<String>,
     cancel: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
+    serving: Serving,
+}
+
+/// What serves the window: its own endpoint, or the broker coordinator of a shared port.
+enum Serving {
+    Task(tokio::task::JoinHandle<()>),
+    Shared(broker::Coordinator),
 }
 
 impl RunningServer {
-    /// Starts serving `dispatch`. Fails when the port cannot be bound.
+    /// Starts serving `dispatch`. Fails when the port cannot be bound or joined.
+    ///
+    /// On a fixed port the window joins the port's broker (the first window, or standalone
+    /// server, to take the port is broker and the others register as its peers), so every
+    /// window is reached through one URL. Port 0 is a private endpoint on a free port.
     pub async fn start(
         dispatch: VsCodeDispatch,
         transport: Transport,
     ) -> std::io::Result<RunningServer> {
         let cancel = CancellationToken::new();
         let handler = McpHandler::new(Arc::new(dispatch.clone()) as Arc<dyn ToolDispatch>);
-        let (url, task) = match transport {
-            Transport::Http { port } => {
-                let (listener, address) = mcp_server::bind_loopback(port).await?;
+        let (url, serving) = match transport {
+            Transport::Http { port: 0 } => {
+                let (listener, address) = mcp_server::bind_loopback(0).await?;
                 // As the standalone server: a token on by default, from JUPYTER_MCP_TOKEN or
                 // random; the URL the status item copies carries it.
                 let token = mcp_server::token_from_env().unwrap_or_else(mcp_server::random_token);
@@ -168,7 +178,36 @@ impl RunningServer {
                 let security = HttpSecurity { token: Some(token) };
                 let app = HttpApp::new(handler, security, None, cancel.clone());
                 let task = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
-                (Some(url), task)
+                (Some(url), Serving::Task(task))
+            }
+            Transport::Http { port } => {
+                let runtime_dir = broker::secret::default_runtime_dir();
+                // The windows of one port share one token through a private file, so that the
+                // URL stays the same whichever of them is broker.
+                let token = match mcp_server::token_from_env() {
+                    Some(token) => token,
+                    None => broker::secret::TokenFile::shared_access_token(&runtime_dir, port)
+                        .read_or_create(mcp_server::random_token)
+                        .map_err(std::io::Error::other)?,
+                };
+                let (coordinator, joined) = broker::Coordinator::start(broker::CoordinatorConfig {
+                    port,
+                    window: dispatch.tools().host().window(),
+                    local: Arc::new(dispatch.clone()),
+                    runtime_dir,
+                    security: HttpSecurity {
+                        token: Some(token.clone()),
+                    },
+                    timings: broker::Timings::default(),
+                })
+                .await
+                .map_err(std::io::Error::other)?;
+                tracing::info!(?joined, port, "joined the shared port");
+                let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                (
+                    Some(mcp_server::mcp_url(address, Some(&token))),
+                    Serving::Shared(coordinator),
+                )
             }
             Transport::Stdio => {
                 let stopped = cancel.clone();
@@ -182,14 +221,14 @@ impl RunningServer {
                         () = stopped.cancelled() => {}
                     }
                 });
-                (None, task)
+                (None, Serving::Task(task))
             }
         };
         Ok(RunningServer {
             dispatch,
             url,
             cancel,
-            task,
+            serving,
         })
     }
 
@@ -205,7 +244,12 @@ impl RunningServer {
     /// Stops serving and stops the window's kernels.
     pub async fn stop(self) {
         self.cancel.cancel();
-        let _ = self.task.await;
+        match self.serving {
+            Serving::Task(task) => {
+                let _ = task.await;
+            }
+            Serving::Shared(coordinator) => coordinator.stop().await,
+        }
         self.dispatch.shutdown_kernels().await;
     }
 }

@@ -96,6 +96,51 @@ pub enum Error {
         source: jupyter_zmq_client::RuntimeError,
     },
 
+    /// The kernel server's URL (or its token file) cannot be used.
+    #[error("the kernel server setting `{url}` is not usable: {reason}")]
+    ServerUrl { url: String, reason: String },
+
+    /// The kernel server could not be reached (refused, reset, name not found).
+    #[error("the kernel server at {url} cannot be reached ({operation}); is it running?")]
+    ServerUnreachable {
+        url: String,
+        operation: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// The kernel server refused our token.
+    #[error(
+        "the kernel server at {url} refused the token ({operation}, HTTP {status}); check --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN"
+    )]
+    ServerAuth {
+        url: String,
+        operation: &'static str,
+        status: u16,
+    },
+
+    /// The kernel server answered with an HTTP status we cannot act on.
+    #[error("the kernel server at {url} answered HTTP {status} ({operation})")]
+    ServerStatus {
+        url: String,
+        operation: &'static str,
+        status: u16,
+    },
+
+    /// The kernel server answered with something that is not what the Jupyter Server API
+    /// promises.
+    #[error("the kernel server at {url} sent an unexpected answer ({operation})")]
+    ServerProtocol {
+        url: String,
+        operation: &'static str,
+    },
+
+    /// A request is larger than the kernel server accepts in one WebSocket message.
+    #[error(
+        "the request is {size} bytes, more than the {limit} bytes the kernel server accepts in one message; send it in smaller parts"
+    )]
+    MessageTooLarge { size: usize, limit: usize },
+
     /// Sending a signal to the kernel's process group failed.
     #[error("could not signal the kernel process")]
     Signal {

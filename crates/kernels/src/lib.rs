@@ -1,20 +1,23 @@
 //! Jupyter kernels for the standalone host: discovery, launch, execution, monitoring, shutdown.
 //!
-//! This is a layer-3 adapter crate. It finds kernels the way Jupyter does (kernelspecs on the
-//! Jupyter path, plus project virtual environments with ipykernel), starts them as local
-//! processes in their own process group, talks to them over ZeroMQ with `jupyter-zmq-client`
-//! (pure Rust, no Python bridge; Python runs only as the kernel itself) and reports each
-//! execute request as an ordered stream of events. A [`KernelManager`] keeps one kernel per
-//! notebook, stops idle ones and stops all of them on server exit. Callers see the
-//! [`KernelProvider`] and [`KernelHandle`] traits, so a remote provider can be added later.
+//! This is a layer-3 adapter crate with two providers behind one seam. The local one (feature
+//! `local`, the default) finds kernels the way Jupyter does (kernelspecs on the Jupyter path,
+//! plus project virtual environments with ipykernel), starts them as local processes in their
+//! own process group and talks to them over ZeroMQ with `jupyter-zmq-client` (pure Rust, no
+//! Python bridge; Python runs only as the kernel itself). The remote one (feature `remote`)
+//! uses a Jupyter Server or Kernel Gateway: kernelspecs and lifecycle over its REST API,
+//! execution over the kernel WebSocket (JSON or the `v1.kernel.websocket.jupyter.org` binary
+//! subprotocol), reconnecting when the socket drops. Both report each execute request as the
+//! same ordered stream of events. A [`KernelManager`] keeps one kernel per notebook, stops
+//! idle ones and stops all of them on server exit. Callers see only the [`KernelProvider`] and
+//! [`KernelHandle`] traits.
 //!
 //! It knows nothing about MCP, notebooks as documents or the tool contract: it runs code and
-//! reports what the kernel said. It never puts raw kernel or OS text into error messages; the
-//! kernel's own output is kept apart for diagnostics.
-
+//! reports what the kernel said. It never puts raw kernel, server or OS text into error
+//! messages (the kernel's own output is kept apart for diagnostics), and never logs a token.
 //!
-//! Without the default `local` feature only the traits, the event types, discovery and the
-//! manager are built (no ZeroMQ): that is what the tool layer depends on.
+//! Without features only the traits, the event types, discovery and the manager are built (no
+//! ZeroMQ, no HTTP): that is what the tool layer depends on.
 
 #![deny(unsafe_code)]
 
@@ -25,9 +28,15 @@ mod execute;
 mod local;
 mod manager;
 mod provider;
+#[cfg(feature = "remote")]
+mod remote;
+#[cfg(any(feature = "local", feature = "remote"))]
+mod router;
 mod spec;
 mod status;
 mod tasks;
+#[cfg(any(feature = "local", feature = "remote"))]
+mod wire;
 
 pub use discovery::{
     DiscoveryConfig, PythonProbe, discover, discover_blocking, probe_python, runtime_dir,
@@ -42,5 +51,10 @@ pub use execute::{
 pub use local::{LaunchConfig, LocalKernel, LocalProvider};
 pub use manager::{KernelManager, ManagerConfig};
 pub use provider::{KernelHandle, KernelProvider};
+#[cfg(feature = "remote")]
+pub use remote::{
+    DEFAULT_MAX_MESSAGE_BYTES, REMOTE_SPEC_PREFIX, RemoteConfig, RemoteKernel, RemoteProvider,
+    ServerToken, ServerUrl,
+};
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

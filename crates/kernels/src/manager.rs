@@ -96,6 +96,11 @@ impl KernelManager {
                 .as_deref()
                 .is_some_and(|id| id != kernel.spec().id);
             if !wanted_other {
+                // A kernel that stopped answering may be gone for good (a remote server that
+                // lost it): look again before handing it out.
+                if *kernel.status().borrow() == KernelStatus::Unreachable {
+                    let _ = kernel.probe().await;
+                }
                 if kernel.status().borrow().is_dead() {
                     kernel.restart().await?;
                 }

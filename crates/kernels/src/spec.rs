@@ -30,7 +30,9 @@ pub enum SpecSource {
     Venv,
     /// The `python3` on `PATH` itself, which has ipykernel.
     PathPython,
-    /// Supplied by the caller or by a non-local provider.
+    /// A kernelspec of a Jupyter Server or Kernel Gateway (`remote:<name>`).
+    Remote,
+    /// Supplied by the caller.
     Other,
 }
 
@@ -44,6 +46,7 @@ impl SpecSource {
             SpecSource::System => "system",
             SpecSource::Venv => "venv",
             SpecSource::PathPython => "path_python",
+            SpecSource::Remote => "remote",
             SpecSource::Other => "other",
         }
     }
@@ -74,6 +77,15 @@ impl KernelSpecInfo {
         match self.source {
             SpecSource::Venv => self.resource_dir.as_deref(),
             _ => None,
+        }
+    }
+
+    /// The kernelspec name as a notebook's `metadata.kernelspec.name` would give it: the id,
+    /// without the `remote:` prefix of a server's kernelspec.
+    pub fn kernel_name(&self) -> &str {
+        match self.source {
+            SpecSource::Remote => self.id.strip_prefix("remote:").unwrap_or(&self.id),
+            _ => &self.id,
         }
     }
 
@@ -134,7 +146,7 @@ impl Discovery {
         let named = preference.notebook_kernel_name.as_deref().and_then(|name| {
             self.specs
                 .iter()
-                .find(|spec| spec.id.eq_ignore_ascii_case(name))
+                .find(|spec| spec.kernel_name().eq_ignore_ascii_case(name))
         });
         let language = preference
             .notebook_language
@@ -161,7 +173,11 @@ impl Discovery {
         venv_in(notebook_dir)
             .or_else(|| venv_in(server_root))
             .or(named)
-            .or_else(|| self.find("python3"))
+            .or_else(|| {
+                self.specs
+                    .iter()
+                    .find(|spec| spec.kernel_name() == "python3")
+            })
             .or_else(|| self.specs.iter().find(|spec| spec.is_language("python")))
             .or_else(|| language.is_none().then(|| self.specs.first()).flatten())
             .ok_or_else(|| Error::NoKernel {
@@ -294,6 +310,32 @@ mod tests {
         };
         assert_eq!(pick(&named), "other-py");
         assert_eq!(pick(&SpecPreference::default()), "python3");
+    }
+
+    #[test]
+    fn remote_choices_match_notebook_kernel_names_without_their_prefix() {
+        let discovery = Discovery {
+            specs: vec![
+                spec("remote:ir", "R", SpecSource::Remote, None),
+                spec("remote:other-py", "python", SpecSource::Remote, None),
+                spec("remote:python3", "python", SpecSource::Remote, None),
+            ],
+            ..Discovery::default()
+        };
+        let pick = |name: Option<&str>| {
+            let preference = SpecPreference {
+                notebook_kernel_name: name.map(str::to_owned),
+                ..SpecPreference::default()
+            };
+            discovery
+                .choose(&preference, None, None)
+                .unwrap()
+                .id
+                .clone()
+        };
+        assert_eq!(pick(Some("other-py")), "remote:other-py");
+        assert_eq!(pick(None), "remote:python3");
+        assert_eq!(pick(Some("python3")), "remote:python3");
     }
 
     #[test]

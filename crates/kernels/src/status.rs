@@ -101,8 +101,8 @@ pub struct KernelInfo {
 /// last busy/idle state that IOPub reported (so a probe can restore it).
 #[derive(Debug)]
 #[cfg_attr(
-    not(feature = "local"),
-    allow(dead_code, reason = "used by local kernels")
+    not(any(feature = "local", feature = "remote")),
+    allow(dead_code, reason = "used by the kernel providers")
 )]
 pub(crate) struct StatusHub {
     sender: watch::Sender<KernelStatus>,
@@ -111,8 +111,8 @@ pub(crate) struct StatusHub {
 }
 
 #[cfg_attr(
-    not(feature = "local"),
-    allow(dead_code, reason = "used by local kernels")
+    not(any(feature = "local", feature = "remote")),
+    allow(dead_code, reason = "used by the kernel providers")
 )]
 impl StatusHub {
     pub(crate) fn new(initial: KernelStatus) -> Self {

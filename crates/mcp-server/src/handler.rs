@@ -1,7 +1,8 @@
 //! The rmcp binding: `tools/list` from the contract catalogue, `tools/call` through a
 //! [`ToolDispatch`], and progress notifications when the client sent a progress token.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use host_core::{CallContext, ProgressSink, ToolDispatch, ToolOutput};
 use mcp_contract::ToolSpec;
@@ -19,18 +20,20 @@ pub const INSTRUCTIONS: &str = "Notebook tools. Start with list_notebooks, then 
 expectedRev. run_cells without cellIds runs exactly the stale cells; follow long runs with \
 get_execution.";
 
-/// Serves one [`ToolDispatch`] over MCP.
+/// Serves one [`ToolDispatch`] over MCP. The tool list is asked of the dispatch on every
+/// `tools/list`, because a broker's changes as windows come and go.
 #[derive(Clone)]
 pub struct McpHandler {
     dispatch: Arc<dyn ToolDispatch>,
-    tools: Arc<Vec<Tool>>,
+    /// rmcp descriptions by tool name, made once each (generating schemas is not free).
+    described: Arc<Mutex<HashMap<&'static str, Tool>>>,
 }
 
 impl std::fmt::Debug for McpHandler {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         formatter
             .debug_struct("McpHandler")
-            .field("tools", &self.tools.len())
+            .field("tools", &self.dispatch.specs().len())
             .finish()
     }
 }
@@ -67,11 +70,27 @@ pub fn call_tool_result(output: ToolOutput) -> CallToolResult {
 
 impl McpHandler {
     pub fn new(dispatch: Arc<dyn ToolDispatch>) -> McpHandler {
-        let tools = dispatch.specs().iter().map(rmcp_tool).collect();
-        McpHandler {
+        let handler = McpHandler {
             dispatch,
-            tools: Arc::new(tools),
-        }
+            described: Arc::default(),
+        };
+        handler.tools();
+        handler
+    }
+
+    /// The tools the dispatch serves now.
+    fn tools(&self) -> Vec<Tool> {
+        let specs = self.dispatch.specs();
+        let mut described = self.described.lock().expect("tool description lock");
+        specs
+            .iter()
+            .map(|spec| {
+                described
+                    .entry(spec.name)
+                    .or_insert_with(|| rmcp_tool(spec))
+                    .clone()
+            })
+            .collect()
     }
 }
 
@@ -107,11 +126,22 @@ impl ServerHandler for McpHandler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools.as_ref().clone()))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools.iter().find(|tool| tool.name == name).cloned()
+        let spec = self
+            .dispatch
+            .specs()
+            .into_iter()
+            .find(|spec| spec.name == name)?;
+        let mut described = self.described.lock().expect("tool description lock");
+        Some(
+            described
+                .entry(spec.name)
+                .or_insert_with(|| rmcp_tool(&spec))
+                .clone(),
+        )
     }
 
     async fn call_tool(

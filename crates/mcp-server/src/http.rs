@@ -254,6 +254,55 @@ impl HttpApp {
 
 /// Serves `app` on `listener` until `cancel` fires.
 pub async fn serve(listener: TcpListener, app: HttpApp, cancel: CancellationToken) {
+    serve_with(
+        listener,
+        move |request| {
+            let app = app.clone();
+            async move { app.handle(request).await }
+        },
+        cancel,
+    )
+    .await;
+}
+
+/// Serves only `routes` (no `/mcp`) on `listener` until `cancel` fires, behind the same loopback
+/// check; what they leave unhandled gets 404. The broker's peers serve their private endpoint
+/// this way.
+pub async fn serve_routes(
+    listener: TcpListener,
+    routes: Arc<dyn ExtraRoutes>,
+    cancel: CancellationToken,
+) {
+    serve_with(
+        listener,
+        move |request: Request<Incoming>| {
+            let routes = routes.clone();
+            async move {
+                if let Some(response) = loopback_rejection(&request) {
+                    return response;
+                }
+                match routes.handle(request).await {
+                    Ok(response) => response,
+                    Err(_) => json_response(
+                        StatusCode::NOT_FOUND,
+                        serde_json::json!({"error": "Not found."}),
+                    ),
+                }
+            }
+        },
+        cancel,
+    )
+    .await;
+}
+
+async fn serve_with<Handler, Answer>(
+    listener: TcpListener,
+    handler: Handler,
+    cancel: CancellationToken,
+) where
+    Handler: Fn(Request<Incoming>) -> Answer + Clone + Send + Sync + 'static,
+    Answer: Future<Output = Response<Body>> + Send + 'static,
+{
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -267,12 +316,12 @@ pub async fn serve(listener: TcpListener, app: HttpApp, cancel: CancellationToke
             }
         };
         let _ = stream.set_nodelay(true);
-        let app = app.clone();
+        let handler = handler.clone();
         let cancel = cancel.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let app = app.clone();
-                async move { Ok::<_, Infallible>(app.handle(request).await) }
+                let answer = handler(request);
+                async move { Ok::<_, Infallible>(answer.await) }
             });
             let connection = http1::Builder::new()
                 .keep_alive(true)

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use host_core::{CallContext, Tools};
 use host_standalone::{FileHost, FileHostConfig, StandaloneHost};
+use jupyter_mcp_tests::Client;
 use notebook_model::Notebook;
 use serde_json::{Value, json};
 
@@ -206,6 +207,165 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A notebook of `cells` code cells with short sources and outputs.
+fn medium_notebook(cells: usize) -> Value {
+    let cells: Vec<Value> = (0..cells)
+        .map(|index| {
+            json!({
+                "cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
+                "execution_count": index + 1,
+                "source": format!("# Step {index}\nvalue_{index} = compute({index})\nprint(value_{index})"),
+                "outputs": [{"output_type": "stream", "name": "stdout",
+                             "text": format!("{index}\n").repeat(5)}]
+            })
+        })
+        .collect();
+    json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+}
+
+fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
+    let host = FileHost::new(FileHostConfig {
+        root: root.to_path_buf(),
+        snapshot_folder: root.join(".snapshots"),
+    })?;
+    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: None,
+        summarizer: None,
+    }))))
+}
+
+async fn timed_read(client: &Client, arguments: &Value) -> Duration {
+    let start = Instant::now();
+    let call = client.call("read_notebook", arguments.clone()).await;
+    let elapsed = start.elapsed();
+    assert!(!call.is_error(), "{}", call.text());
+    elapsed
+}
+
+/// `read_notebook` through the broker to the peer that owns the notebook, against the same
+/// call served by the owner directly: the same `Tools` instance behind both, real MCP clients
+/// over loopback HTTP, calls interleaved so that both see the same machine.
+async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
+    use host_core::NotebookHost;
+    let broker_root = tempfile::tempdir()?;
+    let owner_root = tempfile::tempdir()?;
+    let runtime = tempfile::tempdir()?;
+    let text = Notebook::from_value(medium_notebook(60))?.to_ipynb_string();
+    std::fs::write(owner_root.path().join("work.ipynb"), &text)?;
+
+    let owner_tools = standalone_tools(owner_root.path())?;
+    let owner_window = owner_tools.host().window();
+    let broker_tools = standalone_tools(broker_root.path())?;
+    let broker_window = broker_tools.host().window();
+
+    // The owner's own server, as `--port 0` runs it.
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let (listener, address) = mcp_server::bind_loopback(0).await?;
+    let app = mcp_server::HttpApp::new(
+        mcp_server::McpHandler::new(owner_tools.clone()),
+        mcp_server::HttpSecurity::default(),
+        None,
+        cancel.clone(),
+    );
+    tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
+
+    // The broker (an empty root) and the owner as its peer, on one shared port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let coordinator = |window, local| broker::CoordinatorConfig {
+        port,
+        window,
+        local,
+        runtime_dir: runtime.path().to_path_buf(),
+        security: mcp_server::HttpSecurity::default(),
+        timings: broker::Timings::default(),
+    };
+    let (broker, _) = broker::Coordinator::start(coordinator(broker_window, broker_tools)).await?;
+    let (peer, joined) =
+        broker::Coordinator::start(coordinator(owner_window.clone(), owner_tools)).await?;
+    anyhow::ensure!(
+        matches!(joined, broker::Joined::Peer { .. }),
+        "the owner did not join as a peer"
+    );
+
+    let direct = Client::http(&format!("http://{address}/mcp")).await?;
+    let routed = Client::http(&broker.url()).await?;
+    routed.call("list_notebooks", json!({})).await.ok();
+    let notebook_ref = host_core::refs::notebook_ref(
+        &owner_window.id,
+        &host_standalone::paths::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
+    );
+    let arguments = json!({"notebookRef": notebook_ref});
+    let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
+    for round in 0..320 {
+        // Interleaved, alternating which goes first; the first 20 rounds warm both paths up.
+        let (direct_sample, routed_sample) = if round % 2 == 0 {
+            let direct_sample = timed_read(&direct, &arguments).await;
+            (direct_sample, timed_read(&routed, &arguments).await)
+        } else {
+            let routed_sample = timed_read(&routed, &arguments).await;
+            (timed_read(&direct, &arguments).await, routed_sample)
+        };
+        if round >= 20 {
+            direct_samples.push(direct_sample);
+            routed_samples.push(routed_sample);
+        }
+    }
+    let answer_bytes = routed
+        .call("read_notebook", arguments.clone())
+        .await
+        .text()
+        .len();
+    direct.close().await?;
+    routed.close().await?;
+    peer.stop().await;
+    broker.stop().await;
+    cancel.cancel();
+
+    let direct_stats = stats(direct_samples);
+    let routed_stats = stats(routed_samples);
+    let added = |routed: Duration, direct: Duration| routed.saturating_sub(direct);
+    let added_median = added(routed_stats.median, direct_stats.median);
+    let added_p90 = added(routed_stats.p90, direct_stats.p90);
+    let ratio = routed_stats.median.as_secs_f64() / direct_stats.median.as_secs_f64();
+    print_rows(
+        &format!(
+            "Broker: read_notebook (outline of a 60-cell notebook, {:.1} kB answer), 300 calls each",
+            answer_bytes as f64 / 1e3
+        ),
+        &[
+            Row {
+                name: "served by the owner directly (MCP over loopback HTTP)".to_owned(),
+                figure: format!("{} ({})", ms(direct_stats.median), ms(direct_stats.p90)),
+                baseline: "".to_owned(),
+                ratio: "1×".to_owned(),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "through the broker to the owning peer (/mcp, then /peer/invoke)".to_owned(),
+                figure: format!("{} ({})", ms(routed_stats.median), ms(routed_stats.p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: format!("{ratio:.2}×"),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "added by the broker hop, p50 (p90)".to_owned(),
+                figure: format!("{} ({})", ms(added_median), ms(added_p90)),
+                baseline: format!("{} (direct)", ms(direct_stats.median)),
+                ratio: "".to_owned(),
+                target: "≤ 1.5 ms at p50",
+                pass: Some(added_median <= Duration::from_micros(1500)),
+            },
+        ],
+        report,
+    );
+    Ok(())
+}
+
 async fn call_tool<H: host_core::NotebookHost>(
     tools: &Tools<H>,
     name: &str,
@@ -338,6 +498,206 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
         &format!(
             "File transfer through a local ipykernel (median of {RUNS}, in-process tool calls)"
         ),
+        &rows,
+        report,
+    );
+    Ok(())
+}
+
+/// Median and p90 of `runs` awaited calls of `work`, after one warm-up call.
+async fn measure_async<F, Fut>(runs: usize, mut work: F) -> Stats
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    work().await;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        work().await;
+        samples.push(start.elapsed());
+    }
+    stats(samples)
+}
+
+/// One trivial execute request (`1 + 1`) from send to its terminal reply.
+async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats {
+    measure_async(runs, || async {
+        let handle = kernel
+            .execute("1 + 1", kernels::ExecuteOptions::default())
+            .await
+            .expect("execute");
+        let events = handle.collect_events().await;
+        assert!(
+            matches!(events.last(), Some(kernels::ExecuteEvent::Reply(reply)) if reply.status == kernels::ReplyStatus::Ok),
+            "{events:?}"
+        );
+    })
+    .await
+}
+
+/// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
+/// to the notebook file, receipt).
+async fn trivial_run(
+    manager: Arc<kernels::KernelManager>,
+    root: &Path,
+    runs: usize,
+) -> anyhow::Result<Stats> {
+    let notebook = json!({
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "cells": [{"cell_type": "code", "id": "c0", "metadata": {}, "execution_count": null,
+                   "outputs": [], "source": "1 + 1"}]
+    });
+    std::fs::write(root.join("trivial.ipynb"), notebook.to_string())?;
+    let host = FileHost::new(FileHostConfig {
+        root: root.to_path_buf(),
+        snapshot_folder: root.join(".snapshots"),
+    })?;
+    let tools = Tools::new(Arc::new(StandaloneHost {
+        files: Arc::new(host),
+        kernels: Some(Arc::clone(&manager)),
+        summarizer: None,
+    }));
+    let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
+        .as_object()
+        .cloned();
+    let figures = measure_async(runs, || async {
+        let output = tools
+            .call("run_cells", arguments.clone(), CallContext::default())
+            .await;
+        assert!(
+            !output.is_error && output.text.contains("\"completed\""),
+            "{}",
+            output.text
+        );
+    })
+    .await;
+    manager.shutdown_all().await;
+    Ok(figures)
+}
+
+/// Trivial-cell latency on a local kernel (ZeroMQ) and on a kernel of a Jupyter Server on
+/// loopback (REST + WebSocket, both framings), measured in the same run.
+async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
+    use kernels::{KernelHandle as _, KernelProvider as _};
+
+    let folder = tempfile::tempdir()?;
+    let python = jupyter_mcp_tests::python();
+    let spec = kernels::KernelSpecInfo {
+        id: "bench-python".into(),
+        display_name: "Bench Python".into(),
+        language: "python".into(),
+        argv: vec![
+            python.to_string_lossy().into_owned(),
+            "-m".into(),
+            "ipykernel_launcher".into(),
+            "-f".into(),
+            "{connection_file}".into(),
+        ],
+        env: Default::default(),
+        interrupt_mode: kernels::InterruptMode::Signal,
+        resource_dir: None,
+        source: kernels::SpecSource::Other,
+    };
+    let local_provider = kernels::LocalProvider::new(
+        kernels::DiscoveryConfig::from_env(Some(folder.path().to_path_buf())),
+        kernels::LaunchConfig::default(),
+    );
+    let local = local_provider.start_local(&spec, folder.path()).await?;
+    let local_cell = trivial_cell(&local, runs).await;
+    local.shutdown().await?;
+
+    let server = KernelServer::start(ServerKind::JupyterServer, folder.path(), &[])?;
+    eprintln!("started a Jupyter Server at {}", server.url());
+    let remote = |offer_binary: bool| {
+        let mut config = kernels::RemoteConfig::new(
+            kernels::ServerUrl::parse(&server.url()).expect("URL"),
+            kernels::ServerToken::new(server.token()),
+        );
+        config.offer_binary_protocol = offer_binary;
+        config.served_root = Some(folder.path().to_path_buf());
+        kernels::RemoteProvider::new(config)
+    };
+    let mut remote_cells = Vec::new();
+    for offer_binary in [true, false] {
+        let provider = remote(offer_binary);
+        let discovery = provider.discover(None).await?;
+        let spec = discovery
+            .find("remote:python3")
+            .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
+        let kernel = provider.start_remote(spec, folder.path()).await?;
+        let protocol = kernel.protocol().await.unwrap_or("?");
+        remote_cells.push((protocol, trivial_cell(&kernel, runs).await));
+        kernel.shutdown().await?;
+    }
+
+    let local_root = tempfile::tempdir()?;
+    jupyter_mcp_tests::link_venv(local_root.path());
+    let local_run = trivial_run(
+        host_standalone::server::local_kernels(local_root.path(), None),
+        local_root.path(),
+        runs / 3,
+    )
+    .await?;
+    // Notebooks outside the server's folder: kernels start in its root.
+    let remote_root = tempfile::tempdir()?;
+    let remote_run = trivial_run(
+        host_standalone::server::remote_kernels(
+            remote_root.path(),
+            None,
+            &host_standalone::KernelServer {
+                url: kernels::ServerUrl::parse(&server.url())?,
+                token: kernels::ServerToken::new(server.token()),
+            },
+        ),
+        remote_root.path(),
+        runs / 3,
+    )
+    .await?;
+
+    let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64();
+    let mut rows = vec![Row {
+        name: "execute `1 + 1`, local kernel (ZeroMQ)".to_owned(),
+        figure: format!("{} ({})", ms(local_cell.median), ms(local_cell.p90)),
+        baseline: "—".to_owned(),
+        ratio: "1×".to_owned(),
+        target: "",
+        pass: None,
+    }];
+    for (protocol, figures) in &remote_cells {
+        rows.push(Row {
+            name: if *protocol == "json" {
+                "execute `1 + 1`, Jupyter Server kernel, JSON WebSocket protocol".to_owned()
+            } else {
+                "execute `1 + 1`, Jupyter Server kernel, v1 binary WebSocket protocol".to_owned()
+            },
+            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
+            baseline: format!("{} (local kernel)", ms(local_cell.median)),
+            ratio: format!("{:.2}×", ratio(figures.median, local_cell.median)),
+            target: "",
+            pass: None,
+        });
+    }
+    rows.push(Row {
+        name: "run_cells of one trivial cell, local kernel (tool call, outputs saved)".to_owned(),
+        figure: format!("{} ({})", ms(local_run.median), ms(local_run.p90)),
+        baseline: "—".to_owned(),
+        ratio: "1×".to_owned(),
+        target: "",
+        pass: None,
+    });
+    rows.push(Row {
+        name: "run_cells of one trivial cell, Jupyter Server kernel".to_owned(),
+        figure: format!("{} ({})", ms(remote_run.median), ms(remote_run.p90)),
+        baseline: format!("{} (local kernel)", ms(local_run.median)),
+        ratio: format!("{:.2}×", ratio(remote_run.median, local_run.median)),
+        target: "",
+        pass: None,
+    });
+    print_rows(
+        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback",
         &rows,
         report,
     );
@@ -583,6 +943,12 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted("transfer") {
         transfer_bench(&mut report).await?;
+    }
+    if wanted("broker") {
+        broker_bench(&mut report).await?;
+    }
+    if wanted("kernels") {
+        remote_kernel_bench(&mut report, if quick { 30 } else { 100 }).await?;
     }
     if only.is_none() {
         let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");

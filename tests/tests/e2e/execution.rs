@@ -3,7 +3,8 @@
 use std::time::{Duration, Instant};
 
 use jupyter_mcp_tests::{
-    Client, HttpServer, example_root, nbformat_problems, process_alive, write_code_notebook,
+    Client, HttpServer, example_root, is_terminal as terminal, nbformat_problems, process_alive,
+    receipt_output as output_of, write_code_notebook,
 };
 use serde_json::{Value, json};
 
@@ -17,37 +18,9 @@ async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
     (root, server, client)
 }
 
-/// Follows the notebook's latest run until `done` holds for its receipt (outputs included),
-/// waiting on the server side between looks; panics after a minute.
+/// Follows the notebook's latest run until `done` holds for its receipt; panics after a minute.
 async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let receipt = client
-            .call(
-                "get_execution",
-                json!({"notebookRef": NB, "waitMs": 500, "includeOutputs": true}),
-            )
-            .await
-            .ok();
-        if done(&receipt) {
-            return receipt;
-        }
-        assert!(Instant::now() < deadline, "gave up waiting: {receipt}");
-    }
-}
-
-fn output_of(receipt: &Value, position: usize) -> String {
-    receipt["cells"][position]["output"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
-
-fn terminal(receipt: &Value) -> bool {
-    matches!(
-        receipt["status"].as_str(),
-        Some("completed" | "failed" | "unavailable")
-    )
+    client.follow(NB, Duration::from_secs(60), done).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,9 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
+mod broker;
 mod documents;
 mod execution;
 mod intelligence;
+mod remote;
 mod summaries;
 mod transfer;

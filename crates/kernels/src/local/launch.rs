@@ -21,11 +21,11 @@ use zeromq::SocketRecv;
 use super::LaunchConfig;
 use super::process::{BoundedLog, ProcessGroup};
 use super::pump::{Pump, PumpCommand, StopReason, read_socket, write_socket};
-use super::wire::{WireMessage, kernel_info};
 use crate::error::{Error, Result};
 use crate::spec::{InterruptMode, KernelSpecInfo};
 use crate::status::{KernelInfo, ProcessExit, StatusHub};
 use crate::tasks::AbortOnDrop;
+use crate::wire::{WireMessage, kernel_info};
 
 /// A started kernel process and everything attached to it. Dropping it kills the process
 /// group and removes the connection file.

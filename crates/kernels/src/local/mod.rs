@@ -3,7 +3,6 @@
 mod launch;
 mod process;
 mod pump;
-mod router;
 mod wire;
 
 use std::collections::HashMap;

@@ -15,11 +15,11 @@ use tokio::time::Instant;
 use zeromq::{SocketRecv, SocketSend};
 
 use super::process::ProcessGroup;
-use super::router::Router;
-use super::wire::WireMessage;
 use crate::execute::ExecuteEvent;
+use crate::router::Router;
 use crate::status::{KernelStatus, ProcessExit, StatusHub};
 use crate::tasks::AbortOnDrop;
+use crate::wire::WireMessage;
 
 /// Why the pump is being stopped on purpose; decides the terminal event of pending requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

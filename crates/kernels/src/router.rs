@@ -16,9 +16,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::wire::{IopubItem, WireMessage, execute_reply, iopub_item};
 use crate::execute::{ExecuteEvent, ExecuteReply, JsonObject, ReplyStatus};
 use crate::status::KernelStatus;
+use crate::wire::{IopubItem, WireMessage, execute_reply, iopub_item};
 
 struct PendingRequest {
     sink: mpsc::UnboundedSender<ExecuteEvent>,
@@ -151,6 +151,23 @@ impl Router {
             }
             false
         });
+    }
+
+    /// Ends a request whose reply has not arrived with `terminal`. A request whose reply is
+    /// held (waiting for its `idle`) is left to the grace period.
+    #[cfg_attr(
+        not(feature = "remote"),
+        allow(dead_code, reason = "used by remote kernels")
+    )]
+    pub(crate) fn end_if_unanswered(&mut self, msg_id: &str, terminal: &ExecuteEvent) {
+        if self
+            .pending
+            .get(msg_id)
+            .is_some_and(|request| request.held_reply.is_none())
+            && let Some(request) = self.pending.remove(msg_id)
+        {
+            request.emit(terminal.clone());
+        }
     }
 
     /// Ends every pending request with the same terminal event.
@@ -297,6 +314,21 @@ mod tests {
         assert_eq!(drain(&mut receivers[0]), ["died"]);
         assert_eq!(drain(&mut receivers[1]), ["died"]);
         assert_eq!(router.pending_count(), 0);
+    }
+
+    #[test]
+    fn only_unanswered_requests_are_ended_by_a_marker() {
+        let (mut router, mut receivers) = router_with(&["answered", "lost", "idle-only"]);
+        let now = Instant::now();
+        router.on_shell(&reply("answered"), now);
+        router.on_iopub(&status("idle-only", "idle"), now);
+        for id in ["answered", "lost", "idle-only", "unknown"] {
+            router.end_if_unanswered(id, &ExecuteEvent::ConnectionLost);
+        }
+        assert_eq!(drain(&mut receivers[0]), Vec::<String>::new());
+        assert_eq!(drain(&mut receivers[1]), ["ConnectionLost"]);
+        assert_eq!(drain(&mut receivers[2]), ["idle", "ConnectionLost"]);
+        assert_eq!(router.pending_count(), 1);
     }
 
     #[test]

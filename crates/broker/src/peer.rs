@@ -1,0 +1,134 @@
+//! A peer's private endpoint: `POST /peer/invoke` on its own loopback port runs one tool call
+//! on this window's tools for the broker. Only a caller holding the token derived from the
+//! secret of the broker this peer registered with gets in.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use mcp_server::http::{Body, ExtraRoutes, json_response};
+
+use host_core::{BoxFuture, CallContext, ToolDispatch};
+
+use crate::protocol::{Invocation, InvocationResult, MAX_INVOKE_BODY_BYTES, PEER_TOKEN_HEADER};
+use crate::secret::Secret;
+
+/// The `/peer/*` routes of one process.
+pub(crate) struct PeerEndpoint {
+    window_id: String,
+    port: u16,
+    local: Arc<dyn ToolDispatch>,
+    /// The secret of the broker this process is registered with (none while it is broker itself
+    /// or not registered).
+    broker_secret: Mutex<Option<Secret>>,
+}
+
+/// An error answer of the broker protocol: `{ "error": message }`.
+pub(crate) fn error_response(status: StatusCode, message: &str) -> Response<Body> {
+    json_response(status, serde_json::json!({ "error": message }))
+}
+
+/// Reads a request body of at most `limit` bytes; the error is the response to send.
+pub(crate) async fn read_body(
+    request: Request<Incoming>,
+    limit: usize,
+) -> Result<Bytes, Response<Body>> {
+    match Limited::new(request.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("the request body is larger than {limit} bytes"),
+        )),
+        Err(_) => Err(error_response(
+            StatusCode::BAD_REQUEST,
+            "the request body broke off",
+        )),
+    }
+}
+
+impl PeerEndpoint {
+    pub(crate) fn new(window_id: String, port: u16, local: Arc<dyn ToolDispatch>) -> PeerEndpoint {
+        PeerEndpoint {
+            window_id,
+            port,
+            local,
+            broker_secret: Mutex::new(None),
+        }
+    }
+
+    /// Accepts calls from the broker holding `secret` from now on (`None`: from nobody).
+    pub(crate) fn trust(&self, secret: Option<Secret>) {
+        *self.broker_secret.lock().expect("peer secret lock") = secret;
+    }
+
+    fn authorised(&self, request: &Request<Incoming>) -> bool {
+        let Some(presented) = request
+            .headers()
+            .get(PEER_TOKEN_HEADER)
+            .and_then(|value| value.to_str().ok())
+        else {
+            return false;
+        };
+        let secret = self.broker_secret.lock().expect("peer secret lock").clone();
+        secret.is_some_and(|secret| {
+            secret.verify(
+                "peer",
+                &[self.window_id.as_bytes(), &self.port.to_be_bytes()],
+                presented,
+            )
+        })
+    }
+
+    async fn invoke(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.method() != Method::POST {
+            return error_response(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+        }
+        if !self.authorised(&request) {
+            return error_response(StatusCode::FORBIDDEN, "Forbidden.");
+        }
+        let body = match read_body(request, MAX_INVOKE_BODY_BYTES).await {
+            Ok(body) => body,
+            Err(response) => return response,
+        };
+        let invocation: Invocation = match serde_json::from_slice(&body) {
+            Ok(invocation) => invocation,
+            Err(error) => {
+                return error_response(
+                    StatusCode::BAD_REQUEST,
+                    &format!("not an invocation: {error}"),
+                );
+            }
+        };
+        let output = self
+            .local
+            .dispatch(
+                invocation.tool,
+                invocation.arguments,
+                CallContext::default(),
+            )
+            .await;
+        let answer = serde_json::to_vec(&InvocationResult::from(output))
+            .expect("an invocation result serialises");
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(http_body_util::Full::new(Bytes::from(answer)).boxed())
+            .expect("a JSON response is valid")
+    }
+}
+
+impl ExtraRoutes for PeerEndpoint {
+    fn handle(
+        &self,
+        request: Request<Incoming>,
+    ) -> BoxFuture<'_, Result<Response<Body>, Request<Incoming>>> {
+        Box::pin(async move {
+            match request.uri().path() {
+                "/peer/invoke" => Ok(self.invoke(request).await),
+                _ => Err(request),
+            }
+        })
+    }
+}

@@ -1,0 +1,685 @@
+//! The kernel WebSocket of one remote kernel session, and the one task that owns its flow.
+//!
+//! A reader task turns the socket into a channel of decoded messages and a writer task turns a
+//! channel into socket sends, so the pump only waits on channels. The pump routes replies and
+//! outputs to their requests by parent `msg_id` (with the same [`Router`] local kernels use)
+//! and survives a dropped socket:
+//!
+//! - It reconnects with the same `session_id`, so Jupyter Server replays what it buffered for
+//!   that session while the socket was down, and routing simply continues.
+//! - Requests sent on a lost socket are confirmed by a marker: an empty silent
+//!   `execute_request` sent right after reconnecting. Shell requests run in order, so when the
+//!   marker's reply arrives, every earlier request has replied; one whose reply never came was
+//!   lost with the socket and ends with `ConnectionLost` instead of waiting forever.
+//! - When the server says the kernel is gone (404), pending requests end with `KernelDied`;
+//!   when it cannot be reached for `reconnect_timeout`, with `ConnectionLost`. Either way the
+//!   caller learns it, nothing hangs.
+//! - A `restarting` status from the server (its automatic restart after a crash) or a
+//!   `starting` status from a new kernel process means a new kernel: a new epoch, and pending
+//!   requests end with `KernelRestarted`.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{self, Message};
+
+use super::frames::{
+    Frame, Incoming, Outgoing, Protocol, V1_SUBPROTOCOL, decode_binary, decode_text, iso_date,
+};
+use super::server::{ServerToken, ServerUrl, kernel_path};
+use crate::error::Error;
+use crate::execute::ExecuteEvent;
+use crate::router::Router;
+use crate::status::{KernelInfo, KernelStatus, ProcessExit, StatusHub};
+use crate::tasks::AbortOnDrop;
+use crate::wire::kernel_info;
+
+/// The largest message accepted from the server. Outputs can be large (images, frames), but a
+/// bound keeps a misbehaving server from exhausting memory.
+const MAX_INCOMING_BYTES: usize = 256 * 1024 * 1024;
+
+/// First and longest pause between reconnection attempts while requests wait.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const WAITING_BACKOFF_CAP: Duration = Duration::from_secs(2);
+/// Longest pause between attempts once nothing waits any more.
+const IDLE_BACKOFF_CAP: Duration = Duration::from_secs(10);
+
+/// What identifies one WebSocket to one kernel.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkParams {
+    pub url: ServerUrl,
+    pub token: Option<ServerToken>,
+    pub kernel_id: String,
+    /// Kept across reconnections so the server replays what it buffered.
+    pub session_id: String,
+    /// Offer the `v1.kernel.websocket.jupyter.org` subprotocol.
+    pub offer_binary: bool,
+    pub connect_timeout: Duration,
+}
+
+/// An open WebSocket: decoded messages come in, frames go out.
+pub(crate) struct Link {
+    pub protocol: Protocol,
+    incoming: mpsc::UnboundedReceiver<LinkEvent>,
+    outgoing: mpsc::UnboundedSender<Message>,
+    _tasks: AbortOnDrop,
+}
+
+enum LinkEvent {
+    Message(Incoming),
+    /// A ping or pong: the socket is alive.
+    Heard,
+}
+
+/// Why a WebSocket could not be opened.
+#[derive(Debug)]
+pub(crate) enum LinkFailure {
+    /// The server does not know the kernel (404).
+    Gone,
+    /// Anything else; worth trying again later.
+    Failed(Error),
+}
+
+/// Opens the kernel's WebSocket, offering the binary subprotocol when asked and falling back
+/// to the JSON protocol when the server (or a proxy) refuses it.
+pub(crate) async fn open_link(params: &LinkParams) -> Result<Link, LinkFailure> {
+    if params.offer_binary {
+        match connect(params, true).await {
+            Err(LinkFailure::Failed(Error::ServerProtocol { .. })) => {
+                tracing::info!("the kernel server refused the binary subprotocol; using JSON");
+                connect(params, false).await
+            }
+            other => other,
+        }
+    } else {
+        connect(params, false).await
+    }
+}
+
+async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFailure> {
+    const OPERATION: &str = "opening the kernel's WebSocket";
+    let unreachable = |source: tungstenite::Error| {
+        LinkFailure::Failed(Error::ServerUnreachable {
+            url: params.url.to_string(),
+            operation: OPERATION,
+            source: Box::new(source),
+        })
+    };
+    let path = format!(
+        "{}?session_id={}",
+        kernel_path(&params.kernel_id, "/channels"),
+        params.session_id
+    );
+    let mut request = params
+        .url
+        .ws(&path)
+        .into_client_request()
+        .map_err(unreachable)?;
+    if let Some(token) = &params.token {
+        let value = http::HeaderValue::from_str(&token.header_value()).map_err(|_| {
+            LinkFailure::Failed(Error::ServerUrl {
+                url: params.url.to_string(),
+                reason: "the token contains characters that cannot be sent in a header".into(),
+            })
+        })?;
+        request
+            .headers_mut()
+            .insert(http::header::AUTHORIZATION, value);
+    }
+    if offer_binary {
+        request.headers_mut().insert(
+            http::header::SEC_WEBSOCKET_PROTOCOL,
+            http::HeaderValue::from_static(V1_SUBPROTOCOL),
+        );
+    }
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_INCOMING_BYTES))
+        .max_frame_size(Some(MAX_INCOMING_BYTES));
+    let connected = tokio::time::timeout(
+        params.connect_timeout,
+        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
+    )
+    .await
+    .map_err(|_| {
+        LinkFailure::Failed(Error::Timeout {
+            operation: OPERATION,
+            after: params.connect_timeout,
+        })
+    })?;
+    let (stream, response) = match connected {
+        Ok(connected) => connected,
+        Err(tungstenite::Error::Http(response)) => {
+            let status = response.status();
+            return Err(match status.as_u16() {
+                404 => LinkFailure::Gone,
+                401 | 403 => LinkFailure::Failed(Error::ServerAuth {
+                    url: params.url.to_string(),
+                    operation: OPERATION,
+                    status: status.as_u16(),
+                }),
+                code => LinkFailure::Failed(Error::ServerStatus {
+                    url: params.url.to_string(),
+                    operation: OPERATION,
+                    status: code,
+                }),
+            });
+        }
+        Err(tungstenite::Error::Protocol(
+            tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(_),
+        )) => {
+            return Err(LinkFailure::Failed(Error::ServerProtocol {
+                url: params.url.to_string(),
+                operation: OPERATION,
+            }));
+        }
+        Err(error) => return Err(unreachable(error)),
+    };
+    let protocol = match response.headers().get(http::header::SEC_WEBSOCKET_PROTOCOL) {
+        Some(value) if value.as_bytes() == V1_SUBPROTOCOL.as_bytes() => Protocol::V1,
+        _ => Protocol::Json,
+    };
+    let (mut sink, mut source) = stream.split();
+    let (incoming_sender, incoming) = mpsc::unbounded_channel();
+    let (outgoing, mut outgoing_receiver) = mpsc::unbounded_channel::<Message>();
+    let mut tasks = AbortOnDrop::default();
+    tasks.push(tokio::spawn(async move {
+        while let Some(item) = source.next().await {
+            let event = match item {
+                Ok(Message::Text(text)) => decode_text(&text).map(LinkEvent::Message),
+                Ok(Message::Binary(bytes)) => {
+                    decode_binary(protocol, &bytes).map(LinkEvent::Message)
+                }
+                Ok(Message::Ping(_) | Message::Pong(_)) => Some(LinkEvent::Heard),
+                Ok(Message::Close(_)) => return,
+                Ok(Message::Frame(_)) => continue,
+                Err(error) => {
+                    tracing::debug!(%error, "the kernel WebSocket closed");
+                    return;
+                }
+            };
+            match event {
+                Some(event) => {
+                    if incoming_sender.send(event).is_err() {
+                        return;
+                    }
+                }
+                None => tracing::warn!("dropping an unreadable kernel message"),
+            }
+        }
+    }));
+    tasks.push(tokio::spawn(async move {
+        while let Some(message) = outgoing_receiver.recv().await {
+            if let Err(error) = sink.send(message).await {
+                tracing::debug!(%error, "sending on the kernel WebSocket failed");
+                return;
+            }
+        }
+        let _ = sink.close().await;
+    }));
+    tracing::debug!(protocol = protocol.as_str(), "kernel WebSocket open");
+    Ok(Link {
+        protocol,
+        incoming,
+        outgoing,
+        _tasks: tasks,
+    })
+}
+
+impl Link {
+    /// Queues a frame for sending; `false` when the writer is gone.
+    fn send(&self, frame: Frame) -> bool {
+        let message = match frame {
+            Frame::Text(text) => Message::text(text),
+            Frame::Binary(bytes) => Message::binary(bytes),
+        };
+        self.outgoing.send(message).is_ok()
+    }
+}
+
+/// A fresh message id.
+pub(crate) fn new_msg_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// The current time for message headers.
+pub(crate) fn now_date() -> String {
+    iso_date(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    )
+}
+
+pub(crate) enum Command {
+    /// Register the request, then send it (or queue it until the socket is back).
+    Execute {
+        request: Outgoing,
+        sink: mpsc::UnboundedSender<ExecuteEvent>,
+    },
+    /// Ask `kernel_info` and hand back what the kernel says.
+    KernelInfo { reply: oneshot::Sender<KernelInfo> },
+    /// The server no longer knows the kernel: end everything with `KernelDied` and stop.
+    Gone,
+    /// Stop on purpose (restart, shutdown): pending requests end with `terminal`.
+    Stop { terminal: ExecuteEvent },
+}
+
+/// What a pump shares with its kernel.
+pub(crate) struct PumpContext {
+    pub hub: Arc<StatusHub>,
+    pub epochs: Arc<AtomicU64>,
+    pub info: Arc<Mutex<KernelInfo>>,
+    pub params: LinkParams,
+    pub reply_grace: Duration,
+    pub reconnect_timeout: Duration,
+    pub keepalive: Duration,
+}
+
+/// The socket is down: requests wait until `give_up_at` (`None` once given up, until a new
+/// request arrives); the next attempt is at `next_attempt`.
+struct Outage {
+    give_up_at: Option<Instant>,
+    next_attempt: Instant,
+    backoff: Duration,
+}
+
+type Attempt = Pin<Box<dyn Future<Output = Result<Link, LinkFailure>> + Send>>;
+
+/// Why a pump stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PumpEnd {
+    /// Stopped on purpose, or its kernel object is gone.
+    Stopped,
+    /// The server said the kernel is gone or dead.
+    KernelGone,
+}
+
+pub(crate) struct Pump {
+    context: PumpContext,
+    epoch: u64,
+    commands: mpsc::UnboundedReceiver<Command>,
+    link: Option<Link>,
+    router: Router,
+    outage: Option<Outage>,
+    attempt: Option<Attempt>,
+    /// Requests waiting for the socket, in order.
+    queued: Vec<Outgoing>,
+    /// Executes sent on the current socket.
+    sent_on_link: HashSet<String>,
+    /// Executes sent on a lost socket, not confirmed by a marker yet.
+    unconfirmed: HashSet<String>,
+    /// Marker id → the requests it confirms.
+    markers: HashMap<String, Vec<String>>,
+    info_waiters: HashMap<String, oneshot::Sender<KernelInfo>>,
+    /// A `kernel_info_reply` arrived on this session: the kernel process is up, so a later
+    /// `starting` status means a new process.
+    kernel_answered: bool,
+    /// A restart was detected and nothing was sent since. One restart often shows twice (the
+    /// new process's `starting`, then the server's `restarting`); the second sign then changes
+    /// nothing (no request can have been lost, no cell ran on the new epoch) and is skipped.
+    quiet_since_restart: bool,
+    last_heard: Instant,
+}
+
+impl Pump {
+    pub(crate) fn new(
+        context: PumpContext,
+        epoch: u64,
+        commands: mpsc::UnboundedReceiver<Command>,
+        link: Link,
+    ) -> Self {
+        let grace = context.reply_grace;
+        Pump {
+            context,
+            epoch,
+            commands,
+            link: Some(link),
+            router: Router::new(grace),
+            outage: None,
+            attempt: None,
+            queued: Vec::new(),
+            sent_on_link: HashSet::new(),
+            unconfirmed: HashSet::new(),
+            markers: HashMap::new(),
+            info_waiters: HashMap::new(),
+            kernel_answered: false,
+            quiet_since_restart: false,
+            last_heard: Instant::now(),
+        }
+    }
+
+    pub(crate) async fn run(mut self) -> PumpEnd {
+        let mut keepalive = tokio::time::interval(self.context.keepalive);
+        keepalive.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        keepalive.tick().await;
+        loop {
+            let reply_deadline = self.router.next_deadline();
+            let next_attempt = self
+                .outage
+                .as_ref()
+                .filter(|_| self.attempt.is_none())
+                .map(|outage| outage.next_attempt);
+            let give_up_at = self.outage.as_ref().and_then(|outage| outage.give_up_at);
+            tokio::select! {
+                biased;
+                command = self.commands.recv() => match command {
+                    Some(Command::Execute { request, sink }) => {
+                        self.quiet_since_restart = false;
+                        self.router.register(request.msg_id.clone(), sink);
+                        self.send_or_queue(request, true);
+                    }
+                    Some(Command::KernelInfo { reply }) => {
+                        let request = self.request("kernel_info_request", json!({}));
+                        self.info_waiters.insert(request.msg_id.clone(), reply);
+                        self.send_or_queue(request, false);
+                    }
+                    Some(Command::Gone) => return self.kernel_gone(),
+                    Some(Command::Stop { terminal }) => {
+                        self.router.end_all(&terminal);
+                        return PumpEnd::Stopped;
+                    }
+                    // The kernel object is gone.
+                    None => {
+                        self.router.end_all(&ExecuteEvent::KernelShutdown);
+                        return PumpEnd::Stopped;
+                    }
+                },
+                event = next_link_event(self.link.as_mut()) => match event {
+                    Some(LinkEvent::Message(incoming)) => {
+                        self.last_heard = Instant::now();
+                        if let Some(end) = self.on_message(incoming) {
+                            return end;
+                        }
+                    }
+                    Some(LinkEvent::Heard) => self.last_heard = Instant::now(),
+                    None => self.link_lost(),
+                },
+                outcome = run_attempt(self.attempt.as_mut()) => {
+                    self.attempt = None;
+                    match outcome {
+                        Ok(link) => self.reconnected(link),
+                        Err(LinkFailure::Gone) => return self.kernel_gone(),
+                        Err(LinkFailure::Failed(error)) => self.attempt_failed(&error),
+                    }
+                }
+                () = sleep_until(reply_deadline), if reply_deadline.is_some() => {
+                    self.router.on_timer(Instant::now());
+                }
+                () = sleep_until(next_attempt), if next_attempt.is_some() => {
+                    let params = self.context.params.clone();
+                    self.attempt = Some(Box::pin(async move { open_link(&params).await }));
+                }
+                () = sleep_until(give_up_at), if give_up_at.is_some() => self.give_up(),
+                _ = keepalive.tick() => self.keep_alive(),
+            }
+        }
+    }
+
+    fn request(&self, msg_type: &str, content: Value) -> Outgoing {
+        Outgoing::shell(
+            msg_type,
+            content,
+            &self.context.params.session_id,
+            new_msg_id(),
+            now_date(),
+        )
+    }
+
+    /// Sends on the socket when there is one, else keeps the request for later (and makes
+    /// sure a reconnection is under way).
+    fn send_or_queue(&mut self, request: Outgoing, is_execute: bool) {
+        if let Some(link) = &self.link {
+            if link.send(request.encode(link.protocol)) {
+                if is_execute {
+                    self.sent_on_link.insert(request.msg_id);
+                }
+                return;
+            }
+            self.queued.push(request);
+            self.link_lost();
+            return;
+        }
+        self.queued.push(request);
+        if let Some(outage) = &mut self.outage
+            && outage.give_up_at.is_none()
+        {
+            // Nothing was waiting: try now, and give this request the full window.
+            let now = Instant::now();
+            outage.give_up_at = Some(now + self.context.reconnect_timeout);
+            outage.next_attempt = now;
+            outage.backoff = FIRST_BACKOFF;
+        }
+    }
+
+    fn on_message(&mut self, incoming: Incoming) -> Option<PumpEnd> {
+        let Incoming { channel, message } = incoming;
+        match channel.as_str() {
+            "iopub" => {
+                if message.msg_type == "status" {
+                    let state = message
+                        .content
+                        .get("execution_state")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    match state {
+                        "restarting" => {
+                            self.restarted_by_server("the server restarted the kernel");
+                            return None;
+                        }
+                        "starting" if message.parent_msg_id.is_none() && self.kernel_answered => {
+                            self.restarted_by_server("a new kernel process started");
+                            return None;
+                        }
+                        "starting" => return None,
+                        "dead" => return Some(self.kernel_gone()),
+                        _ => {}
+                    }
+                }
+                if let Some(status) = self.router.on_iopub(&message, Instant::now()) {
+                    self.context.hub.report_activity(self.epoch, status);
+                }
+            }
+            "shell" => {
+                let parent = message.parent_msg_id.as_deref().unwrap_or_default();
+                if message.msg_type == "kernel_info_reply" {
+                    self.kernel_answered = true;
+                    let info = kernel_info(&message.content);
+                    *self
+                        .context
+                        .info
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner) = info.clone();
+                    if let Some(waiter) = self.info_waiters.remove(parent) {
+                        let _ = waiter.send(info);
+                    }
+                    if self.context.hub.epoch() == self.epoch
+                        && self.context.hub.get() == KernelStatus::Restarting
+                    {
+                        self.context.hub.set(KernelStatus::Idle);
+                    }
+                } else if let Some(confirmed) = self.markers.remove(parent) {
+                    for msg_id in confirmed {
+                        self.router
+                            .end_if_unanswered(&msg_id, &ExecuteEvent::ConnectionLost);
+                    }
+                } else {
+                    self.router.on_shell(&message, Instant::now());
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The server reported a new kernel process behind the same id.
+    fn restarted_by_server(&mut self, why: &str) {
+        if self.quiet_since_restart {
+            tracing::debug!(kernel = %self.context.params.kernel_id, "{why} (already known)");
+            return;
+        }
+        self.quiet_since_restart = true;
+        let epoch = self.context.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+        tracing::warn!(
+            kernel = %self.context.params.kernel_id,
+            epoch,
+            "{why}; requests in flight are lost"
+        );
+        self.epoch = epoch;
+        self.context.hub.set_epoch(epoch);
+        self.context.hub.set(KernelStatus::Restarting);
+        self.router.end_all(&ExecuteEvent::KernelRestarted);
+        self.unconfirmed.clear();
+        self.markers.clear();
+        self.kernel_answered = false;
+        // The reply brings the new process's info and ends `Restarting`.
+        let request = self.request("kernel_info_request", json!({}));
+        self.send_or_queue(request, false);
+    }
+
+    fn kernel_gone(&mut self) -> PumpEnd {
+        tracing::warn!(kernel = %self.context.params.kernel_id, "the kernel server no longer has the kernel");
+        self.router.end_all(&ExecuteEvent::KernelDied {
+            exit: ProcessExit::default(),
+        });
+        if self.context.hub.epoch() == self.epoch {
+            self.context.hub.set(KernelStatus::Dead {
+                exit: None,
+                requested: false,
+            });
+        }
+        PumpEnd::KernelGone
+    }
+
+    fn link_lost(&mut self) {
+        if self.link.take().is_none() {
+            return;
+        }
+        tracing::warn!(kernel = %self.context.params.kernel_id, "lost the kernel WebSocket; reconnecting");
+        let sent = std::mem::take(&mut self.sent_on_link);
+        self.unconfirmed.extend(sent);
+        for (_, waiting) in self.markers.drain() {
+            self.unconfirmed.extend(waiting);
+        }
+        let now = Instant::now();
+        self.outage = Some(Outage {
+            give_up_at: Some(now + self.context.reconnect_timeout),
+            next_attempt: now,
+            backoff: FIRST_BACKOFF,
+        });
+    }
+
+    fn reconnected(&mut self, link: Link) {
+        tracing::info!(kernel = %self.context.params.kernel_id, protocol = link.protocol.as_str(), "kernel WebSocket reconnected");
+        self.link = Some(link);
+        self.outage = None;
+        self.last_heard = Instant::now();
+        let hub = &self.context.hub;
+        if hub.epoch() == self.epoch && hub.get() == KernelStatus::Unreachable {
+            hub.set(hub.last_activity());
+        }
+        if !self.unconfirmed.is_empty() {
+            let marker = self.request(
+                "execute_request",
+                json!({"code": "", "silent": true, "store_history": false,
+                       "user_expressions": {}, "allow_stdin": false, "stop_on_error": false}),
+            );
+            let waiting: Vec<String> = self.unconfirmed.drain().collect();
+            self.markers.insert(marker.msg_id.clone(), waiting);
+            self.send_or_queue(marker, false);
+        }
+        for request in std::mem::take(&mut self.queued) {
+            let is_execute = request.header["msg_type"] == "execute_request";
+            self.send_or_queue(request, is_execute);
+        }
+    }
+
+    fn attempt_failed(&mut self, error: &Error) {
+        let Some(outage) = &mut self.outage else {
+            return;
+        };
+        if matches!(error, Error::ServerAuth { .. }) {
+            tracing::warn!(%error, "reconnecting to the kernel failed");
+        } else {
+            tracing::debug!(%error, "reconnecting to the kernel failed");
+        }
+        let cap = if outage.give_up_at.is_some() {
+            WAITING_BACKOFF_CAP
+        } else {
+            IDLE_BACKOFF_CAP
+        };
+        outage.next_attempt = Instant::now() + outage.backoff;
+        outage.backoff = (outage.backoff * 2).min(cap);
+    }
+
+    /// The socket stayed down for the whole window: what waits ends with `ConnectionLost`.
+    fn give_up(&mut self) {
+        tracing::warn!(
+            kernel = %self.context.params.kernel_id,
+            "the kernel server stayed unreachable for {} s; requests in flight are ended",
+            self.context.reconnect_timeout.as_secs()
+        );
+        self.router.end_all(&ExecuteEvent::ConnectionLost);
+        self.queued.clear();
+        self.unconfirmed.clear();
+        self.markers.clear();
+        self.info_waiters.clear();
+        if let Some(outage) = &mut self.outage {
+            outage.give_up_at = None;
+        }
+        let hub = &self.context.hub;
+        if hub.epoch() == self.epoch && matches!(hub.get(), KernelStatus::Idle | KernelStatus::Busy)
+        {
+            hub.set(KernelStatus::Unreachable);
+        }
+    }
+
+    /// Pings the server; a socket that has said nothing for two intervals is treated as lost
+    /// (a peer that vanished without closing the connection).
+    fn keep_alive(&mut self) {
+        let Some(link) = &self.link else {
+            return;
+        };
+        if self.last_heard.elapsed() > self.context.keepalive * 2 {
+            self.link_lost();
+            return;
+        }
+        if link
+            .outgoing
+            .send(Message::Ping(Default::default()))
+            .is_err()
+        {
+            self.link_lost();
+        }
+    }
+}
+
+async fn next_link_event(link: Option<&mut Link>) -> Option<LinkEvent> {
+    match link {
+        Some(link) => link.incoming.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn run_attempt(attempt: Option<&mut Attempt>) -> Result<Link, LinkFailure> {
+    match attempt {
+        Some(attempt) => attempt.await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,763 @@
+//! Kernels on a Jupyter Server or Kernel Gateway: kernelspecs from `/api/kernelspecs`,
+//! lifecycle through `/api/kernels`, execution over the kernel WebSocket.
+//!
+//! A [`RemoteKernel`] is one server-side kernel id at a time. Its epoch changes on every start
+//! and restart (ours, or one the server reports), and when the server lost the kernel
+//! altogether a restart starts a new one there. Working directories: the kernel is started
+//! with the server-side `path` of the notebook's folder relative to the served root (Jupyter
+//! Server starts it there, or in the nearest existing parent); a Kernel Gateway may ignore it.
+
+mod connection;
+mod frames;
+mod server;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use self::connection::{
+    Command, LinkFailure, LinkParams, Pump, PumpContext, PumpEnd, new_msg_id, now_date, open_link,
+};
+use self::frames::{Outgoing, Protocol};
+use self::server::{KernelSpecModel, Rest};
+pub use self::server::{ServerToken, ServerUrl};
+use crate::error::{Error, Result};
+use crate::execute::{ExecuteEvent, ExecuteHandle, ExecuteOptions};
+use crate::provider::{KernelHandle, KernelProvider};
+use crate::spec::{Discovery, InterruptMode, KernelSpecInfo, SpecSource};
+use crate::status::{KernelInfo, KernelStatus, StatusHub};
+
+/// The prefix of remote kernel choices' ids: `remote:<kernelspec name>`.
+pub const REMOTE_SPEC_PREFIX: &str = "remote:";
+
+/// Tornado's default `websocket_max_message_size`, which Jupyter Server and Kernel Gateway
+/// keep: a larger message makes the server close the socket.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 10 * 1024 * 1024;
+
+/// How to reach a kernel server, and the timeouts of talking to it.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    pub url: ServerUrl,
+    /// Sent as `Authorization: token …`. Never logged.
+    pub token: Option<ServerToken>,
+    /// The folder this host serves; a notebook folder under it is sent to the server as the
+    /// kernel's `path` (relative, `/`-separated). `None`: no path is sent.
+    pub served_root: Option<PathBuf>,
+    /// One REST call or WebSocket handshake. Default 30 s.
+    pub request_timeout: Duration,
+    /// Asking for a kernel (or a restart) until it answers `kernel_info_request`. Default
+    /// 120 s: a gateway may place kernels on a cluster.
+    pub startup_timeout: Duration,
+    /// One liveness look (`GET /api/kernels/<id>`). Default 3 s.
+    pub probe_timeout: Duration,
+    /// How long requests wait for a dropped WebSocket to come back before they end with
+    /// `ConnectionLost`. Default 30 s.
+    pub reconnect_timeout: Duration,
+    /// How long a reply waits for its `idle` (as for local kernels). Default 5 s.
+    pub reply_grace: Duration,
+    /// Pings on an idle socket; silence for two intervals counts as a dropped socket.
+    /// Default 15 s.
+    pub keepalive: Duration,
+    /// Offer the `v1.kernel.websocket.jupyter.org` binary subprotocol (the JSON protocol is
+    /// used when the server does not take it). Default true.
+    pub offer_binary_protocol: bool,
+    /// The largest request sent in one message; larger ones fail with `MessageTooLarge`
+    /// before anything is sent. Default [`DEFAULT_MAX_MESSAGE_BYTES`].
+    pub max_message_bytes: usize,
+}
+
+impl RemoteConfig {
+    /// The defaults for a server at `url`.
+    pub fn new(url: ServerUrl, token: Option<ServerToken>) -> Self {
+        RemoteConfig {
+            url,
+            token,
+            served_root: None,
+            request_timeout: Duration::from_secs(30),
+            startup_timeout: Duration::from_secs(120),
+            probe_timeout: Duration::from_secs(3),
+            reconnect_timeout: Duration::from_secs(30),
+            reply_grace: Duration::from_secs(5),
+            keepalive: Duration::from_secs(15),
+            offer_binary_protocol: true,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// The server-side `path` for a kernel working in `folder`: relative to the served root
+    /// with `/` separators (`""` for the root itself), or `None` outside it.
+    pub fn server_path(&self, folder: &Path) -> Option<String> {
+        let relative = folder.strip_prefix(self.served_root.as_deref()?).ok()?;
+        let parts = relative
+            .components()
+            .map(|component| match component {
+                std::path::Component::Normal(part) => part.to_str().map(str::to_owned),
+                std::path::Component::CurDir => Some(String::new()),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(
+            parts
+                .into_iter()
+                .filter(|part| !part.is_empty())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+}
+
+/// Kernels on one Jupyter Server or Kernel Gateway.
+#[derive(Debug)]
+pub struct RemoteProvider {
+    config: RemoteConfig,
+    rest: Rest,
+    /// Shared by every kernel of this provider, so epochs never repeat across kernels.
+    epochs: Arc<AtomicU64>,
+}
+
+impl RemoteProvider {
+    pub fn new(config: RemoteConfig) -> Self {
+        let rest = Rest::new(
+            config.url.clone(),
+            config.token.clone(),
+            config.request_timeout,
+        );
+        RemoteProvider {
+            config,
+            rest,
+            epochs: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub fn config(&self) -> &RemoteConfig {
+        &self.config
+    }
+
+    /// The server's kernelspecs as `remote:<name>` choices, the server's default first.
+    pub async fn discover_specs(&self) -> Result<Discovery> {
+        let model = self.rest.kernelspecs().await?;
+        let mut specs: Vec<KernelSpecInfo> = model.kernelspecs.values().map(remote_spec).collect();
+        if let Some(default) = model.default {
+            let default_id = format!("{REMOTE_SPEC_PREFIX}{default}");
+            if let Some(position) = specs.iter().position(|spec| spec.id == default_id) {
+                let spec = specs.remove(position);
+                specs.insert(0, spec);
+            }
+        }
+        Ok(Discovery {
+            specs,
+            ..Discovery::default()
+        })
+    }
+
+    /// Starts `spec` (a `remote:` choice) for a notebook in `folder` and waits until it
+    /// answered `kernel_info_request`.
+    pub async fn start_remote(&self, spec: &KernelSpecInfo, folder: &Path) -> Result<RemoteKernel> {
+        let Some(name) = spec.id.strip_prefix(REMOTE_SPEC_PREFIX) else {
+            return Err(Error::UnknownSpec {
+                id: spec.id.clone(),
+                available: Vec::new(),
+            });
+        };
+        let shared = Arc::new(Shared {
+            spec: spec.clone(),
+            name: name.to_owned(),
+            cwd: folder.to_path_buf(),
+            server_path: self.config.server_path(folder),
+            config: self.config.clone(),
+            rest: self.rest.clone(),
+            epochs: Arc::clone(&self.epochs),
+            hub: Arc::new(StatusHub::new(KernelStatus::Starting)),
+            info: Arc::new(Mutex::new(KernelInfo::default())),
+            lifecycle: tokio::sync::Mutex::new(None),
+            kernel_id: Mutex::new(None),
+        });
+        let session = shared.start_new_kernel().await?;
+        *shared.lifecycle.lock().await = Some(session);
+        Ok(RemoteKernel { shared })
+    }
+}
+
+fn remote_spec(model: &KernelSpecModel) -> KernelSpecInfo {
+    let spec = &model.spec;
+    KernelSpecInfo {
+        id: format!("{REMOTE_SPEC_PREFIX}{}", model.name),
+        display_name: if spec.display_name.is_empty() {
+            model.name.clone()
+        } else {
+            spec.display_name.clone()
+        },
+        language: spec.language.clone(),
+        argv: spec.argv.clone(),
+        env: spec
+            .env
+            .iter()
+            .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_owned())))
+            .collect(),
+        interrupt_mode: match spec.interrupt_mode.as_deref() {
+            Some("message") => InterruptMode::Message,
+            _ => InterruptMode::Signal,
+        },
+        resource_dir: None,
+        source: SpecSource::Remote,
+    }
+}
+
+impl KernelProvider for RemoteProvider {
+    fn discover<'a>(&'a self, _notebook_dir: Option<&'a Path>) -> BoxFuture<'a, Result<Discovery>> {
+        Box::pin(self.discover_specs())
+    }
+
+    fn start<'a>(
+        &'a self,
+        spec: &'a KernelSpecInfo,
+        cwd: &'a Path,
+    ) -> BoxFuture<'a, Result<Arc<dyn KernelHandle>>> {
+        Box::pin(async move {
+            let kernel = self.start_remote(spec, cwd).await?;
+            Ok(Arc::new(kernel) as Arc<dyn KernelHandle>)
+        })
+    }
+
+    fn server_root(&self) -> Option<&Path> {
+        self.config.served_root.as_deref()
+    }
+}
+
+/// A kernel on a Jupyter Server or Kernel Gateway. Cheap to clone; when the last clone is
+/// dropped without a shutdown, the server is asked to shut the kernel down.
+#[derive(Debug, Clone)]
+pub struct RemoteKernel {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    spec: KernelSpecInfo,
+    /// The kernelspec name on the server.
+    name: String,
+    cwd: PathBuf,
+    server_path: Option<String>,
+    config: RemoteConfig,
+    rest: Rest,
+    epochs: Arc<AtomicU64>,
+    hub: Arc<StatusHub>,
+    info: Arc<Mutex<KernelInfo>>,
+    /// Held across a restart or shutdown, so that requests wait for the new session.
+    lifecycle: tokio::sync::Mutex<Option<Session>>,
+    /// The server-side id of the current (or last) kernel, for diagnostics and restarts.
+    kernel_id: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteKernel")
+            .field("spec", &self.spec.id)
+            .field("server", &self.config.url)
+            .field("kernel_id", &self.current_kernel_id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// One WebSocket session with one server-side kernel, and its pump.
+struct Session {
+    kernel_id: String,
+    /// The `session_id` of the WebSocket, also the `session` of our message headers.
+    session_id: String,
+    commands: mpsc::UnboundedSender<Command>,
+    protocol: Protocol,
+    pump: JoinHandle<PumpEnd>,
+}
+
+impl Session {
+    /// Stops the pump: pending requests end with `terminal`.
+    async fn stop(self, terminal: ExecuteEvent) {
+        let _ = self.commands.send(Command::Stop { terminal });
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.pump).await;
+    }
+
+    fn pump_finished(&self) -> bool {
+        self.pump.is_finished()
+    }
+}
+
+impl Shared {
+    fn current_kernel_id(&self) -> Option<String> {
+        self.kernel_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Asks the server for a new kernel and opens a session with it.
+    async fn start_new_kernel(&self) -> Result<Session> {
+        let model = self
+            .rest
+            .start_kernel(
+                &self.name,
+                self.server_path.as_deref(),
+                self.config.startup_timeout,
+            )
+            .await
+            .inspect_err(|_| self.mark_dead())?;
+        match self.open_session(model.id.clone()).await {
+            Ok(session) => Ok(session),
+            Err(error) => {
+                // A kernel that never answered is of no use; do not leave it on the server.
+                let _ = self
+                    .rest
+                    .delete(&model.id, self.config.request_timeout)
+                    .await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Connects to `kernel_id` under a new epoch and waits for its `kernel_info_reply`.
+    async fn open_session(&self, kernel_id: String) -> Result<Session> {
+        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.hub.set_epoch(epoch);
+        self.hub.set(KernelStatus::Starting);
+        *self
+            .kernel_id
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(kernel_id.clone());
+        let params = LinkParams {
+            url: self.config.url.clone(),
+            token: self.config.token.clone(),
+            kernel_id: kernel_id.clone(),
+            session_id: uuid::Uuid::new_v4().to_string(),
+            offer_binary: self.config.offer_binary_protocol,
+            connect_timeout: self.config.startup_timeout,
+        };
+        let link = match open_link(&params).await {
+            Ok(link) => link,
+            Err(failure) => {
+                self.mark_dead();
+                return Err(match failure {
+                    LinkFailure::Gone => Error::NotRunning,
+                    LinkFailure::Failed(error) => error,
+                });
+            }
+        };
+        let protocol = link.protocol;
+        let context_session_id = params.session_id.clone();
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let context = PumpContext {
+            hub: Arc::clone(&self.hub),
+            epochs: Arc::clone(&self.epochs),
+            info: Arc::clone(&self.info),
+            params,
+            reply_grace: self.config.reply_grace,
+            reconnect_timeout: self.config.reconnect_timeout,
+            keepalive: self.config.keepalive,
+        };
+        let pump = tokio::spawn(Pump::new(context, epoch, receiver, link).run());
+        let session = Session {
+            kernel_id,
+            session_id: context_session_id,
+            commands,
+            protocol,
+            pump,
+        };
+        let (reply, answer) = oneshot::channel();
+        let _ = session.commands.send(Command::KernelInfo { reply });
+        let timeout = self.config.startup_timeout;
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(_info)) => {
+                self.hub.set(KernelStatus::Idle);
+                tracing::info!(
+                    spec = %self.spec.id,
+                    server = %self.config.url,
+                    kernel = %session.kernel_id,
+                    epoch,
+                    protocol = protocol.as_str(),
+                    "remote kernel ready"
+                );
+                Ok(session)
+            }
+            Ok(Err(_)) => {
+                session.stop(ExecuteEvent::KernelShutdown).await;
+                self.mark_dead();
+                Err(Error::ConnectionLost)
+            }
+            Err(_) => {
+                session.stop(ExecuteEvent::KernelShutdown).await;
+                self.mark_dead();
+                Err(Error::StartTimeout {
+                    spec_id: self.spec.id.clone(),
+                    timeout,
+                    diagnostics: String::new(),
+                })
+            }
+        }
+    }
+
+    fn mark_dead(&self) {
+        self.hub.set(KernelStatus::Dead {
+            exit: None,
+            requested: false,
+        });
+    }
+
+    /// Interrupts before stopping when the kernel is busy, so the server need not wait for
+    /// its shutdown timeout.
+    async fn interrupt_if_busy(&self, kernel_id: &str) {
+        if self.hub.last_activity() == KernelStatus::Busy {
+            let _ = self.rest.interrupt(kernel_id).await;
+        }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let Some(session) = self.lifecycle.get_mut().take() else {
+            return;
+        };
+        // Dropped without a shutdown: ask the server to stop the kernel, if a runtime is
+        // still there to do it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let rest = self.rest.clone();
+            let timeout = self.config.request_timeout;
+            runtime.spawn(async move {
+                if let Err(error) = rest.delete(&session.kernel_id, timeout).await {
+                    tracing::warn!(%error, "shutting down a dropped remote kernel failed");
+                }
+            });
+        }
+    }
+}
+
+impl RemoteKernel {
+    /// The server-side kernel id (of the current, or the last, kernel).
+    pub fn kernel_id(&self) -> Option<String> {
+        self.shared.current_kernel_id()
+    }
+
+    /// `json` or `v1.kernel.websocket.jupyter.org`, as agreed with the server for the current
+    /// session.
+    pub async fn protocol(&self) -> Option<&'static str> {
+        let lifecycle = self.shared.lifecycle.lock().await;
+        lifecycle.as_ref().map(|session| session.protocol.as_str())
+    }
+
+    async fn execute_inner(&self, code: &str, options: ExecuteOptions) -> Result<ExecuteHandle> {
+        let shared = &self.shared;
+        let lifecycle = shared.lifecycle.lock().await;
+        let session = lifecycle.as_ref().ok_or(Error::NotRunning)?;
+        let content = json!({
+            "code": code,
+            "silent": options.silent,
+            "store_history": options.store_history,
+            "user_expressions": options.user_expressions,
+            "allow_stdin": false,
+            "stop_on_error": options.stop_on_error,
+        });
+        let request = Outgoing::shell(
+            "execute_request",
+            content,
+            &session.session_id,
+            new_msg_id(),
+            now_date(),
+        );
+        let size = request.encode(session.protocol).len();
+        if size > shared.config.max_message_bytes {
+            return Err(Error::MessageTooLarge {
+                size,
+                limit: shared.config.max_message_bytes,
+            });
+        }
+        let msg_id = request.msg_id.clone();
+        let (sink, events) = mpsc::unbounded_channel();
+        session
+            .commands
+            .send(Command::Execute { request, sink })
+            .map_err(|_| {
+                if shared.hub.get().is_dead() {
+                    Error::KernelDied {
+                        exit: Default::default(),
+                    }
+                } else {
+                    Error::ConnectionLost
+                }
+            })?;
+        Ok(ExecuteHandle::new(msg_id, shared.hub.epoch(), events))
+    }
+
+    async fn interrupt_inner(&self) -> Result<()> {
+        let kernel_id = {
+            let lifecycle = self.shared.lifecycle.lock().await;
+            lifecycle
+                .as_ref()
+                .ok_or(Error::NotRunning)?
+                .kernel_id
+                .clone()
+        };
+        if self.shared.rest.interrupt(&kernel_id).await? {
+            Ok(())
+        } else {
+            Err(Error::NotRunning)
+        }
+    }
+
+    async fn restart_inner(&self) -> Result<()> {
+        let shared = &self.shared;
+        let mut lifecycle = shared.lifecycle.lock().await;
+        shared.hub.set(KernelStatus::Restarting);
+        let kernel_id = match lifecycle.take() {
+            Some(old) => {
+                let id = old.kernel_id.clone();
+                shared.interrupt_if_busy(&id).await;
+                old.stop(ExecuteEvent::KernelRestarted).await;
+                Some(id)
+            }
+            None => shared.current_kernel_id(),
+        };
+        let restarted = match &kernel_id {
+            Some(id) => match shared.rest.restart(id, shared.config.startup_timeout).await {
+                Ok(restarted) => restarted,
+                // Some servers answer 500 rather than 404 for a kernel they no longer have
+                // (a restarted gateway): ask whether it still exists.
+                Err(Error::ServerStatus { .. })
+                    if matches!(
+                        shared.rest.kernel(id, shared.config.request_timeout).await,
+                        Ok(None)
+                    ) =>
+                {
+                    false
+                }
+                Err(error) => {
+                    shared.mark_dead();
+                    return Err(error);
+                }
+            },
+            None => false,
+        };
+        let session = match kernel_id {
+            Some(id) if restarted => shared.open_session(id).await?,
+            // The server no longer has the kernel: start a new one in its place.
+            _ => shared.start_new_kernel().await?,
+        };
+        *lifecycle = Some(session);
+        Ok(())
+    }
+
+    async fn shutdown_inner(&self) -> Result<()> {
+        let shared = &self.shared;
+        let mut lifecycle = shared.lifecycle.lock().await;
+        let Some(old) = lifecycle.take() else {
+            return Ok(());
+        };
+        let kernel_id = old.kernel_id.clone();
+        let gone = old.pump_finished();
+        if !gone {
+            shared.interrupt_if_busy(&kernel_id).await;
+        }
+        old.stop(ExecuteEvent::KernelShutdown).await;
+        let result = shared
+            .rest
+            .delete(&kernel_id, shared.config.request_timeout)
+            .await;
+        shared.hub.set(KernelStatus::Dead {
+            exit: None,
+            requested: true,
+        });
+        result
+    }
+
+    async fn probe_inner(&self) -> Result<KernelStatus> {
+        let shared = &self.shared;
+        // A restart or shutdown in progress owns the status.
+        let Ok(lifecycle) = shared.lifecycle.try_lock() else {
+            return Ok(shared.hub.get());
+        };
+        let Some(session) = lifecycle.as_ref() else {
+            return Ok(shared.hub.get());
+        };
+        if session.pump_finished() {
+            return Ok(shared.hub.get());
+        }
+        let kernel_id = session.kernel_id.clone();
+        let commands = session.commands.clone();
+        let epoch = shared.hub.epoch();
+        drop(lifecycle);
+        let looked = shared
+            .rest
+            .kernel(&kernel_id, shared.config.probe_timeout)
+            .await;
+        let hub = &shared.hub;
+        if hub.epoch() == epoch {
+            match looked {
+                Ok(Some(model)) if model.execution_state.as_deref() == Some("dead") => {
+                    let _ = commands.send(Command::Gone);
+                    shared.mark_dead();
+                }
+                Ok(Some(_)) => {
+                    if hub.get() == KernelStatus::Unreachable {
+                        hub.set(hub.last_activity());
+                    }
+                }
+                Ok(None) => {
+                    let _ = commands.send(Command::Gone);
+                    shared.mark_dead();
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "probing the remote kernel failed");
+                    if matches!(
+                        hub.get(),
+                        KernelStatus::Idle | KernelStatus::Busy | KernelStatus::Unreachable
+                    ) {
+                        hub.set(KernelStatus::Unreachable);
+                    }
+                }
+            }
+        }
+        Ok(hub.get())
+    }
+}
+
+impl KernelHandle for RemoteKernel {
+    fn spec(&self) -> &KernelSpecInfo {
+        &self.shared.spec
+    }
+
+    fn cwd(&self) -> &Path {
+        &self.shared.cwd
+    }
+
+    fn info(&self) -> KernelInfo {
+        self.shared
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.shared.hub.epoch()
+    }
+
+    fn status(&self) -> watch::Receiver<KernelStatus> {
+        self.shared.hub.subscribe()
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+
+    fn diagnostics(&self) -> String {
+        let shared = &self.shared;
+        format!(
+            "remote kernel {} on {} (server folder `{}`)",
+            shared
+                .current_kernel_id()
+                .unwrap_or_else(|| "(none)".to_owned()),
+            shared.config.url,
+            shared.server_path.as_deref().unwrap_or("(server default)")
+        )
+    }
+
+    fn execute<'a>(
+        &'a self,
+        code: &'a str,
+        options: ExecuteOptions,
+    ) -> BoxFuture<'a, Result<ExecuteHandle>> {
+        Box::pin(self.execute_inner(code, options))
+    }
+
+    fn interrupt(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.interrupt_inner())
+    }
+
+    fn restart(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.restart_inner())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.shutdown_inner())
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>> {
+        Box::pin(self.probe_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(root: &str) -> RemoteConfig {
+        let mut config = RemoteConfig::new(ServerUrl::parse("http://127.0.0.1:1/").unwrap(), None);
+        config.served_root = Some(PathBuf::from(root));
+        config
+    }
+
+    #[test]
+    fn notebook_folders_map_to_server_paths_under_the_root_only() {
+        let config = config("/srv/notebooks");
+        assert_eq!(
+            config.server_path(Path::new("/srv/notebooks")).as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            config
+                .server_path(Path::new("/srv/notebooks/team/a b"))
+                .as_deref(),
+            Some("team/a b")
+        );
+        assert_eq!(config.server_path(Path::new("/elsewhere")), None);
+        assert_eq!(
+            config.server_path(Path::new("/srv/notebooks/../x")),
+            None,
+            "no path climbs out"
+        );
+        let mut without_root = config;
+        without_root.served_root = None;
+        assert_eq!(without_root.server_path(Path::new("/srv/notebooks")), None);
+    }
+
+    #[test]
+    fn kernelspecs_become_remote_choices() {
+        let model: KernelSpecModel = serde_json::from_value(json!({
+            "name": "python3",
+            "spec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                     "argv": ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                     "env": {"A": "1", "B": 2}, "interrupt_mode": "message", "metadata": {}},
+            "resources": {}
+        }))
+        .unwrap();
+        let spec = remote_spec(&model);
+        assert_eq!(spec.id, "remote:python3");
+        assert_eq!(spec.kernel_name(), "python3");
+        assert_eq!(spec.display_name, "Python 3 (ipykernel)");
+        assert_eq!(spec.source, SpecSource::Remote);
+        assert_eq!(spec.interrupt_mode, InterruptMode::Message);
+        assert_eq!(spec.env.len(), 1, "non-string env values are left out");
+        let bare: KernelSpecModel = serde_json::from_value(json!({"name": "ir"})).unwrap();
+        assert_eq!(remote_spec(&bare).display_name, "ir");
+    }
+
+    #[tokio::test]
+    async fn a_local_choice_is_not_started_remotely() {
+        let provider = RemoteProvider::new(config("/srv"));
+        let local = KernelSpecInfo {
+            id: "python3".into(),
+            display_name: "Python 3".into(),
+            language: "python".into(),
+            argv: Vec::new(),
+            env: Default::default(),
+            interrupt_mode: InterruptMode::Signal,
+            resource_dir: None,
+            source: SpecSource::User,
+        };
+        assert!(matches!(
+            provider.start_remote(&local, Path::new("/srv")).await,
+            Err(Error::UnknownSpec { .. })
+        ));
+    }
+}

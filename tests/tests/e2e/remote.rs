@@ -1,0 +1,649 @@
+//! Kernels on a real Jupyter Server and a real Jupyter Kernel Gateway (from the test Python
+//! environment), each started here on loopback with a random token on a free port and stopped
+//! at the end; the `jupyter-mcp` binary uses them through `--kernel-server`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind, SeveringProxy};
+use jupyter_mcp_tests::{
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+};
+use kernels::{
+    ExecuteOptions, KernelHandle as _, KernelProvider as _, RemoteConfig, RemoteProvider,
+    ServerToken, ServerUrl,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+/// The notebook, in a subfolder so that the kernel's working folder shows where it started.
+const NB: &str = "work/remote.ipynb";
+
+/// Fields drop in order: the client, then `jupyter-mcp` (which shuts its kernels down on the
+/// server), then the server, then the folder.
+struct Setup {
+    client: Client,
+    _mcp: HttpServer,
+    server: KernelServer,
+    root: tempfile::TempDir,
+}
+
+impl Setup {
+    /// The served folder as the kernel sees it.
+    fn root(&self) -> PathBuf {
+        self.root.path().canonicalize().unwrap()
+    }
+}
+
+/// A root with `work/remote.ipynb` holding `sources`, a kernel server of `kind` on it, and
+/// `jupyter-mcp` using that server (through `kernel_url` when given, e.g. a proxy).
+async fn setup(kind: ServerKind, sources: &[&str]) -> Setup {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(&root.path().join("work"), "remote.ipynb", sources);
+    let server = KernelServer::start(kind, root.path(), &[]).expect("kernel server starts");
+    let mcp = serve_against(root.path(), &server, &server.url());
+    let client = Client::http(&mcp.url).await.expect("client connects");
+    Setup {
+        client,
+        _mcp: mcp,
+        server,
+        root,
+    }
+}
+
+fn serve_against(root: &Path, server: &KernelServer, url: &str) -> HttpServer {
+    let token_file = server.token_file();
+    HttpServer::start(
+        root,
+        &[
+            "--kernel-server",
+            url,
+            "--kernel-server-token-file",
+            token_file.to_str().unwrap(),
+        ],
+    )
+    .expect("jupyter-mcp starts")
+}
+
+/// Follows the notebook's latest run until `done` holds for its receipt; panics after two
+/// minutes.
+async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
+    client.follow(NB, Duration::from_secs(120), done).await
+}
+
+async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
+        )
+        .await
+        .ok()
+}
+
+/// Runs `cells` (the first one sleeps), interrupts the kernel once it sleeps, and checks that
+/// the cell got a `KeyboardInterrupt` and the next one did not run.
+async fn interrupt_sleeping_cell(client: &Client, cells: Value) {
+    run(client, cells, 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
+    let interrupted = client
+        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
+    let receipt = follow(client, terminal).await;
+    assert!(
+        output_of(&receipt, 0).contains("KeyboardInterrupt"),
+        "{receipt}"
+    );
+    assert_eq!(receipt["cells"][1]["state"], "not-run");
+}
+
+async fn epoch(client: &Client) -> u64 {
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    info["kernel"]["epoch"].as_u64().expect("a running kernel")
+}
+
+/// The working folder printed by `PRINT_CWD`.
+fn printed_folder(output: &str) -> PathBuf {
+    let line = output
+        .lines()
+        .find_map(|line| line.strip_prefix("cwd="))
+        .unwrap_or_else(|| panic!("no cwd= line in {output}"));
+    PathBuf::from(line.trim())
+}
+
+/// The lines of a receipt's output that start with `prefix`.
+fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+const PRINT_CWD: &str = "import os\nprint('cwd=' + os.getcwd(), flush=True)";
+const TICKS: &str =
+    "import time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.4)";
+const SLEEP: &str = "import time\nprint('sleeping', flush=True)\ntime.sleep(120)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
+    let setup = setup(
+        ServerKind::JupyterServer,
+        &[PRINT_CWD, TICKS, "x = 41 + 1\nx"],
+    )
+    .await;
+    let client = &setup.client;
+    let listed = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(listed["selected"], "remote:python3", "{listed}");
+    let python = listed["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kernel| kernel["id"] == "remote:python3")
+        .expect("the server's python3 kernelspec is listed");
+    assert_eq!(python["source"], "remote");
+    assert_eq!(python["language"], "python");
+
+    // A long run is followed while it runs, then to its end.
+    let first = run(client, json!([0, 1, 2]), 200).await;
+    assert!(matches!(
+        first["status"].as_str(),
+        Some("requested" | "running" | "completed")
+    ));
+    let running = follow(client, |receipt| output_of(receipt, 1).contains("tick 0")).await;
+    let finished = client
+        .call(
+            "get_execution",
+            json!({"notebookRef": NB, "executionId": running["executionId"], "waitMs": 60000, "includeOutputs": true}),
+        )
+        .await
+        .ok();
+    assert_eq!(finished["status"], "completed", "{finished}");
+    let ticks = output_of(&finished, 1);
+    assert_eq!(
+        printed_lines(&ticks, "tick "),
+        ["tick 0", "tick 1", "tick 2", "tick 3"],
+        "{ticks}"
+    );
+    assert!(output_of(&finished, 2).contains("42"));
+    // Jupyter Server starts the kernel in the notebook's folder (the `path` we send).
+    assert_eq!(
+        printed_folder(&output_of(&finished, 0)),
+        setup.root().join("work")
+    );
+    // Staleness works as with local kernels.
+    let outline = client
+        .call("read_notebook", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    for cell in outline["cells"].as_array().unwrap() {
+        assert_eq!(cell["state"], "fresh", "{cell}");
+    }
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(info["kernel"]["id"], "remote:python3");
+    assert_eq!(info["kernel"]["status"], "idle");
+    assert_eq!(info["kernel"]["implementation"], "ipython");
+    assert!(
+        info["kernel"].get("pid").is_none(),
+        "no local process: {info}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
+    let setup = setup(
+        ServerKind::JupyterServer,
+        &[SLEEP, "after = True", "import os\nos.kill(os.getpid(), 9)"],
+    )
+    .await;
+    let client = &setup.client;
+
+    interrupt_sleeping_cell(client, json!([0, 1])).await;
+
+    // Restart: the running run is invalidated and the epoch moves on.
+    run(client, json!([0, 1]), 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
+    let before = epoch(client).await;
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(
+        restarted["results"][0]["outcome"], "restarted",
+        "{restarted}"
+    );
+    assert!(restarted["results"][0]["epoch"].as_u64().unwrap() > before);
+    let receipt = follow(client, terminal).await;
+    assert_eq!(receipt["status"], "unavailable");
+    assert_eq!(receipt["reasonCode"], "invalidated_by_restart");
+
+    // A kernel that dies on the server is restarted by the server, which says so: the run
+    // ends with `kernel_restarted` and the epoch moves on again.
+    let before = epoch(client).await;
+    let receipt = run(client, json!([2, 1]), 60000).await;
+    assert_eq!(receipt["status"], "unavailable", "{receipt}");
+    assert_eq!(receipt["reasonCode"], "kernel_restarted", "{receipt}");
+    assert_eq!(receipt["cells"][1]["state"], "not-run");
+    assert!(epoch(client).await > before);
+    let again = run(client, json!([1]), 60000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(
+        &root.path().join("work"),
+        "remote.ipynb",
+        &[
+            "import time\nfor i in range(30):\n    print('line', i, flush=True)\n    time.sleep(0.1)",
+            "y = 7 * 6\ny",
+        ],
+    );
+    let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
+    let proxy = SeveringProxy::start(server.port()).await.unwrap();
+    let mcp = serve_against(root.path(), &server, &proxy.url());
+    let client = Client::http(&mcp.url).await.unwrap();
+    run(&client, json!([0, 1]), 0).await;
+    follow(&client, |receipt| {
+        output_of(receipt, 0).contains("line 3\n")
+    })
+    .await;
+    assert!(
+        proxy.sever() > 0,
+        "the kernel WebSocket went through the proxy"
+    );
+    let receipt = follow(&client, terminal).await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    let lines = output_of(&receipt, 0);
+    let expected: Vec<String> = (0..30).map(|index| format!("line {index}")).collect();
+    assert_eq!(
+        printed_lines(&lines, "line "),
+        expected,
+        "every line, once, in order"
+    );
+    assert!(output_of(&receipt, 1).contains("42"));
+    // The kernel is the same one (same epoch), and later runs work.
+    let before = epoch(&client).await;
+    let again = run(&client, json!([1]), 60000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+    assert_eq!(epoch(&client).await, before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kernel_gateway_runs_interrupts_and_restarts() {
+    let setup = setup(
+        ServerKind::KernelGateway,
+        &[PRINT_CWD, SLEEP, "z = 6 * 7\nz"],
+    )
+    .await;
+    let client = &setup.client;
+    let receipt = run(client, json!([0, 2]), 60000).await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    assert!(output_of(&receipt, 1).contains("42"));
+    // Kernel Gateway 3 (built on Jupyter Server 2) honours the folder we ask for too.
+    assert_eq!(
+        printed_folder(&output_of(&receipt, 0)),
+        setup.root().join("work")
+    );
+
+    interrupt_sleeping_cell(client, json!([1, 2])).await;
+
+    let before = epoch(client).await;
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(
+        restarted["results"][0]["outcome"], "restarted",
+        "{restarted}"
+    );
+    assert!(epoch(client).await > before);
+    let outline = client
+        .call("read_notebook", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    for cell in outline["cells"].as_array().unwrap() {
+        assert_ne!(cell["state"], "fresh", "{cell}");
+    }
+    let again = run(client, json!([2]), 60000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarting_the_gateway_mid_run_ends_the_run_honestly() {
+    let mut setup = setup(
+        ServerKind::KernelGateway,
+        &[
+            "import time\nfor i in range(1200):\n    print('step', i, flush=True)\n    time.sleep(0.1)",
+            "w = 6 * 7\nw",
+        ],
+    )
+    .await;
+    run(&setup.client, json!([0, 1]), 0).await;
+    follow(&setup.client, |receipt| {
+        output_of(receipt, 0).contains("step 3\n")
+    })
+    .await;
+    let before = epoch(&setup.client).await;
+    // The gateway goes away (taking its kernels and our WebSocket with it) and comes back.
+    tokio::task::block_in_place(|| setup.server.restart()).expect("the gateway restarts");
+    let receipt = follow(&setup.client, terminal).await;
+    assert_eq!(receipt["status"], "unavailable", "{receipt}");
+    assert_eq!(receipt["cells"][0]["state"], "unavailable", "{receipt}");
+    assert_eq!(receipt["cells"][1]["state"], "not-run", "{receipt}");
+    // What happened, as far as the server let us know: the kernel is gone (`kernel_died`),
+    // could not be reached again (`kernel_unreachable`), or went unobserved for three looks
+    // while the gateway was down (`observation_failed`). Never a completion.
+    let code = receipt["reasonCode"].as_str().unwrap_or_default();
+    assert!(
+        ["kernel_died", "kernel_unreachable", "observation_failed"].contains(&code),
+        "{receipt}"
+    );
+    assert!(!receipt["reason"].as_str().unwrap_or_default().is_empty());
+    assert!(output_of(&receipt, 0).contains("step 3\n"), "output kept");
+    // The next run gets a new kernel on the restarted gateway.
+    let again = run(&setup.client, json!([1]), 60000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+    assert!(output_of(&again, 0).contains("42"));
+    assert!(epoch(&setup.client).await > before);
+}
+
+fn provider(server: &KernelServer, offer_binary: bool) -> RemoteProvider {
+    let mut config = RemoteConfig::new(
+        ServerUrl::parse(&server.url()).unwrap(),
+        ServerToken::new(server.token()),
+    );
+    config.offer_binary_protocol = offer_binary;
+    RemoteProvider::new(config)
+}
+
+/// Runs one execute step of a transfer on `kernel` as a host does (`store_history: false`,
+/// within the step's deadline) and turns what happened into the machine's event.
+async fn execute_step(
+    kernel: &dyn kernels::KernelHandle,
+    step: transfer::KernelStep,
+) -> transfer::Event {
+    use transfer::{Event, KernelFailure};
+    let options = ExecuteOptions {
+        silent: false,
+        store_history: false,
+        user_expressions: BTreeMap::new(),
+        stop_on_error: false,
+    };
+    let Ok(handle) = kernel.execute(&step.code, options).await else {
+        return Event::KernelFailed(KernelFailure::Busy);
+    };
+    match tokio::time::timeout(step.deadline.duration(), handle.summarize()).await {
+        Err(_) => Event::KernelFailed(KernelFailure::Timeout),
+        Ok(Ok(summary)) => match summary.error {
+            Some(error) => Event::KernelFailed(KernelFailure::Exception { ename: error.ename }),
+            None => Event::KernelReply(summary.stdout),
+        },
+        Ok(Err(kernels::Error::KernelRestarted)) => Event::KernelFailed(KernelFailure::Restarted),
+        Ok(Err(_)) => Event::KernelFailed(KernelFailure::Died),
+    }
+}
+
+/// Drives a transfer machine (the `transfer` crate's upload or download) to its end through
+/// `kernel`, doing the host's file work here: the kernel's filesystem is the server's, and the
+/// bytes travel only as kernel requests and replies over the kernel WebSocket.
+async fn drive_transfer(
+    kernel: &dyn kernels::KernelHandle,
+    machine: &mut dyn transfer::TransferMachine,
+    source: Option<&Path>,
+    budget: &mut transfer::KernelBudget,
+) -> Result<transfer::TransferReceipt, transfer::TransferError> {
+    use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+    use transfer::{Action, Event};
+    let host = |result: std::io::Result<()>| match result {
+        Ok(()) => Event::HostDone,
+        Err(error) => Event::HostFailed(error.kind()),
+    };
+    loop {
+        let event = match machine.next_action(budget) {
+            Action::Done(receipt) => return Ok(receipt),
+            Action::Failed(error) => return Err(error),
+            Action::ExecuteKernel(step) => execute_step(kernel, step).await,
+            Action::ReadHostChunk { offset, len } => {
+                let read = (|| {
+                    let mut file = std::fs::File::open(source.expect("an upload has a source"))?;
+                    file.seek(SeekFrom::Start(offset))?;
+                    let mut bytes = Vec::with_capacity(len);
+                    file.take(len as u64).read_to_end(&mut bytes)?;
+                    Ok::<_, std::io::Error>(bytes)
+                })();
+                match read {
+                    Ok(bytes) => Event::HostChunkRead(bytes),
+                    Err(error) => Event::HostFailed(error.kind()),
+                }
+            }
+            Action::CreateHostTemp { temp_path } => host(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(temp_path)
+                    .map(drop),
+            ),
+            Action::WriteHostChunk {
+                temp_path,
+                offset,
+                bytes,
+            } => host((|| {
+                let mut file = std::fs::OpenOptions::new().write(true).open(temp_path)?;
+                file.seek(SeekFrom::Start(offset))?;
+                file.write_all(&bytes)?;
+                file.sync_all()
+            })()),
+            Action::PromoteHostFile {
+                temp_path,
+                destination_path,
+                overwrite,
+            } => host(if overwrite {
+                std::fs::rename(&temp_path, &destination_path)
+            } else {
+                std::fs::hard_link(&temp_path, &destination_path)
+                    .and_then(|()| std::fs::remove_file(&temp_path))
+            }),
+            Action::RemoveHostTemp { temp_path } => host(match std::fs::remove_file(temp_path) {
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                other => other,
+            }),
+        };
+        machine.handle(event);
+    }
+}
+
+/// Uploads `payload` (written to a host file) to `kernel_folder` through `kernel` with the
+/// transfer protocol, downloads it back to another host file, and checks both ends.
+async fn transfer_round_trip(
+    kernel: &dyn kernels::KernelHandle,
+    payload: &[u8],
+    kernel_folder: &Path,
+) {
+    let host = tempfile::tempdir().unwrap();
+    let source = host.path().join("payload.bin");
+    std::fs::write(&source, payload).unwrap();
+    let kernel_file = kernel_folder.join("uploaded.bin");
+    let mut budget = transfer::KernelBudget::new();
+    let mut upload = transfer::Upload::new(transfer::UploadConfig::new(
+        source.to_str().unwrap(),
+        kernel_file.to_str().unwrap(),
+        uuid_like(1),
+        payload.len() as u64,
+    ))
+    .unwrap();
+    let sent = drive_transfer(kernel, &mut upload, Some(&source), &mut budget)
+        .await
+        .expect("the upload succeeds");
+    let expected_digest: String = Sha256::digest(payload)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(sent.bytes, payload.len() as u64);
+    assert_eq!(sent.sha256, expected_digest);
+    // The server runs on this machine, so the kernel's file can be checked directly too.
+    assert!(
+        std::fs::read(&kernel_file).unwrap() == payload,
+        "the kernel's copy is intact"
+    );
+
+    let back = host.path().join("downloaded.bin");
+    let mut download = transfer::Download::new(transfer::DownloadConfig::new(
+        back.to_str().unwrap(),
+        kernel_file.to_str().unwrap(),
+        uuid_like(2),
+    ))
+    .unwrap();
+    let received = drive_transfer(kernel, &mut download, None, &mut budget)
+        .await
+        .expect("the download succeeds");
+    assert_eq!(received.sha256, expected_digest);
+    assert!(
+        std::fs::read(&back).unwrap() == payload,
+        "the downloaded copy is intact"
+    );
+}
+
+/// A nonce for a transfer (the host's job is a random UUID; distinct values suffice here).
+fn uuid_like(serial: u32) -> String {
+    format!("{serial:08x}-test-{:016x}", std::process::id())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_protocols_transfer_a_10_mib_file_and_oversized_requests_fail_cleanly() {
+    let root = tempfile::tempdir().unwrap();
+    // One server speaks only the JSON protocol, the other offers the binary one.
+    let json_only = KernelServer::start(
+        ServerKind::JupyterServer,
+        root.path(),
+        &["--ZMQChannelsWebsocketConnection.kernel_ws_protocol="],
+    )
+    .unwrap();
+    let binary = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
+    let payload: Vec<u8> = (0..10 * 1024 * 1024u32)
+        .map(|index| (index.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for (server, expected) in [
+        (&json_only, "json"),
+        (&binary, "v1.kernel.websocket.jupyter.org"),
+    ] {
+        let provider = provider(server, true);
+        let discovery = provider.discover(None).await.unwrap();
+        let spec = discovery.find("remote:python3").unwrap();
+        let kernel = provider.start_remote(spec, root.path()).await.unwrap();
+        assert_eq!(kernel.protocol().await, Some(expected));
+        // The kernel's side of the transfer: a folder of the server's filesystem.
+        let kernel_folder = tempfile::tempdir().unwrap();
+        transfer_round_trip(&kernel, &payload, kernel_folder.path()).await;
+
+        // One request above the server's message limit fails before anything is sent, and the
+        // kernel stays usable.
+        let oversized = format!(
+            "_big = '{}'",
+            "a".repeat(kernels::DEFAULT_MAX_MESSAGE_BYTES)
+        );
+        let error = kernel
+            .execute(&oversized, ExecuteOptions::default())
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, kernels::Error::MessageTooLarge { .. }),
+            "{error}"
+        );
+        let summary = kernel.execute_collect("print(6 * 7)").await.unwrap();
+        assert_eq!(summary.stdout, "42\n");
+
+        // Shutting down removes the kernel from the server.
+        assert_eq!(server.kernel_count(), Some(1));
+        kernel.shutdown().await.unwrap();
+        assert!(kernel.status().borrow().is_dead());
+        assert_eq!(server.kernel_count(), Some(0));
+    }
+    // Declining the binary protocol uses JSON on a server that offers both.
+    let provider = provider(&binary, false);
+    let discovery = provider.discover(None).await.unwrap();
+    let kernel = provider
+        .start_remote(discovery.find("remote:python3").unwrap(), root.path())
+        .await
+        .unwrap();
+    assert_eq!(kernel.protocol().await, Some("json"));
+    kernel.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_refused_and_the_token_never_reaches_the_logs() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(&root.path().join("work"), "remote.ipynb", &["1 + 1"]);
+    let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
+
+    let wrong = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(wrong.path(), "not-the-token\n").unwrap();
+    let refused = HttpServer::start(
+        root.path(),
+        &[
+            "--kernel-server",
+            &server.url(),
+            "--kernel-server-token-file",
+            wrong.path().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&refused.url).await.unwrap();
+    let call = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await;
+    assert_eq!(call.error_code(), "kernel_unavailable");
+    let message = call.error()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("refused the token"), "{message}");
+    assert!(!message.contains("not-the-token"), "{message}");
+
+    // With the right token from the environment and the most verbose logging, the token
+    // appears nowhere in what the server prints.
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let logged = HttpServer::start_with(
+        root.path(),
+        &["--kernel-server", &server.url()],
+        &[
+            ("JUPYTER_MCP_KERNEL_SERVER_TOKEN", server.token()),
+            ("JUPYTER_MCP_LOG", "trace"),
+        ],
+        Some(log.path()),
+    )
+    .unwrap();
+    let client = Client::http(&logged.url).await.unwrap();
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "waitMs": 60000, "includeOutputs": true}),
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    drop(client);
+    logged.stop().unwrap();
+    let written = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        written.contains("remote kernel ready"),
+        "trace logs were written"
+    );
+    assert!(
+        !written.contains(server.token()),
+        "the kernel server's token leaked into the log"
+    );
+}

@@ -47,7 +47,11 @@ pub fn python() -> PathBuf {
 /// The `jupyter-mcp` binary of the profile this executable was built with. The first call in a
 /// process runs `cargo build` for it, so a test never drives a stale binary
 /// (`JUPYTER_MCP_SKIP_BUILD` skips that when the caller has just built everything).
+/// `JUPYTER_MCP_SERVER_BINARY` names another one (a private copy, say) and skips the build.
 pub fn server_binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("JUPYTER_MCP_SERVER_BINARY") {
+        return PathBuf::from(binary);
+    }
     let executable = std::env::current_exe().expect("test executable path");
     let mut profile_dir = executable
         .parent()
@@ -156,19 +160,37 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The peak resident set size of a live process in bytes (`VmHWM`), if it can be read.
+pub fn peak_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kilobytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kilobytes * 1024)
+}
+
 /// A running `jupyter-mcp serve` over HTTP, stopped (SIGTERM) when dropped.
 pub struct HttpServer {
     child: Child,
     pub url: String,
     /// The line the server printed on start.
     pub banner: String,
+    /// The undo snapshot folder, removed with the server unless the caller gave its own.
     pub cache: tempfile::TempDir,
+}
+
+/// How a test server is started.
+struct Launch<'a> {
+    root: &'a Path,
+    port: u16,
+    cache_dir: &'a Path,
+    extra_args: &'a [&'a str],
+    envs: &'a [(&'a str, &'a str)],
 }
 
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
-        HttpServer::launch(root, 0, extra_args, &[], None)
+        HttpServer::start_with(root, extra_args, &[], None)
     }
 
     /// Like [`HttpServer::start`], with environment variables for the server (the tests' own
@@ -178,7 +200,7 @@ impl HttpServer {
         extra_args: &[&str],
         env: &[(&str, &str)],
     ) -> Result<HttpServer> {
-        HttpServer::launch(root, 0, extra_args, env, None)
+        HttpServer::start_with(root, extra_args, env, None)
     }
 
     /// Like [`HttpServer::start_with_env`] and, when `stderr_file` is given, the server's log
@@ -189,38 +211,101 @@ impl HttpServer {
         envs: &[(&str, &str)],
         stderr_file: Option<&Path>,
     ) -> Result<HttpServer> {
-        HttpServer::launch(root, 0, extra_args, envs, stderr_file)
+        let cache = tempfile::tempdir()?;
+        let command = Self::command(&Launch {
+            root,
+            port: 0,
+            cache_dir: cache.path(),
+            extra_args,
+            envs,
+        });
+        Self::spawn(command, cache, stderr_file)
     }
 
     /// Starts the server on `port` (a shared port when not 0) for `root`.
     pub fn start_on(root: &Path, port: u16, extra_args: &[&str]) -> Result<HttpServer> {
-        HttpServer::launch(root, port, extra_args, &[], None)
+        let cache = tempfile::tempdir()?;
+        let command = Self::command(&Launch {
+            root,
+            port,
+            cache_dir: cache.path(),
+            extra_args,
+            envs: &[],
+        });
+        Self::spawn(command, cache, None)
     }
 
-    fn launch(
+    /// Starts the server with undo snapshots in `cache_dir` (kept across servers).
+    pub fn start_with_cache(
         root: &Path,
-        port: u16,
+        cache_dir: &Path,
         extra_args: &[&str],
-        envs: &[(&str, &str)],
-        stderr_file: Option<&Path>,
     ) -> Result<HttpServer> {
-        let cache = tempfile::tempdir()?;
-        let stderr = match stderr_file {
-            Some(path) => Stdio::from(std::fs::File::create(path)?),
-            None => Stdio::inherit(),
-        };
+        let command = Self::command(&Launch {
+            root,
+            port: 0,
+            cache_dir,
+            extra_args,
+            envs: &[],
+        });
+        Self::spawn(command, tempfile::tempdir()?, None)
+    }
+
+    /// Starts the server through `wrapper` (a program and its arguments, e.g. `unshare …`),
+    /// which must end by executing the server command it is given as trailing arguments.
+    pub fn start_wrapped(
+        wrapper: &[&str],
+        root: &Path,
+        cache_dir: &Path,
+        extra_args: &[&str],
+    ) -> Result<HttpServer> {
+        let server = Self::command(&Launch {
+            root,
+            port: 0,
+            cache_dir,
+            extra_args,
+            envs: &[],
+        });
+        let mut command = Command::new(wrapper[0]);
+        command
+            .args(&wrapper[1..])
+            .arg(server.get_program())
+            .args(server.get_args());
+        for (name, value) in server.get_envs() {
+            match value {
+                Some(value) => command.env(name, value),
+                None => command.env_remove(name),
+            };
+        }
+        Self::spawn(command, tempfile::tempdir()?, None)
+    }
+
+    fn command(launch: &Launch<'_>) -> Command {
         let mut command = Command::new(server_binary());
         command
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("ANTHROPIC_BASE_URL")
             .env_remove("JUPYTER_MCP_TOKEN");
-        let mut child = command
-            .args(["serve", "--port", &port.to_string(), "--root"])
-            .arg(root)
+        command
+            .args(["serve", "--port", &launch.port.to_string(), "--root"])
+            .arg(launch.root)
             .arg("--cache-dir")
-            .arg(cache.path())
-            .args(extra_args)
-            .envs(envs.iter().copied())
+            .arg(launch.cache_dir)
+            .args(launch.extra_args)
+            .envs(launch.envs.iter().copied());
+        command
+    }
+
+    fn spawn(
+        mut command: Command,
+        cache: tempfile::TempDir,
+        stderr_file: Option<&Path>,
+    ) -> Result<HttpServer> {
+        let stderr = match stderr_file {
+            Some(path) => Stdio::from(std::fs::File::create(path)?),
+            None => Stdio::inherit(),
+        };
+        let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -252,6 +337,10 @@ impl HttpServer {
         })
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server with SIGKILL (no cleanup of any kind) and reaps it.
     pub fn kill_hard(&mut self) -> Result<()> {
         self.child.kill()?;
@@ -259,8 +348,11 @@ impl HttpServer {
         Ok(())
     }
 
-    pub fn pid(&self) -> u32 {
-        self.child.id()
+    /// Kills the server with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     /// Sends SIGTERM and waits for the exit status.
@@ -493,6 +585,18 @@ impl Client {
     /// Calls a tool; `arguments` must be a JSON object.
     pub async fn call(&self, name: &str, arguments: Value) -> Call {
         self.call_with_meta(name, arguments, None).await
+    }
+
+    /// Calls a tool, returning protocol-level failures (a dead server, a rejected request)
+    /// instead of panicking on them.
+    pub async fn try_call(&self, name: &str, arguments: Value) -> Result<Call> {
+        let Value::Object(arguments) = arguments else {
+            bail!("arguments must be an object");
+        };
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        params.arguments = Some(arguments);
+        let result = self.service.call_tool(params).await?;
+        Ok(Call { result })
     }
 
     /// Calls a tool with a progress token, so the server may send progress notifications.

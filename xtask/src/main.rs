@@ -7,7 +7,10 @@
 //! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the extension's
 //!   tests and `e2e-vscode`.
 //! - `serve`: setup, then run the server on the example notebooks.
-//! - `bench`: the benchmarks (release build), reported as ratios against baselines.
+//! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
+//!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
+//!   (`python/bench-requirements.txt`); results in `bench/results/`.
+//! - `fuzz [--seconds N] [--target NAME]... [--asan]`: seed and run the cargo-fuzz targets.
 //! - `codegen [--check]`: the committed generated files from their sources: the tool schemas
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
@@ -19,6 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
+
+mod fuzz;
 
 /// Domain crates: pure, synchronous, sans-I/O.
 const DOMAIN_CRATES: &[&str] = &[
@@ -97,23 +102,35 @@ pub(crate) fn venv_python() -> PathBuf {
 
 /// Creates `.venv` and installs `python/requirements.txt` when they changed.
 pub(crate) fn setup() -> Result<()> {
+    install_venv(".venv", "python/requirements.txt")
+}
+
+/// Creates the virtual environment `folder` and installs `requirements` into it when they
+/// changed since the last install.
+fn install_venv(folder: &str, requirements: &str) -> Result<()> {
     let root = root();
-    let requirements = root.join("python/requirements.txt");
-    let marker = root.join(".venv/.jupyter-mcp-requirements");
-    let wanted = std::fs::read_to_string(&requirements).context("python/requirements.txt")?;
+    let venv = root.join(folder);
+    let python = venv.join("bin/python");
+    let requirements = root.join(requirements);
+    let marker = venv.join(".jupyter-mcp-requirements");
+    let mut wanted = std::fs::read_to_string(&requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
+    // A file that includes python/requirements.txt changes when that one does.
+    if wanted.contains("-r requirements.txt") {
+        wanted.push_str(&std::fs::read_to_string(
+            root.join("python/requirements.txt"),
+        )?);
+    }
     if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
         return Ok(());
     }
-    if !venv_python().exists() {
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        run(Command::new(&python)
-            .args(["-m", "venv"])
-            .arg(root.join(".venv")))
-        .context(
-            "creating .venv failed: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)",
+    if !python.exists() {
+        let system_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        run(Command::new(&system_python).args(["-m", "venv"]).arg(&venv)).context(
+            "creating the virtual environment failed: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)",
         )?;
     }
-    run(Command::new(venv_python()).args([
+    run(Command::new(&python).args([
         "-m",
         "pip",
         "install",
@@ -122,7 +139,7 @@ pub(crate) fn setup() -> Result<()> {
         "--upgrade",
         "pip",
     ]))?;
-    run(Command::new(venv_python())
+    run(Command::new(&python)
         .args([
             "-m",
             "pip",
@@ -348,6 +365,7 @@ fn ci() -> Result<()> {
         "warnings",
     ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    fuzz::build()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
@@ -386,8 +404,10 @@ fn serve(arguments: &[String]) -> Result<()> {
     run(&mut command)
 }
 
+/// The benchmarks run in their own environment, `.venv-bench` (the test requirements plus the
+/// peer server and the Jupyter server it drives), so that `ci` never installs the peer.
 fn bench(arguments: &[String]) -> Result<()> {
-    setup()?;
+    install_venv(".venv-bench", "python/bench-requirements.txt")?;
     let mut command = cargo();
     command
         .args([
@@ -400,7 +420,10 @@ fn bench(arguments: &[String]) -> Result<()> {
             "--",
         ])
         .args(arguments)
-        .env("JUPYTER_MCP_TEST_PYTHON", venv_python());
+        .env(
+            "JUPYTER_MCP_TEST_PYTHON",
+            root().join(".venv-bench/bin/python"),
+        );
     run(&mut command)
 }
 
@@ -458,6 +481,7 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
+        Some("fuzz") => fuzz::fuzz(&arguments[1..]),
         Some("dist") => vscode::dist().map(|_| ()),
         Some("codegen") => {
             let check = arguments.iter().any(|argument| argument == "--check");
@@ -468,7 +492,7 @@ fn main() -> Result<()> {
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | fuzz [args]>"
             );
             std::process::exit(2);
         }

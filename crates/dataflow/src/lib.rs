@@ -133,6 +133,22 @@ mod tests {
         }
     }
 
+    /// Found by `cargo xtask fuzz` (`dataflow_python`): another input on which Ruff's parser
+    /// reaches its `unreachable!` (astral-sh/ruff#21705). The panic must stay caught and become
+    /// an analysis failure of that cell.
+    #[test]
+    fn fuzz_regression_parser_panic_on_an_escape_after_an_open_bracket() {
+        let input: &[u8] = b"Tup,le, list and star (10)\x0ap = q = 0\x0a# %%\x0aprint(a, b, c, d, e,b = 0, 2\x0a[c, ith ... 0s\x1b\x00` target }}Decor\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00el??\x0a?l%\x0anp.ljinae `de(d, e)open] = [3, (4, 5)]\x0afirst, *rest = range(10Tup,le, list and star (10+\x0ap = q = 0\x0a# %\x0a%print(a, b, c, d, e,b = 0, 2\x0a[c, (d, e)open] = [3, (4, 5)]\x0afirst, *re\xac)\x0ap = q = 0\x0a# %%\x0aprint(a, b, c, d,*e, first, rest, p, q)\x0a";
+        check_python_dataflow(input);
+        let text = String::from_utf8_lossy(input);
+        let failures = text
+            .split("# %%")
+            .filter_map(|cell| crate::analyse_cell(cell).error)
+            .filter(|error| error.kind == crate::AnalysisErrorKind::ParserFailure)
+            .count();
+        assert!(failures >= 1, "the parser panic became an analysis failure");
+    }
+
     proptest! {
         #[test]
         fn the_fuzz_entry_point_never_panics_on_bytes(data in proptest::collection::vec(any::<u8>(), 0..400)) {

@@ -116,6 +116,44 @@ fn io_error(action: &'static str, path: &Path, error: &std::io::Error) -> HostEr
     }
 }
 
+/// The prefix and suffix of the temporary files [`write_atomically`] makes next to `destination`.
+fn temporary_affixes(destination: &Path) -> (String, &'static str) {
+    let name = destination
+        .file_name()
+        .map_or_else(|| "notebook".into(), |name| name.to_string_lossy());
+    (format!(".{name}.jupyter-mcp-"), ".tmp")
+}
+
+/// Removes temporary files that a write of `destination` left behind when the process was
+/// killed in the middle of it (they are never renamed into place afterwards).
+fn remove_stale_temporaries(destination: &Path) {
+    let folder = destination.parent().unwrap_or_else(|| Path::new("."));
+    let (prefix, suffix) = temporary_affixes(destination);
+    let Ok(entries) = fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(&prefix) && name.ends_with(suffix) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Refuses to replace a file whose permissions say it is read-only (renaming over it would
+/// succeed, and the superuser could even write into it, but the owner asked for it to stay).
+fn refuse_read_only(path: &Path) -> Result<(), HostError> {
+    if fs::metadata(path).is_ok_and(|metadata| metadata.permissions().readonly()) {
+        return Err(HostError::Io {
+            action: "write",
+            path: path.display().to_string(),
+            reason: "the file is read-only".to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// How a write is made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteMode {
@@ -142,13 +180,8 @@ impl WriteMode {
 pub fn write_atomically(destination: &Path, bytes: &[u8], mode: WriteMode) -> std::io::Result<()> {
     let exclusive = mode.exclusive;
     let folder = destination.parent().unwrap_or_else(|| Path::new("."));
-    let name = destination
-        .file_name()
-        .map_or_else(|| "notebook".into(), |name| name.to_string_lossy());
-    let temporary = folder.join(format!(
-        ".{name}.jupyter-mcp-{}.tmp",
-        uuid::Uuid::new_v4().simple()
-    ));
+    let (prefix, suffix) = temporary_affixes(destination);
+    let temporary = folder.join(format!("{prefix}{}{suffix}", uuid::Uuid::new_v4().simple()));
     let result = (|| {
         let mut file = OpenOptions::new()
             .write(true)
@@ -226,6 +259,10 @@ impl FileHost {
     /// Reads and parses the file, replacing the cached copy.
     fn read_from_disk(&self, rooted: &RootedPath) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
+        let first_read = !self.cache.lock().expect("cache lock").contains_key(path);
+        if first_read {
+            remove_stale_temporaries(path);
+        }
         let bytes = fs::read(path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => HostError::NotFound {
                 reference: rooted.relative.clone(),
@@ -318,6 +355,7 @@ impl FileHost {
         if old_bytes == text.as_bytes() {
             return Ok(current);
         }
+        refuse_read_only(path)?;
         let mode = match kind {
             CommitKind::Edit => {
                 self.snapshots
@@ -426,6 +464,7 @@ impl FileHost {
                 path: format!("the snapshot of {}", rooted.relative),
                 problem: problem.to_string(),
             })?;
+        refuse_read_only(path)?;
         write_atomically(path, &snapshot.bytes, WriteMode::REPLACE)
             .map_err(|error| io_error("write", path, &error))?;
         self.snapshots.remove(&snapshot);

@@ -116,7 +116,13 @@ impl SnapshotStore {
             folder.join(format!("{next:012}.json")),
             serde_json::to_vec(&meta)?,
         )?;
-        std::fs::write(folder.join(format!("{next:012}.ipynb")), bytes)?;
+        // The data file is what makes a snapshot exist, so it appears whole or not at all: a
+        // process killed while writing it leaves no truncated snapshot for undo to choke on.
+        crate::files::write_atomically(
+            &folder.join(format!("{next:012}.ipynb")),
+            bytes,
+            crate::files::WriteMode::REPLACE,
+        )?;
         let excess = (numbers.len() + 1).saturating_sub(MAX_SNAPSHOTS);
         for old in numbers.iter().take(excess) {
             let _ = std::fs::remove_file(folder.join(format!("{old:012}.ipynb")));

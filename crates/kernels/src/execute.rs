@@ -180,7 +180,14 @@ pub struct ExecuteHandle {
     events: mpsc::UnboundedReceiver<ExecuteEvent>,
     finished: bool,
     activity: Option<ActivityGuard>,
+    /// Bytes of stream text sent into `events` and not yet taken out, when the sender bounds it.
+    backlog: Option<StreamBacklog>,
 }
+
+/// The bytes of stream text waiting in an [`ExecuteHandle`]'s channel. The sender adds what it
+/// queues, the handle subtracts what it hands out, so a sender can drop stream text (with a
+/// marker) instead of queueing without bound when the reader is slower than the kernel.
+pub(crate) type StreamBacklog = std::sync::Arc<std::sync::atomic::AtomicUsize>;
 
 impl std::fmt::Debug for ExecuteHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -202,7 +209,13 @@ impl ExecuteHandle {
             events,
             finished: false,
             activity: None,
+            backlog: None,
         }
+    }
+
+    pub(crate) fn with_backlog(mut self, backlog: StreamBacklog) -> Self {
+        self.backlog = Some(backlog);
+        self
     }
 
     pub(crate) fn with_activity(mut self, guard: ActivityGuard) -> Self {
@@ -231,6 +244,9 @@ impl ExecuteHandle {
             .recv()
             .await
             .unwrap_or(ExecuteEvent::ConnectionLost);
+        if let (Some(backlog), ExecuteEvent::Stream { text, .. }) = (&self.backlog, &event) {
+            backlog.fetch_sub(text.len(), std::sync::atomic::Ordering::Relaxed);
+        }
         if event.is_terminal() {
             self.finished = true;
             self.activity = None;

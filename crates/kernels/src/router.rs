@@ -11,24 +11,105 @@
 //! instead of hanging.
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::execute::{ExecuteEvent, ExecuteReply, JsonObject, ReplyStatus};
+use crate::execute::{
+    ExecuteEvent, ExecuteReply, JsonObject, ReplyStatus, StreamBacklog, StreamName,
+};
 use crate::status::KernelStatus;
 use crate::wire::{IopubItem, WireMessage, execute_reply, iopub_item};
 
+/// Most bytes of stream text queued for one request and not yet taken by its handle. Beyond it,
+/// stream text is held back: the latest [`HELD_TAIL_BYTES`] of it are kept and the rest is
+/// dropped, and once the handle catches up a marker saying how much was dropped and the held tail
+/// are sent. So a kernel that writes faster than the run consumes cannot grow the server's memory
+/// without bound, and the last lines (where errors and summaries are) still arrive.
+pub(crate) const MAX_QUEUED_STREAM_BYTES: usize = 8 * 1024 * 1024;
+
+/// Bytes of the latest held-back stream text kept per stream.
+pub(crate) const HELD_TAIL_BYTES: usize = 64 * 1024;
+
+/// Stream text held back while the handle's queue is full.
+struct Held {
+    name: StreamName,
+    /// Characters dropped before `tail`.
+    dropped: usize,
+    tail: String,
+}
+
 struct PendingRequest {
     sink: mpsc::UnboundedSender<ExecuteEvent>,
+    backlog: StreamBacklog,
+    held: Vec<Held>,
     idle_seen: bool,
     held_reply: Option<ExecuteReply>,
     release_at: Option<Instant>,
 }
 
 impl PendingRequest {
-    fn emit(&self, event: ExecuteEvent) {
+    fn emit(&mut self, event: ExecuteEvent) {
+        if let ExecuteEvent::Stream { name, text } = &event {
+            let queued = self.backlog.load(Ordering::Relaxed);
+            if queued > 0 && queued + text.len() > MAX_QUEUED_STREAM_BYTES {
+                self.hold(*name, text);
+                return;
+            }
+        }
+        self.flush_held();
+        self.send(event);
+    }
+
+    fn hold(&mut self, name: StreamName, text: &str) {
+        let index = match self.held.iter().position(|held| held.name == name) {
+            Some(index) => index,
+            None => {
+                self.held.push(Held {
+                    name,
+                    dropped: 0,
+                    tail: String::new(),
+                });
+                self.held.len() - 1
+            }
+        };
+        let held = &mut self.held[index];
+        held.tail.push_str(text);
+        if held.tail.len() > HELD_TAIL_BYTES {
+            let mut cut = held.tail.len() - HELD_TAIL_BYTES;
+            while !held.tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            held.dropped += held.tail[..cut].chars().count();
+            held.tail.replace_range(..cut, "");
+        }
+    }
+
+    /// Sends, for each stream with held-back text, a marker for what was dropped and the tail.
+    fn flush_held(&mut self) {
+        for held in std::mem::take(&mut self.held) {
+            let mut text = String::new();
+            if held.dropped > 0 {
+                text = format!(
+                    "\n… [{} characters dropped: the kernel wrote faster than the server could \
+                     take them] …\n",
+                    held.dropped
+                );
+            }
+            text.push_str(&held.tail);
+            self.send(ExecuteEvent::Stream {
+                name: held.name,
+                text,
+            });
+        }
+    }
+
+    fn send(&self, event: ExecuteEvent) {
+        if let ExecuteEvent::Stream { text, .. } = &event {
+            self.backlog.fetch_add(text.len(), Ordering::Relaxed);
+        }
         // A caller that dropped its handle is simply no longer listening.
         let _ = self.sink.send(event);
     }
@@ -47,11 +128,18 @@ impl Router {
         }
     }
 
-    pub(crate) fn register(&mut self, msg_id: String, sink: mpsc::UnboundedSender<ExecuteEvent>) {
+    pub(crate) fn register(
+        &mut self,
+        msg_id: String,
+        sink: mpsc::UnboundedSender<ExecuteEvent>,
+        backlog: StreamBacklog,
+    ) {
         self.pending.insert(
             msg_id,
             PendingRequest {
                 sink,
+                backlog,
+                held: Vec::new(),
                 idle_seen: false,
                 held_reply: None,
                 release_at: None,
@@ -164,7 +252,7 @@ impl Router {
             .pending
             .get(msg_id)
             .is_some_and(|request| request.held_reply.is_none())
-            && let Some(request) = self.pending.remove(msg_id)
+            && let Some(mut request) = self.pending.remove(msg_id)
         {
             request.emit(terminal.clone());
         }
@@ -172,7 +260,7 @@ impl Router {
 
     /// Ends every pending request with the same terminal event.
     pub(crate) fn end_all(&mut self, terminal: &ExecuteEvent) {
-        for (_, request) in self.pending.drain() {
+        for (_, mut request) in self.pending.drain() {
             request.emit(terminal.clone());
         }
     }
@@ -227,11 +315,42 @@ mod tests {
             .iter()
             .map(|id| {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                router.register((*id).to_owned(), sender);
+                router.register((*id).to_owned(), sender, StreamBacklog::default());
                 receiver
             })
             .collect();
         (router, receivers)
+    }
+
+    #[test]
+    fn stream_text_beyond_the_backlog_is_dropped_with_a_marker() {
+        let mut router = Router::new(GRACE);
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let backlog = StreamBacklog::default();
+        router.register("a".to_owned(), sender, backlog.clone());
+        let now = Instant::now();
+        let chunk = "x".repeat(MAX_QUEUED_STREAM_BYTES / 2);
+        for _ in 0..5 {
+            router.on_iopub(&stream("a", &chunk), now);
+        }
+        router.on_iopub(&stream("a", "last words\n"), now);
+        assert_eq!(backlog.load(Ordering::Relaxed), MAX_QUEUED_STREAM_BYTES);
+        // The reader takes everything; the marker and the held tail come before what follows.
+        while receiver.try_recv().is_ok() {}
+        backlog.store(0, Ordering::Relaxed);
+        router.on_iopub(&status("a", "idle"), now);
+        let dropped = 3 * chunk.len() + "last words\n".len() - HELD_TAIL_BYTES;
+        let events = drain(&mut receiver);
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert!(
+            events[0].contains(&format!("[{dropped} characters dropped")),
+            "{}",
+            &events[0][..200]
+        );
+        assert!(events[0].ends_with("xxlast words\n"));
+        let tail_start = events[0].find("] …\n").unwrap() + "] …\n".len();
+        assert_eq!(events[0].len() - tail_start, HELD_TAIL_BYTES);
+        assert_eq!(events[1], "idle");
     }
 
     #[test]

@@ -256,6 +256,10 @@ fn find_exactly_once(haystack: &str, needle: &str) -> Result<usize, EditErrorKin
 
 struct Batch<'a> {
     original_revs: HashMap<&'a str, String>,
+    /// Every cell's effective name before the batch, by id.
+    names_before: HashMap<String, String>,
+    /// Cells the batch renames on request: their old names are free for others.
+    renamed: HashSet<String>,
     notebook: Notebook,
     policy: EditPolicy,
     created: HashSet<String>,
@@ -286,6 +290,8 @@ pub fn apply_edits(
             .iter()
             .map(|cell| (cell.id(), cell.rev()))
             .collect(),
+        names_before,
+        renamed: HashSet::new(),
         notebook: notebook.clone(),
         policy,
         created: HashSet::new(),
@@ -319,7 +325,7 @@ pub fn apply_edits(
             }
         }
     }
-    batch.settle_names(&names_before);
+    batch.settle_names();
     let names_after = identity::effective_names(&batch.notebook);
     for (applied, ids) in batch.applied.iter_mut().zip(&batch.touched_ids) {
         applied.cells = ids
@@ -399,7 +405,11 @@ impl Batch<'_> {
             });
         }
         let names = identity::effective_names(&self.notebook);
-        if let Some(index) = names.iter().position(|existing| existing == name)
+        let holder = names
+            .iter()
+            .position(|existing| existing == name)
+            .or_else(|| self.reserved_by(name));
+        if let Some(index) = holder
             && Some(index) != except
         {
             return Err(EditErrorKind::NameTaken {
@@ -408,6 +418,34 @@ impl Batch<'_> {
             });
         }
         Ok(())
+    }
+
+    /// The index of the cell that had `name` before the batch and keeps it (the batch neither
+    /// deleted nor renamed it), even if its effective name shifted for the moment: a name that
+    /// named one cell must never come to name another.
+    fn reserved_by(&self, name: &str) -> Option<usize> {
+        self.notebook.cells().iter().position(|cell| {
+            !self.renamed.contains(cell.id())
+                && self
+                    .names_before
+                    .get(cell.id())
+                    .is_some_and(|before| before == name)
+        })
+    }
+
+    /// Names a new cell must not take: every current name and every reserved one.
+    fn names_in_use(&self) -> HashSet<String> {
+        let mut taken: HashSet<String> = identity::effective_names(&self.notebook)
+            .into_iter()
+            .collect();
+        for cell in self.notebook.cells() {
+            if !self.renamed.contains(cell.id())
+                && let Some(before) = self.names_before.get(cell.id())
+            {
+                taken.insert(before.clone());
+            }
+        }
+        taken
     }
 
     fn taken_ids(&self) -> HashSet<String> {
@@ -447,10 +485,7 @@ impl Batch<'_> {
                 let name = match name {
                     Some(name) => name.clone(),
                     None => {
-                        let taken = identity::effective_names(&self.notebook)
-                            .into_iter()
-                            .collect();
-                        identity::unique_name(&identity::base_name(&cell), &taken)
+                        identity::unique_name(&identity::base_name(&cell), &self.names_in_use())
                     }
                 };
                 cell.set_stored_name(&name);
@@ -492,6 +527,7 @@ impl Batch<'_> {
                 apply_language(cell, &notebook_language, language.as_deref());
                 if let Some(name) = name {
                     cell.set_stored_name(name);
+                    self.renamed.insert(id.clone());
                 } else {
                     self.named.insert(id.clone());
                 }
@@ -642,7 +678,8 @@ impl Batch<'_> {
     }
 
     /// Stores names so that the batch changes no effective name except where asked.
-    fn settle_names(&mut self, names_before: &HashMap<String, String>) {
+    fn settle_names(&mut self) {
+        let names_before = std::mem::take(&mut self.names_before);
         // Edited cells keep the name they had before the batch, stored from now on.
         let mut pending: Vec<String> = self.named.drain().collect();
         pending.sort();
@@ -670,13 +707,14 @@ impl Batch<'_> {
             let cell = cell.clone();
             self.changes.push(DocChange::UpdateCell { index, cell });
         }
-        // Then any untouched cell whose derived name shifted keeps its old one.
+        // Then any cell not renamed on request whose derived name shifted keeps its old one.
         let names = identity::effective_names(&self.notebook);
         let shifted: Vec<(usize, String)> = self
             .notebook
             .cells()
             .iter()
             .enumerate()
+            .filter(|(_, cell)| !self.renamed.contains(cell.id()))
             .filter_map(|(index, cell)| {
                 let before = names_before.get(cell.id())?;
                 (before != &names[index]).then(|| (index, before.clone()))
@@ -898,5 +936,93 @@ mod tests {
         )
         .unwrap();
         assert_eq!(identity::effective_names(&outcome.notebook), vec!["plot-2"]);
+    }
+
+    fn insert(source: &str, name: Option<&str>) -> EditOp {
+        EditOp::Insert {
+            anchor: None,
+            kind: CellKind::Code,
+            source: source.into(),
+            language: None,
+            metadata: None,
+            name: name.map(str::to_owned),
+        }
+    }
+
+    /// Found by fuzzing (`check_edit_batch`): deleting `a` shifted `b` to `plot` for a moment,
+    /// and a new cell in the same batch took `plot-2`, so the name an agent had read for `b`
+    /// came to name another cell.
+    #[test]
+    fn a_new_cell_never_takes_a_name_another_cell_keeps() {
+        let mut notebook = Notebook::new();
+        notebook.push_cell(Cell::new(CellKind::Code, "# plot\n1", "a"));
+        notebook.push_cell(Cell::new(CellKind::Code, "# plot\n2", "b"));
+        let delete_a = EditOp::Delete {
+            target: "a".into(),
+            expected_rev: None,
+        };
+        let derived = apply_edits(
+            &notebook,
+            &[delete_a.clone(), insert("# plot\n3", None)],
+            EditPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            identity::effective_names(&derived.notebook),
+            vec!["plot-2", "plot-3"]
+        );
+        let explicit = apply_edits(
+            &notebook,
+            &[delete_a, insert("x", Some("plot-2"))],
+            EditPolicy::default(),
+        )
+        .unwrap_err();
+        assert_eq!(explicit.code(), "name_taken");
+    }
+
+    #[test]
+    fn a_rename_alone_sticks() {
+        let mut notebook = Notebook::new();
+        notebook.push_cell(Cell::new(CellKind::Code, "# plot\n1", "a"));
+        let outcome = apply_edits(
+            &notebook,
+            &[EditOp::Edit {
+                target: "a".into(),
+                expected_rev: None,
+                source: None,
+                language: None,
+                metadata: None,
+                name: Some("chart".into()),
+            }],
+            EditPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(identity::effective_names(&outcome.notebook), vec!["chart"]);
+    }
+
+    #[test]
+    fn a_rename_sticks_and_frees_the_old_name() {
+        let mut notebook = Notebook::new();
+        notebook.push_cell(Cell::new(CellKind::Code, "# plot\n1", "a"));
+        let outcome = apply_edits(
+            &notebook,
+            &[
+                EditOp::Edit {
+                    target: "a".into(),
+                    expected_rev: None,
+                    source: None,
+                    language: None,
+                    metadata: None,
+                    name: Some("chart".into()),
+                },
+                insert("y", Some("plot")),
+            ],
+            EditPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            identity::effective_names(&outcome.notebook),
+            vec!["chart", "plot"]
+        );
     }
 }

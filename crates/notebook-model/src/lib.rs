@@ -6,6 +6,7 @@
 //! references, read views, search, edit transactions and exports are pure functions over it.
 #![forbid(unsafe_code)]
 
+mod check;
 pub mod edit;
 mod error;
 pub mod export;
@@ -17,6 +18,7 @@ pub mod refs;
 pub mod search;
 pub mod view;
 
+pub use check::{check_cell_refs, check_edit_batch};
 pub use edit::{
     AppliedOp, CurrentCell, DocChange, EditError, EditErrorKind, EditOp, EditOutcome, EditPolicy,
     TouchedCell, apply_edits,

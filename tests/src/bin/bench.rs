@@ -5,6 +5,15 @@
     reason = "the benchmark report is printed to stdout"
 )]
 
+// The side-by-side comparison with the peers lives in `bench/` (a crate root's modules would
+// otherwise sit beside it in `src/bin/`, where cargo takes every file for a binary).
+#[path = "bench/chart.rs"]
+mod chart;
+#[path = "bench/peers.rs"]
+mod peers;
+#[path = "bench/report.rs"]
+mod report;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -855,17 +864,7 @@ async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
         let mut cells = Vec::new();
         let mut raw = 0;
         for (index, name) in names.iter().enumerate() {
-            let fixture: Value = serde_json::from_str(&std::fs::read_to_string(
-                fixtures.join(format!("{name}.json")),
-            )?)?;
-            let outputs = match fixture {
-                Value::Array(outputs) => outputs,
-                Value::Object(mut object) => match object.remove("outputs") {
-                    Some(Value::Array(outputs)) => outputs,
-                    _ => Vec::new(),
-                },
-                _ => Vec::new(),
-            };
+            let outputs = peers::fixture_outputs(&fixtures.join(format!("{name}.json")))?;
             raw += serde_json::to_string(&outputs)?.len();
             cells.push(json!({"cell_type": "code", "id": format!("cell-{index}"), "metadata": {},
                               "execution_count": index + 1, "source": format!("# {name}"), "outputs": outputs}));
@@ -950,11 +949,28 @@ async fn main() -> anyhow::Result<()> {
     if wanted("kernels") {
         remote_kernel_bench(&mut report, if quick { 30 } else { 100 }).await?;
     }
+    let side_by_side = if wanted("peers") {
+        let side_by_side = peers::run(quick).await?;
+        print!("{}", side_by_side.markdown);
+        report.push_str(&side_by_side.markdown);
+        Some(side_by_side)
+    } else {
+        None
+    };
     if only.is_none() {
-        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
-        std::fs::create_dir_all(&results)?;
-        std::fs::write(results.join("latest.md"), &report)?;
-        eprintln!("\nwritten to bench/results/latest.md");
+        report.insert_str(
+            report.find('\n').map_or(0, |end| end + 1),
+            &format!(
+                "\n{}\nCaveat: measured on a shared 2-core machine while other builds may run; read the ratios, not the absolute times.\n",
+                report::environment(&jupyter_mcp_tests::python())
+            ),
+        );
+        let chart = side_by_side.and_then(|side_by_side| {
+            chart::draw(&side_by_side.lines, &side_by_side.context)
+                .inspect_err(|error| eprintln!("chart not drawn: {error:#}"))
+                .ok()
+        });
+        report::write_results(&report, chart.as_deref(), quick)?;
     }
     Ok(())
 }

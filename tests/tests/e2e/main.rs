@@ -3,6 +3,7 @@
 mod broker;
 mod documents;
 mod execution;
+mod faults;
 mod intelligence;
 mod remote;
 mod summaries;

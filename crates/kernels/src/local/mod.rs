@@ -222,14 +222,16 @@ impl LocalKernel {
         let message: JupyterMessage = request.into();
         let msg_id = message.header.msg_id.clone();
         let (sink, events) = mpsc::unbounded_channel();
+        let backlog = crate::execute::StreamBacklog::default();
         generation
             .commands
             .send(PumpCommand::Execute {
                 request: message,
                 sink,
+                backlog: backlog.clone(),
             })
             .map_err(|_| gone(generation))?;
-        Ok(ExecuteHandle::new(msg_id, generation.epoch, events))
+        Ok(ExecuteHandle::new(msg_id, generation.epoch, events).with_backlog(backlog))
     }
 
     async fn interrupt_inner(&self) -> Result<()> {

@@ -33,6 +33,7 @@ pub(crate) enum PumpCommand {
     Execute {
         request: JupyterMessage,
         sink: mpsc::UnboundedSender<ExecuteEvent>,
+        backlog: crate::execute::StreamBacklog,
     },
     /// Send on control and hand back the reply.
     Control {
@@ -117,8 +118,8 @@ impl Pump {
             tokio::select! {
                 biased;
                 command = self.commands.recv() => match command {
-                    Some(PumpCommand::Execute { request, sink }) => {
-                        router.register(request.header.msg_id.clone(), sink);
+                    Some(PumpCommand::Execute { request, sink, backlog }) => {
+                        router.register(request.header.msg_id.clone(), sink, backlog);
                         let _ = self.shell_out.send(request);
                     }
                     Some(PumpCommand::Control { request, reply }) => {

@@ -265,6 +265,8 @@ pub(crate) enum Command {
     Execute {
         request: Outgoing,
         sink: mpsc::UnboundedSender<ExecuteEvent>,
+        /// Stream text queued for the handle and not yet taken (bounds memory on a flood).
+        backlog: crate::execute::StreamBacklog,
     },
     /// Ask `kernel_info` and hand back what the kernel says.
     KernelInfo { reply: oneshot::Sender<KernelInfo> },
@@ -373,9 +375,9 @@ impl Pump {
             tokio::select! {
                 biased;
                 command = self.commands.recv() => match command {
-                    Some(Command::Execute { request, sink }) => {
+                    Some(Command::Execute { request, sink, backlog }) => {
                         self.quiet_since_restart = false;
-                        self.router.register(request.msg_id.clone(), sink);
+                        self.router.register(request.msg_id.clone(), sink, backlog);
                         self.send_or_queue(request, true);
                     }
                     Some(Command::KernelInfo { reply }) => {

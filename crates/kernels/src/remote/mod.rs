@@ -474,9 +474,14 @@ impl RemoteKernel {
         }
         let msg_id = request.msg_id.clone();
         let (sink, events) = mpsc::unbounded_channel();
+        let backlog = crate::execute::StreamBacklog::default();
         session
             .commands
-            .send(Command::Execute { request, sink })
+            .send(Command::Execute {
+                request,
+                sink,
+                backlog: backlog.clone(),
+            })
             .map_err(|_| {
                 if shared.hub.get().is_dead() {
                     Error::KernelDied {
@@ -486,7 +491,7 @@ impl RemoteKernel {
                     Error::ConnectionLost
                 }
             })?;
-        Ok(ExecuteHandle::new(msg_id, shared.hub.epoch(), events))
+        Ok(ExecuteHandle::new(msg_id, shared.hub.epoch(), events).with_backlog(backlog))
     }
 
     async fn interrupt_inner(&self) -> Result<()> {

@@ -14,6 +14,11 @@ export declare class JupyterMcpServer {
   runCells(uri: string, cells: Array<number>): Promise<ToolReply>
   /** Interrupts the notebook's kernel, for the extension's notebook controller. */
   interrupt(uri: string): Promise<ToolReply>
+  /**
+   * A notebook changed or closed (`onDidChangeNotebookDocument`, `onDidCloseNotebookDocument`):
+   * runs observed through the Jupyter extension look again.
+   */
+  notebookChanged(uri: string): void
   /** Calls a tool directly (the extension's commands use this). */
   callTool(name: string, arguments?: any | undefined | null): Promise<ToolReply>
 }
@@ -62,12 +67,27 @@ export interface JsCellData {
   executionSummary?: JsExecutionSummary
 }
 
+/** A notebook controller VS Code offers. */
+export interface JsController {
+  id: string
+  label: string
+  description?: string
+  detail?: string
+}
+
 /** `NotebookCellExecutionSummary`. */
 export interface JsExecutionSummary {
   executionOrder?: number
   success?: boolean
   startTime?: number
   endTime?: number
+}
+
+/** The active kernel the Jupyter extension reports. */
+export interface JsJupyterKernel {
+  label?: string
+  language?: string
+  status?: string
 }
 
 /** Set one cell's VS Code metadata. */
@@ -124,6 +144,33 @@ export interface JsTextEdit {
   text: string
 }
 
+/** What VS Code answered a [`JupyterCall`]; only the fields of its `op` are set. */
+export interface JupyterAnswer {
+  installed?: boolean
+  ownControllerSelected?: boolean
+  kernel?: JsJupyterKernel
+  /** `unavailable`, `activation-failed`, `no-lookup`, `lookup-failed` or `no-kernel`. */
+  lookupFailure?: string
+  controllers?: Array<JsController>
+  accepted?: boolean
+  detail?: string
+  /** A rejected command's error class name (`error.name`), never its message. */
+  errorName?: string
+}
+
+/**
+ * A request to the Jupyter extension. `op`: `backend`, `kernel`, `controllers`, `reveal`,
+ * `select` (`id`, `extension`), `configure`, `command` (`command`) or `execute` (`index`).
+ */
+export interface JupyterCall {
+  op: string
+  uri: string
+  index?: number
+  id?: string
+  extension?: string
+  command?: string
+}
+
 /** How the server starts. */
 export interface ServerOptions {
   /** `http` or `stdio`. */
@@ -165,7 +212,7 @@ export interface ShellReply {
  * Starts the MCP server of a window. The functions are the window's document operations; each
  * returns a Promise of a [`ShellReply`]. Rejects when the port cannot be bound.
  */
-export declare function startServer(options: ServerOptions, list: (...args: any[]) => any, read: (...args: any[]) => any, open: (...args: any[]) => any, apply: (...args: any[]) => any, create: (...args: any[]) => any, save: (...args: any[]) => any): Promise<JupyterMcpServer>
+export declare function startServer(options: ServerOptions, list: (...args: any[]) => any, read: (...args: any[]) => any, open: (...args: any[]) => any, apply: (...args: any[]) => any, create: (...args: any[]) => any, save: (...args: any[]) => any, jupyter: (...args: any[]) => any): Promise<JupyterMcpServer>
 
 /** The result of a tool call. */
 export interface ToolReply {

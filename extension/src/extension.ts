@@ -3,14 +3,14 @@
 import * as vscode from 'vscode';
 import { FallbackController } from './controller';
 import { loadNative, type Native } from './native';
+import { JUPYTER_EXTENSION_ID, JupyterShell } from './jupyter';
 import { Shell } from './shell';
-
-const JUPYTER_EXTENSION_ID = 'ms-toolsai.jupyter';
 
 let server: Native.JupyterMcpServer | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let output: vscode.OutputChannel | undefined;
 let shell: Shell | undefined;
+let jupyter: JupyterShell | undefined;
 let starting: Promise<void> = Promise.resolve();
 
 function log(line: string): void {
@@ -29,6 +29,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jupyte
   const hasJupyter = vscode.extensions.getExtension(JUPYTER_EXTENSION_ID) !== undefined;
   const controller = new FallbackController(() => server, context.extension.id, !hasJupyter, log);
   shell = new Shell(controller, log);
+  jupyter = new JupyterShell(controller);
   statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   statusItem.command = 'jupyterMcp.showStatus';
   context.subscriptions.push(
@@ -41,13 +42,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jupyte
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration('jupyterMcp')) void restart();
     }),
+    // Runs through the Jupyter extension are observed in the document: report every change.
+    vscode.workspace.onDidChangeNotebookDocument((event) => server?.notebookChanged(event.notebook.uri.toString())),
+    vscode.workspace.onDidCloseNotebookDocument((document) => server?.notebookChanged(document.uri.toString())),
     vscode.workspace.onDidOpenNotebookDocument((document) => {
       if (!hasJupyter && document.notebookType === 'jupyter-notebook') {
         controller.controller.updateNotebookAffinity(document, vscode.NotebookControllerAffinity.Preferred);
       }
     }),
   );
-  log(hasJupyter ? 'the Jupyter extension is installed' : 'no Jupyter extension: cells run on the local kernel controller');
+  log(
+    hasJupyter
+      ? 'the Jupyter extension is installed: MCP runs cells through the controller selected for each notebook'
+      : 'no Jupyter extension: cells run on the local kernel controller',
+  );
   await restart();
   return {
     get url() {
@@ -89,6 +97,7 @@ async function start(): Promise<void> {
   if (nativeDebugPort) log(`jupyterMcp.nativeDebugPort is ${nativeDebugPort}; no tool of this version uses it`);
   const folders = vscode.workspace.workspaceFolders ?? [];
   const target = shell!;
+  const kernels = jupyter!;
   try {
     const native = loadNative();
     server = await native.startServer(
@@ -105,6 +114,7 @@ async function start(): Promise<void> {
       (request) => target.apply(request),
       (request) => target.create(request),
       (uri) => target.save(uri),
+      (request) => kernels.call(request),
     );
     log(server.url ? `serving MCP at ${server.url}` : 'serving MCP over stdio');
   } catch (error) {

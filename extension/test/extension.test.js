@@ -45,6 +45,7 @@ function context() {
 
 async function activate(options = {}) {
   standIn.reset({ folders: options.folders ?? [], settings: { 'jupyterMcp.port': 0, ...(options.settings ?? {}) } });
+  if (options.jupyter) standIn.installJupyterStandIn(options.jupyter);
   const api = await extension.activate(context());
   await api.ready();
   return api;
@@ -303,4 +304,132 @@ test('stand-in vscode: create_notebook in a folder writes the file and opens it'
     await client.close();
     await extension.deactivate();
   }
+});
+
+// ---- With a STAND-IN of the Jupyter extension (ms-toolsai.jupyter) ----------------------------
+
+/** A folder with a notebook of small code cells the stand-in Jupyter kernel understands. */
+function jupyterWorkspace() {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-jup-'));
+  const code = (id, source) => ({ cell_type: 'code', id, metadata: {}, execution_count: null, outputs: [], source: [source] });
+  const notebook = {
+    cells: [code('a', 'print(1)'), code('b', 'raise ValueError()'), code('c', 'print(3)'), code('h', 'hang()')],
+    metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' } },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+  const file = path.join(folder, 'jupyter.ipynb');
+  fs.writeFileSync(file, JSON.stringify(notebook, null, 1) + '\n');
+  return { folder, uri: vscode.Uri.file(file).toString() };
+}
+
+const STAND_IN_KERNEL = 'ms-toolsai.jupyter/python-stand-in';
+
+/** Activates with the stand-in Jupyter extension, opens the notebook and selects its kernel. */
+async function withJupyter(options, body) {
+  const { folder, uri } = jupyterWorkspace();
+  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false }, jupyter: options });
+  const client = await connect(api.url);
+  try {
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    if (options.select !== false) await ok(client, 'select_kernel', { notebookRef: uri, kernelId: STAND_IN_KERNEL });
+    await body({ client, uri, document: state.documents[0], jupyter: state.jupyter });
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+}
+
+test('stand-in Jupyter extension: list_kernels and select_kernel use exact controller ids, with no fallback', async () => {
+  await withJupyter({ select: false }, async ({ client, uri, jupyter }) => {
+    const ours = state.controllers.find((controller) => controller.extension === undefined);
+    assert.equal(ours.selectedFor.has(uri), false, 'with the Jupyter extension our controller is not selected');
+    const listed = await ok(client, 'list_kernels', { notebookRef: uri });
+    const ids = listed.kernels.map((kernel) => kernel.id);
+    assert.ok(ids.includes(STAND_IN_KERNEL), JSON.stringify(ids));
+    assert.ok(ids.includes('ms-toolsai.jupyter/python-other'));
+    assert.equal(listed.kernels.find((kernel) => kernel.id === STAND_IN_KERNEL).source, 'ms-toolsai.jupyter');
+
+    const near = await call(client, 'select_kernel', { notebookRef: uri, kernelId: 'python-stand-in' });
+    assert.equal(near.isError, true);
+    assert.equal(near.body.error.code, 'kernel_not_found');
+    assert.ok(near.body.error.message.includes(STAND_IN_KERNEL), 'the error lists the available ids');
+    assert.ok(jupyter.controllers.every((controller) => !controller.selectedFor.has(uri)), 'nothing was selected');
+
+    const info = await ok(client, 'get_kernel_info', { notebookRef: uri });
+    assert.equal(info.kernel.runtime, 'unknown');
+    assert.match(info.kernel.runtimeReason, /no active kernel/);
+
+    const selected = await ok(client, 'select_kernel', { notebookRef: uri, kernelId: STAND_IN_KERNEL });
+    assert.equal(selected.kernel.id, STAND_IN_KERNEL);
+    assert.ok(jupyter.controllers[0].selectedFor.has(uri));
+    assert.ok(!jupyter.controllers[1].selectedFor.has(uri));
+    const active = await ok(client, 'get_kernel_info', { notebookRef: uri });
+    assert.equal(active.kernel.runtime, 'active');
+    assert.equal(active.kernel.label, 'Python 3 (stand-in Jupyter)');
+  });
+});
+
+test('stand-in Jupyter extension: a tracked run completes while the execute command never settles', async () => {
+  await withJupyter({ commandPromise: 'hang' }, async ({ client, uri, document }) => {
+    const receipt = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['a', 'c'], waitMs: 30000 });
+    assert.equal(receipt.status, 'completed', JSON.stringify(receipt));
+    assert.deepEqual(receipt.cells.map((cell) => cell.state), ['completed', 'completed']);
+    assert.ok(JSON.stringify(receipt).includes('ran: print(1)'), 'the receipt carries the output Jupyter wrote');
+    const cell = document.cellAt(0);
+    assert.equal(cell.outputs.length, 1, 'outputs are Jupyter\'s own, not written again');
+    assert.equal(cell.executionSummary.success, true);
+    assert.equal(document.cellAt(1).executionSummary, undefined, 'only the requested cells ran');
+  });
+});
+
+test('stand-in Jupyter extension: a failing cell fails the run and later cells are not dispatched', async () => {
+  await withJupyter({}, async ({ client, uri, document }) => {
+    const receipt = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['a', 'b', 'c'], waitMs: 30000 });
+    assert.equal(receipt.status, 'failed', JSON.stringify(receipt));
+    assert.deepEqual(receipt.cells.map((cell) => cell.state), ['completed', 'failed', 'not-run']);
+    assert.equal(document.cellAt(2).executionSummary, undefined, 'cell c never ran');
+    assert.ok(JSON.stringify(receipt).includes('ValueError'));
+  });
+});
+
+test('stand-in Jupyter extension: a rejected dispatch fails the run with a sanitised reason', async () => {
+  const unhandled = [];
+  const onUnhandled = (reason) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await withJupyter({ commandPromise: 'reject' }, async ({ client, uri, document }) => {
+      const result = await call(client, 'run_cells', { notebookRef: uri, cellIds: ['a', 'c'], waitMs: 30000 });
+      assert.equal(result.isError, false);
+      const text = JSON.stringify(result.body);
+      assert.equal(result.body.status, 'failed', text);
+      assert.equal(result.body.reasonCode, 'dispatch_failed');
+      assert.deepEqual(result.body.cells.map((cell) => cell.state), ['failed', 'not-run']);
+      assert.ok(!text.includes('secret-token-4711') && !text.includes('.ssh'), 'no raw error text: ' + text);
+      assert.equal(document.cellAt(0).executionSummary, undefined);
+    });
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+  assert.deepEqual(unhandled, []);
+});
+
+test('stand-in Jupyter extension: restart_kernels is a request that invalidates the running observation', async () => {
+  await withJupyter({ commandPromise: 'hang' }, async ({ client, uri, jupyter }) => {
+    const started = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['h', 'a'], waitMs: 0 });
+    await jupyter.executed;
+    const restart = await ok(client, 'restart_kernels', { notebookRefs: [uri] });
+    const entry = restart.results[0];
+    assert.equal(entry.outcome, 'restart-requested');
+    assert.equal(entry.invalidatedExecution, started.executionId);
+    assert.deepEqual(jupyter.requests, [['restart', uri]]);
+    const after = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 30000 });
+    assert.equal(after.status, 'unavailable', JSON.stringify(after));
+    assert.equal(after.reasonCode, 'invalidated_by_restart');
+    assert.deepEqual(after.cells.map((cell) => cell.state), ['unavailable', 'not-run']);
+
+    const interrupt = await ok(client, 'interrupt_kernels', { notebookRefs: [uri] });
+    assert.equal(interrupt.results[0].outcome, 'interrupt-requested');
+    assert.deepEqual(jupyter.requests.at(-1), ['interrupt', uri]);
+  });
 });

@@ -131,6 +131,8 @@ const state = {
 };
 const onDidChangeConfiguration = new EventEmitter();
 const onDidOpenNotebookDocument = new EventEmitter();
+const onDidChangeNotebookDocument = new EventEmitter();
+const onDidCloseNotebookDocument = new EventEmitter();
 
 function offsetOf(text, line, character) {
   const lines = text.split('\n');
@@ -191,6 +193,7 @@ class NotebookDocument {
   changed() {
     this.version += 1;
     this.isDirty = true;
+    onDidChangeNotebookDocument.fire({ notebook: this });
   }
   async save() {
     if (this.isUntitled) return false;
@@ -370,6 +373,10 @@ function createNotebookController(id, notebookType, label) {
       this.selectedFor.add(document.uri.toString());
       selectionChanged.fire({ notebook: document, selected: true });
     },
+    deselect(document) {
+      this.selectedFor.delete(document.uri.toString());
+      selectionChanged.fire({ notebook: document, selected: false });
+    },
     createNotebookCellExecution(cell) {
       if (!this.selectedFor.has(cell.notebook.uri.toString())) throw new Error('notebook controller is NOT associated to notebook');
       let started = false;
@@ -397,6 +404,90 @@ function createNotebookController(id, notebookType, label) {
   };
   state.controllers.push(controller);
   return controller;
+}
+
+function controllerExtension(controller) {
+  return controller.extension ?? 'jupyter-mcp.jupyter-mcp';
+}
+
+// ---- A STAND-IN for the Jupyter extension (ms-toolsai.jupyter) -----------------------------
+//
+// Two controllers of the extension `ms-toolsai.jupyter`, its `kernels.getKernel` API and its
+// restart/interrupt commands. Its "kernel" runs a cell by writing the document as the Jupyter
+// extension does, a moment later: a start time, then outputs, an execution order and a success
+// mark. `raise` in a cell fails it; `hang` in a cell starts and never ends. `commandPromise`
+// says what `notebook.cell.execute` answers: `settle` (when the cell ends), `hang` (never) or
+// `reject` (at once, with an error whose message holds secret text, running nothing).
+
+function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
+  let order = 0;
+  let notifyExecuted;
+  const jupyter = {
+    requests: [],
+    commands: new Map(),
+    executed: new Promise((resolve) => (notifyExecuted = resolve)),
+    controllers: [],
+  };
+  const later = () => new Promise((resolve) => setImmediate(resolve));
+  async function runCell(cell) {
+    const startTime = Date.now();
+    cell.executionSummary = { timing: { startTime, endTime: undefined } };
+    cell.outputs = [];
+    cell.notebook.changed();
+    await later();
+    const source = cell.document.getText();
+    if (source.includes('hang')) return new Promise(() => {});
+    order += 1;
+    const failed = source.includes('raise');
+    cell.outputs = failed
+      ? [outputFromIpynb({ output_type: 'error', ename: 'ValueError', evalue: 'boom', traceback: ['ValueError: boom'] })]
+      : [outputFromIpynb({ output_type: 'stream', name: 'stdout', text: `ran: ${source}\n` })];
+    cell.notebook.changed();
+    await later();
+    cell.executionSummary = { executionOrder: order, success: !failed, timing: { startTime, endTime: Date.now() } };
+    cell.metadata = { ...cell.metadata, execution_count: order };
+    cell.notebook.changed();
+    return !failed;
+  }
+  for (const [id, label] of [['python-stand-in', 'Python 3 (stand-in Jupyter)'], ['python-other', 'Other Python (stand-in Jupyter)']]) {
+    const controller = createNotebookController(id, 'jupyter-notebook', label);
+    controller.extension = 'ms-toolsai.jupyter';
+    controller.description = 'a stand-in of a Jupyter extension kernel';
+    controller.executeHandler = async (cells) => {
+      notifyExecuted(cells.map((cell) => cell.index));
+      if (commandPromise === 'reject') {
+        const error = new Error('secret-token-4711 at /home/someone/.ssh/id_rsa');
+        error.name = 'CanceledError';
+        throw error;
+      }
+      const running = (async () => {
+        for (const cell of cells) if (!(await runCell(cell))) break;
+      })();
+      if (commandPromise === 'hang') return new Promise(() => {});
+      await running;
+    };
+    jupyter.controllers.push(controller);
+  }
+  const selected = (uri) => jupyter.controllers.find((controller) => controller.selectedFor.has(uri.toString()));
+  jupyter.commands.set('jupyter.restartkernel', (uri) => jupyter.requests.push(['restart', uri.toString()]));
+  jupyter.commands.set('jupyter.interruptkernel', (uri) => jupyter.requests.push(['interrupt', uri.toString()]));
+  state.jupyter = jupyter;
+  state.extensions['ms-toolsai.jupyter'] = {
+    id: 'ms-toolsai.jupyter',
+    isActive: true,
+    exports: {
+      kernels: {
+        async getKernel(uri) {
+          const controller = selected(uri);
+          return controller ? { label: controller.label, language: 'python', status: 'idle' } : undefined;
+        },
+      },
+    },
+    async activate() {
+      return this.exports;
+    },
+  };
+  return jupyter;
 }
 
 // ---- The module -----------------------------------------------------------------------------
@@ -443,6 +534,8 @@ const vscode = {
     },
     onDidChangeConfiguration: onDidChangeConfiguration.event,
     onDidOpenNotebookDocument: onDidOpenNotebookDocument.event,
+    onDidChangeNotebookDocument: onDidChangeNotebookDocument.event,
+    onDidCloseNotebookDocument: onDidCloseNotebookDocument.event,
     async applyEdit(edit) {
       return applyEdit(edit);
     },
@@ -487,11 +580,35 @@ const vscode = {
       return { dispose: () => state.commands.delete(id) };
     },
     async executeCommand(id, argument) {
-      if (id === 'notebook.selectKernel') {
-        const controller = state.controllers.find((candidate) => candidate.id === argument.id);
-        if (controller && state.activeEditor) controller.select(state.activeEditor.notebook);
+      if (id === 'notebook.selectKernel' || id === '_notebook.selectKernel') {
+        // Selection is per notebook and exclusive, as in VS Code.
+        const controller = state.controllers.find(
+          (candidate) => candidate.id === argument.id && (argument.extension === undefined || controllerExtension(candidate) === argument.extension || id === 'notebook.selectKernel'),
+        );
+        if (!controller || !state.activeEditor) return false;
+        const document = state.activeEditor.notebook;
+        for (const other of state.controllers) {
+          if (other !== controller && other.selectedFor.has(document.uri.toString())) other.deselect(document);
+        }
+        controller.select(document);
         return true;
       }
+      if (id === '_resolveNotebookKernels') {
+        return state.controllers.map((controller) => ({
+          id: `${controllerExtension(controller)}/${controller.id}`,
+          label: controller.label,
+          description: controller.description,
+        }));
+      }
+      if (id === 'notebook.cell.execute') {
+        // As VS Code does: the notebook's selected controller runs the range.
+        const document = state.documents.find((candidate) => candidate.uri.toString() === argument.document.toString());
+        const controller = state.controllers.find((candidate) => candidate.selectedFor.has(argument.document.toString()));
+        if (!document || !controller) throw new Error('no kernel selected');
+        const cells = argument.ranges.flatMap((range) => document.cells.slice(range.start, range.end));
+        return controller.executeHandler(cells, document, controller);
+      }
+      if (state.jupyter?.commands.has(id)) return state.jupyter.commands.get(id)(argument);
       return state.commands.get(id)?.(argument);
     },
   },
@@ -534,7 +651,9 @@ function reset({ folders = [], settings = {} } = {}) {
     clipboard: '',
     controllers: [],
     commands: new Map(),
+    extensions: {},
+    jupyter: undefined,
   });
 }
 
-module.exports = { vscode, state, install, reset, onDidChangeConfiguration, serializeIpynb, deserializeIpynb };
+module.exports = { vscode, state, install, reset, installJupyterStandIn, onDidChangeConfiguration, serializeIpynb, deserializeIpynb };

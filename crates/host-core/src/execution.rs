@@ -442,6 +442,7 @@ impl<H: NotebookHost> Tools<H> {
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let document = self.host.load(location).await?;
         let notebook = &document.notebook;
+        let external = self.host.external_kernels(location).await;
         let plan: Vec<usize> = match targets {
             RunTargets::Stale => self.flow_view(location, &document).stale_set.clone(),
             RunTargets::Cells { cells, fresh_deps } => {
@@ -468,7 +469,8 @@ impl<H: NotebookHost> Tools<H> {
                     }
                     indices.push(index);
                 }
-                if fresh_deps {
+                // An editor's kernel has no epoch to judge staleness against: exactly these run.
+                if fresh_deps && external.is_none() {
                     self.flow_view(location, &document).plan(&indices, true)
                 } else {
                     indices
@@ -484,7 +486,10 @@ impl<H: NotebookHost> Tools<H> {
             });
             return Ok((body, Vec::new()));
         }
-        let kernel = self.start_kernel(location, notebook).await?;
+        let backend = match external {
+            Some(external) => Backend::External(external),
+            None => Backend::Kernel(self.start_kernel(location, notebook).await?),
+        };
         let run_request = RunRequest {
             notebook: location.uri.clone(),
             cells: plan
@@ -517,7 +522,7 @@ impl<H: NotebookHost> Tools<H> {
             self.clone(),
             id.clone(),
             location.clone(),
-            kernel,
+            backend,
             control,
             requests,
         ));
@@ -754,12 +759,19 @@ fn last_output_line(outputs: &[Value]) -> Option<String> {
     })
 }
 
+/// What runs a run's cells: a kernel of the host's manager, or the editor's kernels (whose
+/// outputs are in the document already, so the runner does not write them).
+enum Backend {
+    Kernel(Arc<dyn KernelHandle>),
+    External(crate::external::SharedExternalKernels),
+}
+
 /// Drives one run to its end.
 async fn drive_run<H: NotebookHost>(
     tools: Tools<H>,
     id: String,
     location: NotebookLocation,
-    kernel: Arc<dyn KernelHandle>,
+    backend: Backend,
     control: Arc<RunControl>,
     mut requests: ControlRequests,
 ) {
@@ -770,6 +782,7 @@ async fn drive_run<H: NotebookHost>(
         dispatched: Default::default(),
         pending: Default::default(),
         interrupted: false,
+        writes_outputs: matches!(backend, Backend::Kernel(_)),
     };
     runner.step(RunEvent::Start).await;
     while let Some(action) = runner.pending.pop_front() {
@@ -800,7 +813,21 @@ async fn drive_run<H: NotebookHost>(
                 };
                 runner.step(RunEvent::CellChecked { position, check }).await;
             }
-            RunAction::Dispatch { position, code, .. } => {
+            RunAction::Dispatch {
+                position,
+                code,
+                cell_id,
+                current_index,
+            } => {
+                let kernel = match &backend {
+                    Backend::Kernel(kernel) => kernel,
+                    Backend::External(external) => {
+                        runner.dispatched.insert(position, (code.clone(), 0));
+                        let events = external.run_cell(&location, current_index, &cell_id);
+                        drive_external_cell(&mut runner, position, events, &mut requests).await;
+                        continue;
+                    }
+                };
                 runner
                     .dispatched
                     .insert(position, (code.clone(), kernel.epoch()));
@@ -868,6 +895,75 @@ struct Runner<'a, H: NotebookHost> {
     pending: std::collections::VecDeque<RunAction>,
     /// An interrupt was requested: no further cell is dispatched.
     interrupted: bool,
+    /// Settled cells' outputs are written into the notebook by the runner.
+    writes_outputs: bool,
+}
+
+/// Follows one cell run by the editor's kernel: its observations become the events a kernel
+/// would have sent, so the tracker's rules decide. A restart ends the run at once; an interrupt
+/// lets the cell's own answer arrive first and ends the run when observation stops.
+async fn drive_external_cell<H: NotebookHost>(
+    runner: &mut Runner<'_, H>,
+    position: usize,
+    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::external::ExternalCellEvent>,
+    requests: &mut ControlRequests,
+) {
+    use crate::external::ExternalCellEvent;
+    loop {
+        tokio::select! {
+            event = events.recv() => {
+                match event {
+                    Some(ExternalCellEvent::Observed) => {
+                        runner.step(RunEvent::KernelBusy { position }).await;
+                    }
+                    Some(ExternalCellEvent::Settled { success, execution_count, outputs }) => {
+                        runner.step(RunEvent::KernelBusy { position }).await;
+                        for output in &outputs {
+                            if let Some(event) = crate::external::iopub_of_output(output) {
+                                runner.step(RunEvent::Output { position, event }).await;
+                            }
+                        }
+                        let status = if success { ReplyStatus::Ok } else { ReplyStatus::Error };
+                        runner
+                            .step(RunEvent::ExecuteReply {
+                                position,
+                                reply: ExecuteReply { status, execution_count },
+                            })
+                            .await;
+                        runner.step(RunEvent::KernelIdle { position }).await;
+                        return;
+                    }
+                    Some(ExternalCellEvent::DispatchFailed { error_name }) => {
+                        tracing::warn!(error_name, "the editor refused to run a cell");
+                        runner.step(RunEvent::DispatchFailed { position }).await;
+                        return;
+                    }
+                    Some(ExternalCellEvent::NotebookClosed) => {
+                        runner.step(RunEvent::NotebookClosed).await;
+                        return;
+                    }
+                    Some(ExternalCellEvent::Lost) | None => {
+                        if runner.interrupted {
+                            runner.step(RunEvent::Invalidate(Invalidation::Interrupt)).await;
+                        } else {
+                            // The cell changed or vanished under observation: the tracker's
+                            // failed-observation rule ends the run without claiming completion.
+                            for _ in 0..3 {
+                                runner
+                                    .step(RunEvent::Observation(KernelObservation::LookupFailed))
+                                    .await;
+                            }
+                        }
+                        return;
+                    }
+                }
+            }
+            Some((invalidation, acknowledge)) = requests.recv() => {
+                runner.take_request(invalidation).await;
+                let _ = acknowledge.send(());
+            }
+        }
+    }
 }
 
 impl<H: NotebookHost> Runner<'_, H> {
@@ -904,9 +1000,11 @@ impl<H: NotebookHost> Runner<'_, H> {
                     .expect("registry lock")
                     .run(self.id)
                     .and_then(|run| run.cells().get(position).map(|cell| cell.state()));
-                tools
-                    .persist_outputs(self.location, &cell_id, outputs, execution_count)
-                    .await;
+                if self.writes_outputs {
+                    tools
+                        .persist_outputs(self.location, &cell_id, outputs, execution_count)
+                        .await;
+                }
                 if let (Some((source, epoch)), Some(state)) =
                     (self.dispatched.get(&position), state)
                 {

@@ -207,6 +207,16 @@ pub trait NotebookHost: Send + Sync + 'static {
         None
     }
 
+    /// Kernels the host's editor provides for this notebook (VS Code's Jupyter extension), used
+    /// instead of [`NotebookHost::kernel_manager`] for it; `None` (the default) for the manager's.
+    fn external_kernels(
+        &self,
+        location: &NotebookLocation,
+    ) -> impl Future<Output = Option<crate::external::SharedExternalKernels>> + Send {
+        let _ = location;
+        async { None }
+    }
+
     /// The key of a notebook's kernel: the notebook file, whose folder is the kernel's working
     /// directory.
     fn kernel_key(&self, location: &NotebookLocation) -> Option<std::path::PathBuf> {

@@ -75,6 +75,20 @@ fn kernel_state(kernel: Option<&Arc<dyn KernelHandle>>, language: &str) -> Kerne
     }
 }
 
+fn unknown_kernel(kernel_id: &str, available: &[&str]) -> ToolError {
+    error(
+        "kernel_not_found",
+        format!(
+            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
+            if available.is_empty() {
+                "(none)".to_owned()
+            } else {
+                available.join(", ")
+            }
+        ),
+    )
+}
+
 impl<H: NotebookHost> Tools<H> {
     fn kernel_parts(
         &self,
@@ -95,6 +109,18 @@ impl<H: NotebookHost> Tools<H> {
 
     pub(crate) async fn list_kernels(&self, params: NotebookRefParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
+        if let Some(external) = self.host.external_kernels(&location).await {
+            let result = ListKernelsResult {
+                kernels: external.list(&location).await?,
+                notebook: location.uri,
+                selected: None,
+                hint: None,
+            };
+            return Ok((
+                serde_json::to_value(result).expect("serialises"),
+                Vec::new(),
+            ));
+        }
         let (manager, key) = self.kernel_parts(&location)?;
         let discovery = manager
             .discover(Some(&key))
@@ -124,6 +150,24 @@ impl<H: NotebookHost> Tools<H> {
 
     pub(crate) async fn select_kernel(&self, params: SelectKernelParams) -> ToolResult {
         let location = self.resolve(&params.notebook_ref).await?;
+        if let Some(external) = self.host.external_kernels(&location).await {
+            let offered = external.list(&location).await?;
+            let Some(kernel) = offered.iter().find(|kernel| kernel.id == params.kernel_id) else {
+                let available: Vec<&str> =
+                    offered.iter().map(|kernel| kernel.id.as_str()).collect();
+                return Err(unknown_kernel(&params.kernel_id, &available));
+            };
+            external.select(&location, &kernel.id).await?;
+            let result = SelectKernelResult {
+                notebook: location.uri,
+                kernel: kernel.clone(),
+                replaced_running_kernel: false,
+            };
+            return Ok((
+                serde_json::to_value(result).expect("serialises"),
+                Vec::new(),
+            ));
+        }
         let (manager, key) = self.kernel_parts(&location)?;
         let discovery = manager
             .discover(Some(&key))
@@ -135,18 +179,7 @@ impl<H: NotebookHost> Tools<H> {
                 .iter()
                 .map(|spec| spec.id.as_str())
                 .collect();
-            return Err(error(
-                "kernel_not_found",
-                format!(
-                    "no kernel has the id `{}`; nothing was selected. Available ids: {}",
-                    params.kernel_id,
-                    if available.is_empty() {
-                        "(none)".to_owned()
-                    } else {
-                        available.join(", ")
-                    }
-                ),
-            ));
+            return Err(unknown_kernel(&params.kernel_id, &available));
         };
         let document = self.host.load(&location).await?;
         let mut ours = document
@@ -243,6 +276,26 @@ impl<H: NotebookHost> Tools<H> {
 
     pub(crate) async fn configure_kernel(&self, params: NotebookRefParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
+        if let Some(external) = self.host.external_kernels(&location).await {
+            let detail = external.configure(&location).await?;
+            let state = external.state(&location).await;
+            let result = ConfigureKernelResult {
+                notebook: location.uri,
+                kernel: KernelChoice {
+                    id: state.id.clone().unwrap_or_default(),
+                    label: state.label.clone().unwrap_or_default(),
+                    language: state.language.clone(),
+                    source: "editor".to_owned(),
+                    detail: Some(detail),
+                },
+                ready: state.runtime == "active",
+                state,
+            };
+            return Ok((
+                serde_json::to_value(result).expect("serialises"),
+                Vec::new(),
+            ));
+        }
         let kernel = self.start_kernel(&location, &document.notebook).await?;
         let ready = kernel.probe().await.is_ok_and(|status| !status.is_dead());
         let result = ConfigureKernelResult {
@@ -261,6 +314,21 @@ impl<H: NotebookHost> Tools<H> {
         let (location, document) = self.load(&params.notebook_ref).await?;
         let language = document.notebook.code_language().to_owned();
         let mut capabilities = Map::new();
+        if let Some(external) = self.host.external_kernels(&location).await {
+            capabilities.insert(
+                "execution".to_owned(),
+                json!({"availability": "available", "reason": "runs through the kernel the editor selected for this notebook"}),
+            );
+            let result = KernelInfoResult {
+                notebook: location.uri.clone(),
+                kernel: external.state(&location).await,
+                capabilities,
+            };
+            return Ok((
+                serde_json::to_value(result).expect("serialises"),
+                Vec::new(),
+            ));
+        }
         let (kernel, execution) = match self.kernel_parts(&location) {
             Ok((manager, key)) => (
                 manager.get(&key),
@@ -348,6 +416,30 @@ impl<H: NotebookHost> Tools<H> {
         let locations = self.locations(&params.notebook_refs).await?;
         let mut results = Vec::new();
         for location in locations {
+            if let Some(external) = self.host.external_kernels(&location).await {
+                let invalidated = self.invalidate_active_run(&location, request).await;
+                let restart = request == Invalidation::Restart;
+                let (outcome, detail) = match external.request(&location, restart).await {
+                    Ok(()) if restart => (
+                        "restart-requested",
+                        "the editor was asked to restart the kernel; it may ask for confirmation, and completion is not claimed".to_owned(),
+                    ),
+                    Ok(()) => (
+                        "interrupt-requested",
+                        "the editor was asked to interrupt the kernel; completion is not claimed".to_owned(),
+                    ),
+                    Err(failure) => ("failed", failure.to_string()),
+                };
+                self.registry_changed.send_modify(|version| *version += 1);
+                results.push(KernelRequestEntry {
+                    notebook: location.uri.clone(),
+                    outcome: outcome.to_owned(),
+                    detail: Some(detail),
+                    invalidated_execution: invalidated,
+                    epoch: None,
+                });
+                continue;
+            }
             self.kernel_parts(&location)?;
             let Some(kernel) = self.running_kernel(&location) else {
                 let verb = match request {

@@ -6,6 +6,7 @@
 //! transports above it and the hosts beside it do.
 
 mod execution;
+pub mod external;
 pub mod host;
 mod inspect;
 mod kernel_tools;
@@ -16,6 +17,7 @@ pub mod summary;
 pub mod tools;
 mod transfer_tools;
 
+pub use external::{ExternalCellEvent, ExternalKernels, SharedExternalKernels};
 pub use host::{
     Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing, NotebookHost,
     NotebookLocation, OpenStatus, Restored, WindowInfo,

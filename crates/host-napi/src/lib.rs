@@ -23,8 +23,9 @@ use futures::future::BoxFuture;
 use host_vscode::plan::EditPlan;
 use host_vscode::shell::VsCellKind;
 use host_vscode::{
-    CellData, CellSnapshot, DispatchConfig, ExecutionSummary, HostConfig, NewNotebook, OutputData,
-    OutputItem, RunningServer, Shell, ShellError, Snapshot, Transport, VsCodeDispatch, VsCodeHost,
+    CellData, CellSnapshot, Controller, DispatchConfig, ExecutionSummary, HostConfig,
+    JupyterKernel, JupyterReply, JupyterRequest, NewNotebook, OutputData, OutputItem,
+    RunningServer, Shell, ShellError, Snapshot, Transport, VsCodeDispatch, VsCodeHost,
 };
 use napi::bindgen_prelude::{Promise, Result, Status};
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -192,6 +193,50 @@ pub struct ShellReply {
     pub already_open: Option<bool>,
 }
 
+/// A request to the Jupyter extension. `op`: `backend`, `kernel`, `controllers`, `reveal`,
+/// `select` (`id`, `extension`), `configure`, `command` (`command`) or `execute` (`index`).
+#[napi(object)]
+pub struct JupyterCall {
+    pub op: String,
+    pub uri: String,
+    pub index: Option<u32>,
+    pub id: Option<String>,
+    pub extension: Option<String>,
+    pub command: Option<String>,
+}
+
+/// The active kernel the Jupyter extension reports.
+#[napi(object)]
+pub struct JsJupyterKernel {
+    pub label: Option<String>,
+    pub language: Option<String>,
+    pub status: Option<String>,
+}
+
+/// A notebook controller VS Code offers.
+#[napi(object)]
+pub struct JsController {
+    pub id: String,
+    pub label: String,
+    pub description: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// What VS Code answered a [`JupyterCall`]; only the fields of its `op` are set.
+#[napi(object)]
+pub struct JupyterAnswer {
+    pub installed: Option<bool>,
+    pub own_controller_selected: Option<bool>,
+    pub kernel: Option<JsJupyterKernel>,
+    /// `unavailable`, `activation-failed`, `no-lookup`, `lookup-failed` or `no-kernel`.
+    pub lookup_failure: Option<String>,
+    pub controllers: Option<Vec<JsController>>,
+    pub accepted: Option<bool>,
+    pub detail: Option<String>,
+    /// A rejected command's error class name (`error.name`), never its message.
+    pub error_name: Option<String>,
+}
+
 /// The result of a tool call.
 #[napi(object)]
 pub struct ToolReply {
@@ -241,6 +286,14 @@ impl JupyterMcpServer {
         tool_reply(self.dispatch.interrupt_for_controller(&uri).await)
     }
 
+    /// A notebook changed or closed (`onDidChangeNotebookDocument`, `onDidCloseNotebookDocument`):
+    /// runs observed through the Jupyter extension look again.
+    #[napi]
+    pub fn notebook_changed(&self, uri: String) {
+        let _ = uri;
+        self.dispatch.notebook_changed();
+    }
+
     /// Calls a tool directly (the extension's commands use this).
     #[napi]
     pub async fn call_tool(&self, name: String, arguments: Option<Value>) -> ToolReply {
@@ -259,6 +312,10 @@ impl JupyterMcpServer {
 /// Starts the MCP server of a window. The functions are the window's document operations; each
 /// returns a Promise of a [`ShellReply`]. Rejects when the port cannot be bound.
 #[napi]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one JavaScript function per shell operation, as napi passes them"
+)]
 pub async fn start_server(
     options: ServerOptions,
     list: JsFunction<(), ShellReply>,
@@ -267,6 +324,7 @@ pub async fn start_server(
     apply: JsFunction<ApplyRequest, ShellReply>,
     create: JsFunction<CreateRequest, ShellReply>,
     save: JsFunction<String, ShellReply>,
+    jupyter: JsFunction<JupyterCall, JupyterAnswer>,
 ) -> Result<JupyterMcpServer> {
     let shell = JsShell {
         list,
@@ -275,6 +333,7 @@ pub async fn start_server(
         apply,
         create,
         save,
+        jupyter,
     };
     start(options, Arc::new(shell)).await
 }
@@ -359,6 +418,7 @@ struct JsShell {
     apply: JsFunction<ApplyRequest, ShellReply>,
     create: JsFunction<CreateRequest, ShellReply>,
     save: JsFunction<String, ShellReply>,
+    jupyter: JsFunction<JupyterCall, JupyterAnswer>,
 }
 
 /// Calls a JavaScript document operation and awaits its Promise; its `error` becomes a
@@ -464,6 +524,78 @@ impl Shell for JsShell {
 
     fn save(&self, uri: String) -> BoxFuture<'_, std::result::Result<(), ShellError>> {
         Box::pin(async move { ask(&self.save, uri, "save").await.map(|_| ()) })
+    }
+
+    fn jupyter(
+        &self,
+        request: JupyterRequest,
+    ) -> BoxFuture<'_, std::result::Result<JupyterReply, ShellError>> {
+        Box::pin(async move {
+            let unanswered = |_| ShellError::Failed {
+                reason: "the extension did not answer the Jupyter request".to_owned(),
+            };
+            let promise = self
+                .jupyter
+                .call_async(jupyter_call(request))
+                .await
+                .map_err(unanswered)?;
+            let answer = promise.await.map_err(unanswered)?;
+            Ok(JupyterReply {
+                installed: answer.installed.unwrap_or(false),
+                own_controller_selected: answer.own_controller_selected.unwrap_or(false),
+                kernel: answer.kernel.map(|kernel| JupyterKernel {
+                    label: kernel.label,
+                    language: kernel.language,
+                    status: kernel.status,
+                }),
+                lookup_failure: answer.lookup_failure,
+                controllers: answer
+                    .controllers
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|controller| Controller {
+                        id: controller.id,
+                        label: controller.label,
+                        description: controller.description,
+                        detail: controller.detail,
+                    })
+                    .collect(),
+                accepted: answer.accepted.unwrap_or(false),
+                detail: answer.detail,
+                error_name: answer.error_name,
+            })
+        })
+    }
+}
+
+fn jupyter_call(request: JupyterRequest) -> JupyterCall {
+    let call = |op: &str, uri: String| JupyterCall {
+        op: op.to_owned(),
+        uri,
+        index: None,
+        id: None,
+        extension: None,
+        command: None,
+    };
+    match request {
+        JupyterRequest::Backend { uri } => call("backend", uri),
+        JupyterRequest::Kernel { uri } => call("kernel", uri),
+        JupyterRequest::Controllers { uri } => call("controllers", uri),
+        JupyterRequest::Reveal { uri } => call("reveal", uri),
+        JupyterRequest::Select { uri, id, extension } => JupyterCall {
+            id: Some(id),
+            extension: Some(extension),
+            ..call("select", uri)
+        },
+        JupyterRequest::Configure { uri } => call("configure", uri),
+        JupyterRequest::Command { uri, command } => JupyterCall {
+            command: Some(command),
+            ..call("command", uri)
+        },
+        JupyterRequest::Execute { uri, index: cell } => JupyterCall {
+            index: Some(index(cell)),
+            ..call("execute", uri)
+        },
     }
 }
 

@@ -105,6 +105,11 @@ impl VsCodeDispatch {
         .await
     }
 
+    /// The shell reports that a notebook changed or closed.
+    pub fn notebook_changed(&self) {
+        self.tools.host().notebook_changed();
+    }
+
     /// Stops every kernel (the extension is deactivating).
     pub async fn shutdown_kernels(&self) {
         if let Some(kernels) = self.tools.host().kernel_manager() {

@@ -10,6 +10,7 @@ use host_core::{
 use notebook_model::Notebook;
 
 use crate::convert;
+use crate::jupyter::JupyterKernels;
 use crate::plan;
 use crate::shell::{Shell, ShellError, Snapshot};
 use crate::uri;
@@ -31,6 +32,7 @@ pub struct VsCodeHost {
     shell: Arc<dyn Shell>,
     config: HostConfig,
     kernels: Option<Arc<kernels::KernelManager>>,
+    jupyter: JupyterKernels,
 }
 
 impl VsCodeHost {
@@ -40,10 +42,17 @@ impl VsCodeHost {
         kernels: Option<Arc<kernels::KernelManager>>,
     ) -> VsCodeHost {
         VsCodeHost {
+            jupyter: JupyterKernels::new(shell.clone()),
             shell,
             config,
             kernels,
         }
+    }
+
+    /// The shell reports that a notebook changed or closed (wakes observations of runs through
+    /// the Jupyter extension).
+    pub fn notebook_changed(&self) {
+        self.jupyter.notebook_changed();
     }
 
     pub fn shell(&self) -> &Arc<dyn Shell> {
@@ -127,6 +136,19 @@ impl NotebookHost for VsCodeHost {
 
     fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
         self.kernels.clone()
+    }
+
+    /// The Jupyter extension serves a notebook when it is installed and our own controller is
+    /// not the one selected for it; otherwise cells run on our local kernels.
+    async fn external_kernels(
+        &self,
+        location: &NotebookLocation,
+    ) -> Option<host_core::SharedExternalKernels> {
+        if self.jupyter.serves(&location.uri).await {
+            Some(Arc::new(self.jupyter.clone()))
+        } else {
+            None
+        }
     }
 
     fn kernel_key(&self, location: &NotebookLocation) -> Option<PathBuf> {

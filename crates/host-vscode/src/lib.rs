@@ -6,7 +6,9 @@
 //! (cells, the ipynb extension's metadata layout, output items, execution summaries) to and from
 //! nbformat ([`convert`]), turns a batch of [`notebook_model::DocChange`]s into one edit plan
 //! against the live document ([`plan`]), and implements [`host_core::NotebookHost`] on top
-//! ([`VsCodeHost`]). Code runs on the same local kernels as the standalone host.
+//! ([`VsCodeHost`]). Code runs through VS Code's Jupyter extension when it serves the notebook
+//! ([`jupyter`]), otherwise on the same local kernels as the standalone host (through the
+//! extension's own notebook controller).
 //!
 //! It knows nothing about napi or JavaScript (the shell is a trait), holds no tool logic
 //! (that is `host-core`), and never writes a notebook file behind a live document: every change
@@ -16,6 +18,7 @@
 pub mod convert;
 mod dispatch;
 mod host;
+pub mod jupyter;
 pub mod plan;
 pub mod shell;
 pub mod uri;
@@ -24,8 +27,8 @@ pub use dispatch::{DispatchConfig, RunningServer, Transport, VsCodeDispatch};
 pub use host::{HostConfig, VsCodeHost};
 pub use host_core::{CallContext, ToolOutput};
 pub use shell::{
-    CellData, CellSnapshot, ExecutionSummary, NewNotebook, OutputData, OutputItem, Shell,
-    ShellError, Snapshot,
+    CellData, CellSnapshot, Controller, ExecutionSummary, JupyterKernel, JupyterReply,
+    JupyterRequest, NewNotebook, OutputData, OutputItem, Shell, ShellError, Snapshot,
 };
 
 /// Local Jupyter kernels for a window, discovered from its first folder (a project `.venv`)

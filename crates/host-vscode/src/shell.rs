@@ -136,4 +136,75 @@ pub trait Shell: Send + Sync + 'static {
 
     /// Saves the document, even when VS Code thinks it is clean.
     fn save(&self, uri: String) -> BoxFuture<'_, Result<(), ShellError>>;
+
+    /// Performs a request to the Jupyter extension (see [`JupyterRequest`]). The default
+    /// answers as a window without it.
+    fn jupyter(&self, request: JupyterRequest) -> BoxFuture<'_, Result<JupyterReply, ShellError>> {
+        let _ = request;
+        Box::pin(async { Ok(JupyterReply::default()) })
+    }
+}
+
+/// A request to VS Code's Jupyter extension (`ms-toolsai.jupyter`) or the notebook commands it
+/// serves. The shell performs it and reports what VS Code answered; [`crate::jupyter`] decides
+/// everything else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JupyterRequest {
+    /// Whether the Jupyter extension is installed, and whether the shell's own controller is the
+    /// one selected for the notebook.
+    Backend { uri: String },
+    /// The notebook's active kernel through `api.kernels.getKernel(uri)`.
+    Kernel { uri: String },
+    /// The controllers VS Code offers for the notebook (`_resolveNotebookKernels`).
+    Controllers { uri: String },
+    /// Shows the notebook (not as a preview, focused); answers whether the editor shown is it.
+    Reveal { uri: String },
+    /// `_notebook.selectKernel` with `{id, extension}`; answers whether VS Code said `true`.
+    Select {
+        uri: String,
+        id: String,
+        extension: String,
+    },
+    /// The Jupyter extension's `configure_notebook` language-model tool.
+    Configure { uri: String },
+    /// Runs a VS Code command with the notebook URI as its argument.
+    Command { uri: String, command: String },
+    /// `notebook.cell.execute` with `{document, ranges: [{start: index, end: index + 1}]}`:
+    /// answers when its promise settles (which may be never); a rejection is `error_name`.
+    Execute { uri: String, index: usize },
+}
+
+/// The active kernel the Jupyter extension reports.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JupyterKernel {
+    pub label: Option<String>,
+    pub language: Option<String>,
+    pub status: Option<String>,
+}
+
+/// A notebook controller VS Code offers (`{id, label, description, detail}`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Controller {
+    pub id: String,
+    pub label: String,
+    pub description: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// What VS Code answered; only the fields of the request's kind are set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JupyterReply {
+    pub installed: bool,
+    pub own_controller_selected: bool,
+    pub kernel: Option<JupyterKernel>,
+    /// Why there is no kernel: `unavailable`, `activation-failed`, `no-lookup`,
+    /// `lookup-failed` or `no-kernel` (never exception text).
+    pub lookup_failure: Option<String>,
+    pub controllers: Vec<Controller>,
+    /// `Reveal`: the editor shown is the notebook's; `Select`: VS Code returned `true`.
+    pub accepted: bool,
+    /// `Configure`: the tool's text (`None` when there is no such tool).
+    pub detail: Option<String>,
+    /// A rejected command's error class name (unsanitised; Rust checks it).
+    pub error_name: Option<String>,
 }

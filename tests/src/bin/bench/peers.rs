@@ -35,6 +35,8 @@ struct Runs {
     large_edit: usize,
     peer_large_edit: usize,
     cold_start: usize,
+    /// Whether the peer gets the 2,000-cell notebook (about 10 s per call there).
+    peer_large: bool,
     peer_deadline: Duration,
 }
 
@@ -51,7 +53,8 @@ impl Runs {
                 peer_large_read: 1,
                 large_edit: 2,
                 peer_large_edit: 1,
-                cold_start: 2,
+                cold_start: 1,
+                peer_large: false,
                 peer_deadline: Duration::from_secs(60),
             }
         } else {
@@ -66,6 +69,7 @@ impl Runs {
                 large_edit: 10,
                 peer_large_edit: 3,
                 cold_start: 5,
+                peer_large: true,
                 peer_deadline: Duration::from_secs(120),
             }
         }
@@ -1160,7 +1164,12 @@ impl Peer {
         );
 
         // The 2,000-cell notebook: opening it is timed once, then reads and an insert.
-        match use_notebook("large.ipynb").await {
+        let large = if runs.peer_large {
+            use_notebook("large.ipynb").await
+        } else {
+            Err(anyhow::anyhow!("skipped by --quick"))
+        };
+        match large {
             Ok(()) => {
                 figures.large_outline =
                     peer_read(&server, "large", "brief", runs.peer_large_read, deadline).await;

@@ -185,6 +185,16 @@ pub fn build() -> Result<()> {
     )
 }
 
+/// Deletes the fuzz targets' build directory (CI only checks that they compile).
+pub fn remove_build() -> Result<()> {
+    let target = fuzz_dir().join("target");
+    match std::fs::remove_dir_all(&target) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error).with_context(|| format!("removing {}", target.display())),
+    }
+}
+
 /// Every `.ipynb` under `folder`, smallest seeds only.
 fn notebooks_under(folder: &Path, found: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(folder) else {

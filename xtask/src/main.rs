@@ -4,8 +4,8 @@
 //!   test client, from `python/requirements.txt`.
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
-//! - `ci`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the extension's
-//!   tests and `e2e-vscode`.
+//! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the
+//!   extension's tests and `e2e-vscode`; `--lean` (CI) removes scratch builds once checked.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
 //!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
@@ -350,7 +350,16 @@ fn production_lines(text: &str) -> Vec<(usize, &str)> {
     lines
 }
 
-fn ci() -> Result<()> {
+/// `cargo xtask ci [--lean]`. `--lean` (what `.ci/run` uses on a fresh machine whose disk may be
+/// nearly full) deletes each scratch build as soon as its check is done and reports free disk space
+/// before and after, so that a failure for lack of space says so.
+fn ci(arguments: &[String]) -> Result<()> {
+    let lean = match arguments {
+        [] => false,
+        [flag] if flag == "--lean" => true,
+        _ => bail!("usage: cargo xtask ci [--lean]"),
+    };
+    report_free_space("ci: start");
     setup()?;
     corpus()?;
     deps()?;
@@ -366,6 +375,10 @@ fn ci() -> Result<()> {
     ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
     fuzz::build()?;
+    if lean {
+        fuzz::remove_build()?;
+        report_free_space("ci: fuzz targets built and removed");
+    }
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
@@ -374,8 +387,25 @@ fn ci() -> Result<()> {
     vscode::extension_test()?;
     // The extension in a real extension host, with the debug native module built above.
     vscode::e2e(&["--debug-native".to_owned()])?;
+    report_free_space("ci: end");
     eprintln!("ci: all checks passed");
     Ok(())
+}
+
+/// Prints the free space of the file system holding the workspace (`df`), best effort.
+fn report_free_space(when: &str) {
+    let output = Command::new("df")
+        .args(["-h", "--output=avail,size,target"])
+        .arg(root())
+        .output();
+    match output {
+        Ok(output) if output.status.success() => {
+            let text = String::from_utf8_lossy(&output.stdout);
+            let line = text.lines().nth(1).unwrap_or_default().trim().to_owned();
+            eprintln!("{when}: free disk (avail, size, mount): {line}");
+        }
+        _ => eprintln!("{when}: free disk unknown (df failed)"),
+    }
 }
 
 fn serve(arguments: &[String]) -> Result<()> {
@@ -478,7 +508,7 @@ fn main() -> Result<()> {
         Some("setup") => setup(),
         Some("corpus") => corpus(),
         Some("deps") => deps(),
-        Some("ci") => ci(),
+        Some("ci") => ci(&arguments[1..]),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
         Some("fuzz") => fuzz::fuzz(&arguments[1..]),

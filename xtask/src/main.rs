@@ -386,7 +386,7 @@ fn ci(arguments: &[String]) -> Result<()> {
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     vscode::extension_test()?;
     // The extension in a real extension host, with the debug native module built above.
-    vscode::e2e(&["--debug-native".to_owned()])?;
+    vscode::e2e(&["--debug-native".to_owned(), "--prebuilt-server".to_owned()])?;
     report_free_space("ci: end");
     eprintln!("ci: all checks passed");
     Ok(())

@@ -366,8 +366,9 @@ fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// `cargo xtask e2e-vscode [--debug-native]`. `--debug-native` packages the debug build of the
-/// native module (what `cargo xtask ci` has built already) instead of a release build.
+/// `cargo xtask e2e-vscode [--debug-native] [--prebuilt-server]`. `--debug-native` packages the
+/// debug build of the native module (what `cargo xtask ci` has built already) instead of a release
+/// build; `--prebuilt-server` uses `target/debug/jupyter-mcp` as the workspace build left it.
 pub fn e2e(arguments: &[String]) -> Result<()> {
     let started = Instant::now();
     setup()?;
@@ -509,7 +510,14 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
     result?;
 
     // A standalone server started on the window's port joins it as a peer: one URL serves both.
-    run(&mut cargo_build_server())?;
+    // Under `ci` the workspace build made it already; a `-p` build would resolve features anew
+    // and recompile half the dependency tree.
+    if !arguments
+        .iter()
+        .any(|argument| argument == "--prebuilt-server")
+    {
+        run(&mut cargo_build_server())?;
+    }
     let standalone_root = scratch.join("standalone");
     std::fs::create_dir_all(&standalone_root)?;
     std::fs::copy(

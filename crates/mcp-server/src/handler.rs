@@ -1,5 +1,7 @@
 //! The rmcp binding: `tools/list` from the contract catalogue, `tools/call` through a
 //! [`ToolDispatch`], and progress notifications when the client sent a progress token.
+//! `logging/setLevel` is accepted (the `logging` capability is declared, as the MCP conformance
+//! suite expects), but the server sends no log notifications: its log goes to stderr.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,7 @@ use mcp_contract::ToolSpec;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -115,10 +117,25 @@ impl ProgressSink for PeerProgress {
 
 impl ServerHandler for McpHandler {
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
         config.server_info = Implementation::new("jupyter-mcp", env!("CARGO_PKG_VERSION"));
         config.instructions = Some(INSTRUCTIONS.to_owned());
         config
+    }
+
+    /// Accepted so that clients which set a level do not fail; there are no log notifications
+    /// to filter.
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     async fn list_tools(

@@ -1,17 +1,23 @@
 //! The rmcp binding: `tools/list` from the contract catalogue, `tools/call` through a
 //! [`ToolDispatch`], and progress notifications when the client sent a progress token.
 //! `logging/setLevel` is accepted (the `logging` capability is declared, as the MCP conformance
-//! suite expects), but the server sends no log notifications: its log goes to stderr.
+//! suite expects of 2025-11-25 servers), but the server sends no log notifications: its log goes
+//! to stderr. Logging is deprecated from spec 2026-07-28 on (SEP-2577), hence the `expect`s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use host_core::{CallContext, ProgressSink, ToolDispatch, ToolOutput};
 use mcp_contract::ToolSpec;
+#[expect(
+    deprecated,
+    reason = "logging/setLevel still belongs to the 2025 protocol versions"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, Tool, ToolAnnotations,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler};
@@ -116,6 +122,10 @@ impl ProgressSink for PeerProgress {
 }
 
 impl ServerHandler for McpHandler {
+    #[expect(
+        deprecated,
+        reason = "the logging capability of the 2025 protocol versions"
+    )]
     fn get_info(&self) -> ServerConfig {
         let mut config = ServerConfig::new(
             ServerCapabilities::builder()
@@ -130,6 +140,10 @@ impl ServerHandler for McpHandler {
 
     /// Accepted so that clients which set a level do not fail; there are no log notifications
     /// to filter.
+    #[expect(
+        deprecated,
+        reason = "logging/setLevel still belongs to the 2025 protocol versions"
+    )]
     async fn set_level(
         &self,
         _request: SetLevelRequestParams,

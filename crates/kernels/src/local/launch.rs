@@ -20,7 +20,7 @@ use zeromq::SocketRecv;
 
 use super::LaunchConfig;
 use super::process::{BoundedLog, ProcessGroup};
-use super::pump::{Pump, PumpCommand, StopReason, read_socket, write_socket};
+use super::pump::{Pump, PumpCommand, StopReason, queue, read_socket, write_socket};
 use crate::error::{Error, Result};
 use crate::spec::{InterruptMode, KernelSpecInfo};
 use crate::status::{KernelInfo, ProcessExit, StatusHub};
@@ -294,9 +294,9 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
         tasks.push(reader);
     }
 
-    let (iopub_sender, iopub_receiver) = mpsc::unbounded_channel();
-    let (shell_sender, shell_receiver) = mpsc::unbounded_channel();
-    let (control_sender, control_receiver) = mpsc::unbounded_channel();
+    let (iopub_sender, iopub_receiver) = queue();
+    let (shell_sender, shell_receiver) = queue();
+    let (control_sender, control_receiver) = queue();
     let (shell_out, shell_out_receiver) = mpsc::unbounded_channel();
     let (control_out, control_out_receiver) = mpsc::unbounded_channel();
     let (shell_send, shell_recv) = shell.split();

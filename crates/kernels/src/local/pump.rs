@@ -3,6 +3,12 @@
 //! Reader tasks turn each socket into a channel of [`WireMessage`]s and writer tasks turn
 //! channels into socket sends, so the pump only ever waits on channels: it cannot block on a
 //! socket whose peer died, and every branch of its `select!` is cancel-safe.
+//!
+//! A reader's channel holds at most [`MAX_QUEUED_MESSAGE_BYTES`] of messages (as received) that
+//! the pump has not routed yet, plus the one message being read: a reader that is ahead waits for
+//! the pump instead of queueing, so a kernel flooding IOPub is slowed down by the socket (its
+//! messages wait in the kernel) rather than growing this process. Nothing is dropped here; what
+//! the router and the run keep of a flood is bounded downstream, with explicit markers.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,7 +16,7 @@ use std::time::Duration;
 
 use jupyter_protocol::JupyterMessage;
 use jupyter_zmq_client::{Connection, RawMessage};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::time::Instant;
 use zeromq::{SocketRecv, SocketSend};
 
@@ -47,11 +53,34 @@ pub(crate) enum PumpCommand {
     },
 }
 
-/// Reads a socket into a channel until the socket fails or the pump goes away. Messages that
-/// fail verification or parsing are dropped one by one.
+/// Most bytes of received kernel messages one socket's reader queues for the pump.
+pub(crate) const MAX_QUEUED_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// A message read from a socket, holding its share of the reader's byte budget until the pump
+/// has routed it (dropped).
+pub(crate) struct Queued {
+    pub message: WireMessage,
+    _budget: OwnedSemaphorePermit,
+}
+
+/// A reader's queue to the pump: the channel and the byte budget its messages hold.
+pub(crate) fn queue() -> (
+    (mpsc::UnboundedSender<Queued>, Arc<Semaphore>),
+    mpsc::UnboundedReceiver<Queued>,
+) {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    (
+        (sender, Arc::new(Semaphore::new(MAX_QUEUED_MESSAGE_BYTES))),
+        receiver,
+    )
+}
+
+/// Reads a socket into a channel until the socket fails or the pump goes away, waiting while
+/// the queued messages use up the byte budget. Messages that fail verification or parsing are
+/// dropped one by one.
 pub(crate) async fn read_socket<S: SocketRecv>(
     mut connection: Connection<S>,
-    sink: mpsc::UnboundedSender<WireMessage>,
+    (sink, budget): (mpsc::UnboundedSender<Queued>, Arc<Semaphore>),
     channel: &'static str,
 ) {
     loop {
@@ -69,11 +98,22 @@ pub(crate) async fn read_socket<S: SocketRecv>(
                 continue;
             }
         };
+        // A message larger than the whole budget waits until the queue is empty.
+        let size: usize = raw.jparts.iter().map(|part| part.len()).sum();
+        let permits = u32::try_from(size.clamp(1, MAX_QUEUED_MESSAGE_BYTES)).unwrap_or(u32::MAX);
+        let Ok(permit) = Arc::clone(&budget).acquire_many_owned(permits).await else {
+            return;
+        };
         let Some(message) = WireMessage::from_raw(&raw) else {
             tracing::warn!(channel, "dropping a malformed kernel message");
             continue;
         };
-        if sink.send(message).is_err() {
+        drop(raw);
+        let queued = Queued {
+            message,
+            _budget: permit,
+        };
+        if sink.send(queued).is_err() {
             return;
         }
     }
@@ -97,9 +137,9 @@ pub(crate) struct Pump {
     pub hub: Arc<StatusHub>,
     pub group: Arc<ProcessGroup>,
     pub commands: mpsc::UnboundedReceiver<PumpCommand>,
-    pub iopub: mpsc::UnboundedReceiver<WireMessage>,
-    pub shell: mpsc::UnboundedReceiver<WireMessage>,
-    pub control: mpsc::UnboundedReceiver<WireMessage>,
+    pub iopub: mpsc::UnboundedReceiver<Queued>,
+    pub shell: mpsc::UnboundedReceiver<Queued>,
+    pub control: mpsc::UnboundedReceiver<Queued>,
     pub shell_out: mpsc::UnboundedSender<JupyterMessage>,
     pub control_out: mpsc::UnboundedSender<JupyterMessage>,
     pub exit: watch::Receiver<Option<ProcessExit>>,
@@ -137,14 +177,16 @@ impl Pump {
                     // The kernel object is gone; its drop kills the process group.
                     None => return,
                 },
-                Some(message) = self.iopub.recv() => {
+                Some(Queued { message, .. }) = self.iopub.recv() => {
                     let reported = router.on_iopub(&message, Instant::now());
                     if let Some(status) = reported && stop.is_none() {
                         self.hub.report_activity(self.epoch, status);
                     }
                 }
-                Some(message) = self.shell.recv() => router.on_shell(&message, Instant::now()),
-                Some(message) = self.control.recv() => {
+                Some(Queued { message, .. }) = self.shell.recv() => {
+                    router.on_shell(&message, Instant::now());
+                }
+                Some(Queued { message, .. }) = self.control.recv() => {
                     if let Some(reply) = message
                         .parent_msg_id
                         .as_ref()

@@ -116,6 +116,16 @@ pub enum HostError {
     NotSupported { what: String },
     #[error("`{reference}` cannot be used: {reason}")]
     InvalidPath { reference: String, reason: String },
+    #[error(
+        "{path} is {size_mib} MiB; notebooks larger than {limit_mib} MiB are not opened, to keep \
+         the server's memory bounded. Clear its outputs (`jupyter nbconvert --clear-output \
+         --inplace FILE`) or split it, then try again"
+    )]
+    TooLarge {
+        path: String,
+        size_mib: u64,
+        limit_mib: u64,
+    },
 }
 
 impl HostError {
@@ -133,6 +143,7 @@ impl HostError {
             HostError::WindowNotConnected { .. } => "window_not_connected",
             HostError::NotSupported { .. } => "not_supported",
             HostError::InvalidPath { .. } => "invalid_argument",
+            HostError::TooLarge { .. } => "too_large",
         }
     }
 }

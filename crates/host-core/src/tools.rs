@@ -436,12 +436,16 @@ impl<H: NotebookHost> Tools<H> {
             .copied()
     }
 
-    /// Records that clients have seen this version of the document.
+    /// Records that clients have seen this version of the document. Versions only grow: a read
+    /// that loaded an older version and finishes after a concurrent change must not move the
+    /// mark back, or the next change would be refused as if the file had changed on disk.
     pub(crate) fn saw(&self, document: &Document) {
         self.seen_versions
             .lock()
             .expect("seen versions lock")
-            .insert(document.location.uri.clone(), document.version);
+            .entry(document.location.uri.clone())
+            .and_modify(|seen| *seen = (*seen).max(document.version))
+            .or_insert(document.version);
     }
 
     /// Fails when the document changed (on disk, by someone else) since clients last saw it: the

@@ -31,6 +31,22 @@ const SKIPPED_FOLDERS: &[&str] = &["node_modules", "__pycache__", "site-packages
 /// Most notebooks listed (a safety bound for huge trees).
 const MAX_LISTED: usize = 10_000;
 
+/// Largest notebook file read (128 MiB): a parsed notebook takes a few times its size in
+/// memory, and a larger file is refused before a byte of it is read.
+pub const MAX_NOTEBOOK_BYTES: u64 = 128 * 1024 * 1024;
+
+/// Refuses a notebook file larger than [`MAX_NOTEBOOK_BYTES`].
+fn refuse_huge(rooted: &RootedPath, metadata: &fs::Metadata) -> Result<(), HostError> {
+    if metadata.len() > MAX_NOTEBOOK_BYTES {
+        return Err(HostError::TooLarge {
+            path: rooted.relative.clone(),
+            size_mib: metadata.len().div_ceil(1024 * 1024),
+            limit_mib: MAX_NOTEBOOK_BYTES / (1024 * 1024),
+        });
+    }
+    Ok(())
+}
+
 /// What the file looked like when we last read or wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct DiskStamp {
@@ -100,6 +116,10 @@ pub struct FileHost {
     /// Files that failed to parse, with the file's stamp at the time and the problem.
     unreadable: Mutex<HashMap<PathBuf, (DiskStamp, String)>>,
     versions: AtomicU64,
+    /// One lock per notebook file, held while it is read into the cache or written: a read that
+    /// overlapped a write could otherwise see the new file before the cache does and give the
+    /// same bytes a second version, which later looks like a change on disk.
+    file_locks: Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>,
 }
 
 fn io_error(action: &'static str, path: &Path, error: &std::io::Error) -> HostError {
@@ -234,6 +254,7 @@ impl FileHost {
             cache: Mutex::new(HashMap::new()),
             unreadable: Mutex::new(HashMap::new()),
             versions: AtomicU64::new(1),
+            file_locks: Mutex::new(HashMap::new()),
         })
     }
 
@@ -262,6 +283,9 @@ impl FileHost {
         let first_read = !self.cache.lock().expect("cache lock").contains_key(path);
         if first_read {
             remove_stale_temporaries(path);
+        }
+        if let Ok(metadata) = fs::metadata(path) {
+            refuse_huge(rooted, &metadata)?;
         }
         let bytes = fs::read(path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => HostError::NotFound {
@@ -305,8 +329,25 @@ impl FileHost {
         Ok(document)
     }
 
+    /// The lock of one notebook file (see `file_locks`).
+    fn file_lock(&self, path: &Path) -> Arc<Mutex<()>> {
+        self.file_locks
+            .lock()
+            .expect("file locks lock")
+            .entry(path.to_path_buf())
+            .or_default()
+            .clone()
+    }
+
     /// The cached document if the file is unchanged, else a fresh read.
     fn load_sync(&self, rooted: &RootedPath) -> Result<Arc<Document>, HostError> {
+        let lock = self.file_lock(&rooted.absolute);
+        let _guard = lock.lock().expect("file lock");
+        self.load_locked(rooted)
+    }
+
+    /// [`FileHost::load_sync`] for a caller that holds the file's lock.
+    fn load_locked(&self, rooted: &RootedPath) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
         let metadata = fs::metadata(path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => HostError::NotFound {
@@ -344,7 +385,9 @@ impl FileHost {
         kind: CommitKind,
     ) -> Result<Arc<Document>, HostError> {
         let path = &rooted.absolute;
-        let current = self.load_sync(rooted)?;
+        let lock = self.file_lock(path);
+        let _guard = lock.lock().expect("file lock");
+        let current = self.load_locked(rooted)?;
         if current.version != base_version {
             return Err(HostError::ChangedOnDisk {
                 path: rooted.relative.clone(),
@@ -451,7 +494,9 @@ impl FileHost {
 
     fn undo_sync(&self, rooted: &RootedPath) -> Result<Restored, HostError> {
         let path = &rooted.absolute;
-        let current = self.load_sync(rooted)?;
+        let lock = self.file_lock(path);
+        let _guard = lock.lock().expect("file lock");
+        let current = self.load_locked(rooted)?;
         let (snapshot, count) = self
             .snapshots
             .newest(path)
@@ -700,6 +745,8 @@ impl NotebookHost for StandaloneHost {
                 },
                 _ => io_error("create", path, &error),
             })?;
+            let lock = host.file_lock(path);
+            let _guard = lock.lock().expect("file lock");
             host.read_from_disk(&rooted)
         })
         .await

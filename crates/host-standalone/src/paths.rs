@@ -75,8 +75,10 @@ impl Root {
     /// Resolves a `file:` URI, an absolute path or a root-relative path.
     pub fn resolve(&self, reference: &str) -> Result<RootedPath, HostError> {
         if reference.contains('\0') {
-            return Err(HostError::NotFound {
+            return Err(HostError::InvalidPath {
                 reference: reference.escape_debug().to_string(),
+                reason: "a path cannot contain a NUL character; name the file without it"
+                    .to_owned(),
             });
         }
         let raw = if let Some(rest) = reference.strip_prefix("file://") {
@@ -191,7 +193,10 @@ mod tests {
             root.resolve_notebook("sub/file.txt"),
             Err(HostError::NotANotebook { .. })
         ));
-        assert!(root.resolve_notebook("a\0.ipynb").is_err());
+        assert!(matches!(
+            root.resolve_notebook("a\0.ipynb"),
+            Err(HostError::InvalidPath { .. })
+        ));
         assert!(root.resolve_notebook("http://x/a.ipynb").is_err());
     }
 }

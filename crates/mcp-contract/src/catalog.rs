@@ -80,9 +80,60 @@ fn schema_object<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
+            for (key, property) in map
+                .get_mut("properties")
+                .and_then(Value::as_object_mut)
+                .into_iter()
+                .flatten()
+            {
+                bound_strings(key, property);
+            }
             map
         }
         other => panic!("schema of a tool type is not an object: {other}"),
+    }
+}
+
+/// Longest string accepted where a string names something (a notebook, path, cell, kernel,
+/// variable, run) or is a short text (a title, a search, a rev): longer ones are refused before
+/// any work, so a huge value never reaches a path lookup or an error message.
+pub const MAX_NAME_CHARS: u64 = 4096;
+
+/// Arguments that carry cell content, bounded only by the size of a request.
+pub const CONTENT_ARGUMENTS: &[&str] = &["newCode", "oldText"];
+
+/// Adds `maxLength` to every string schema under the property `key` (its alternatives, array
+/// items and nested object properties included), except cell content.
+fn bound_strings(key: &str, schema: &mut Value) {
+    let Value::Object(map) = schema else {
+        return;
+    };
+    let is_string = crate::coerce::declares_string(map);
+    let enumerated = map.contains_key("enum") || map.contains_key("const");
+    if is_string && !enumerated && !CONTENT_ARGUMENTS.contains(&key) {
+        map.entry("maxLength")
+            .or_insert(Value::from(MAX_NAME_CHARS));
+    }
+    for alternatives in ["anyOf", "oneOf"] {
+        for alternative in map
+            .get_mut(alternatives)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            bound_strings(key, alternative);
+        }
+    }
+    if let Some(items) = map.get_mut("items") {
+        bound_strings(key, items);
+    }
+    for (child_key, child) in map
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+        .into_iter()
+        .flatten()
+    {
+        bound_strings(child_key, child);
     }
 }
 

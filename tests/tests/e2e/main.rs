@@ -1,10 +1,12 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
+mod bad_input;
 mod broker;
 mod documents;
 mod execution;
 mod faults;
 mod intelligence;
+mod load;
 mod remote;
 mod summaries;
 mod transfer;

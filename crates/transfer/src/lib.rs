@@ -91,5 +91,8 @@ pub use upload::{Upload, UploadConfig};
 /// Bytes per chunk: 256 KiB.
 pub const CHUNK_SIZE: usize = 262_144;
 
+/// The most chunks one kernel request carries: 8, so at most 2 MiB of file bytes per request.
+pub const CHUNKS_PER_REQUEST: usize = 8;
+
 /// The default `maxBytes`: 64 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 67_108_864;

@@ -674,6 +674,31 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_seeds_are_valid_batch_receipts() {
+        // `check_reply_parsing` reads them with these expectations; valid seeds let the fuzzer
+        // start from receipts that get past the envelope.
+        let nonce = Nonce::parse("fuzz-nonce").unwrap();
+        let seed = |name: &str| {
+            let path = format!(
+                "{}/../../fuzz/seeds/transfer_reply_parsing/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            std::fs::read_to_string(path).unwrap()
+        };
+        assert_eq!(
+            parse_append(&seed("append.txt"), &nonce, 0, 3, 2),
+            Ok(Reply::Receipt(()))
+        );
+        for name in ["read_raw.txt", "read_zlib.txt"] {
+            assert_eq!(
+                parse_read(&seed(name), &nonce, 0, 3, 2),
+                Ok(Reply::Receipt(b"abc".to_vec())),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn the_fuzz_entry_point_survives_odd_input() {
         for sample in [
             &b""[..],

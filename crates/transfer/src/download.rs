@@ -15,7 +15,9 @@ use sha2::Digest as _;
 
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, Leftover, Phase, Side, TransferError, TransferReceipt};
-use crate::machine::{Action, Common, Deadline, Event, Pending, TransferMachine, validate_common};
+use crate::machine::{
+    Action, Chunking, Common, Deadline, Event, Pending, TransferMachine, validate_common,
+};
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
 use crate::request::KernelOperation;
@@ -116,8 +118,10 @@ impl Download {
             &config.nonce,
             config.overwrite,
             config.max_bytes,
-            config.chunk_size,
-            config.chunks_per_request,
+            Chunking {
+                chunk_size: config.chunk_size,
+                chunks_per_request: config.chunks_per_request,
+            },
         )?;
         let host_temp_path = temp_file_path(&common.host_path, &common.nonce);
         Ok(Download {

@@ -288,9 +288,12 @@ pub(crate) fn validate_common(
     nonce: &str,
     overwrite: bool,
     max_bytes: u64,
-    chunk_size: usize,
-    chunks_per_request: usize,
+    chunking: Chunking,
 ) -> Result<Common, TransferError> {
+    let Chunking {
+        chunk_size,
+        chunks_per_request,
+    } = chunking;
     if host_path.is_empty() {
         return Err(TransferError::InvalidArgument {
             argument: "hostPath",
@@ -329,6 +332,13 @@ pub(crate) fn validate_common(
         sequence: 0,
         hasher: Sha256::new(),
     })
+}
+
+/// How a transfer cuts its bytes: chunk size and chunks per kernel request, as configured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunking {
+    pub(crate) chunk_size: usize,
+    pub(crate) chunks_per_request: usize,
 }
 
 /// Drives an upload and a download answering every kernel step with `reply` (for fuzzing: the

@@ -15,7 +15,7 @@ use sha2::Digest as _;
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError};
 use crate::machine::{
-    Action, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
+    Action, Chunking, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -119,8 +119,10 @@ impl Upload {
             &config.nonce,
             config.overwrite,
             config.max_bytes,
-            config.chunk_size,
-            config.chunks_per_request,
+            Chunking {
+                chunk_size: config.chunk_size,
+                chunks_per_request: config.chunks_per_request,
+            },
         )?;
         let temp_path = temp_file_path(common.kernel_path.as_str(), &common.nonce);
         Ok(Upload {

@@ -28,8 +28,8 @@ use mcp_contract::results::TransferResult;
 use serde_json::{Value, json};
 use transfer::{
     Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
-    KernelOperation, KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine,
-    TransferReceipt, Upload, UploadConfig,
+    KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine, TransferReceipt,
+    Upload, UploadConfig,
 };
 
 use crate::host::{HostFileReader, HostFileWriter, NotebookHost, NotebookLocation};
@@ -197,7 +197,7 @@ impl Drop for Quarantine {
 struct Traffic {
     /// Kernel request source sent plus reply text received, over every step.
     wire_bytes: u64,
-    /// Chunk steps.
+    /// Chunks moved (a chunk step carries up to `transfer::CHUNKS_PER_REQUEST` of them).
     chunks: u64,
 }
 
@@ -502,11 +502,7 @@ impl<H: NotebookHost> Driver<H> {
         {
             return Event::KernelFailed(failure);
         }
-        let chunk_bytes = match &step.request.operation {
-            KernelOperation::AppendChunk { chunk, .. } => Some(chunk.raw_len),
-            KernelOperation::ReadChunk { len, .. } => Some(*len),
-            _ => None,
-        };
+        let chunk_traffic = step.request.operation.chunk_traffic();
         self.traffic.wire_bytes += step.code.len() as u64;
         // The request's tag line is the cell; the whole request is evaluated as a user
         // expression, so the payload never passes through IPython's cell machinery (which
@@ -566,8 +562,8 @@ impl<H: NotebookHost> Driver<H> {
             }
         }
         self.traffic.wire_bytes += stdout.len() as u64;
-        if let Some(bytes) = chunk_bytes {
-            self.traffic.chunks += 1;
+        if let Some((bytes, chunks)) = chunk_traffic {
+            self.traffic.chunks += chunks;
             self.moved += bytes;
             if let Some(sink) = &self.progress {
                 sink.report(

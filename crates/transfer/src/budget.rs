@@ -10,8 +10,8 @@ pub const KERNEL_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
 /// [`KERNEL_BUDGET_BYTES`] of chunk traffic in both directions together. The host keeps one
 /// `KernelBudget` per live kernel object, passes it to every `next_action` call of every
 /// transfer on that kernel, and replaces it with a fresh one when the kernel restarts or is
-/// replaced. Chunks are charged at dispatch; a chunk that does not fit is refused before it is
-/// sent.
+/// replaced. A request's chunks are charged together at dispatch; a request whose chunks do not
+/// fit is refused before it is sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelBudget {
     limit: u64,

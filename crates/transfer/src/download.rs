@@ -2,10 +2,10 @@
 //!
 //! Steps: the kernel stats the source and the machine judges its size against `maxBytes` and
 //! the budget (`inspect remote source`); the host creates `<hostPath>.jupyter-mcp-<nonce>.part`
-//! exclusively, then for each chunk the kernel reads it and the host writes it (`transfer
-//! chunk`); the kernel hashes the whole source independently and the machine compares
-//! (`verify remote source`); the host promotes its temp file (`promote destination`). The kernel
-//! side is read-only, so cleanup is always the host's: after a failure the machine asks to remove
+//! exclusively, then for each batch of up to [`crate::CHUNKS_PER_REQUEST`] chunks the kernel
+//! reads it with one request and the host writes it (`transfer chunk`); the kernel hashes the
+//! whole source independently and the machine compares (`verify remote source`); the host
+//! promotes its temp file (`promote destination`). The kernel side is read-only, so cleanup is always the host's: after a failure the machine asks to remove
 //! the host temp file, if one was created.
 
 use std::io::ErrorKind;
@@ -15,7 +15,9 @@ use sha2::Digest as _;
 
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, Leftover, Phase, Side, TransferError, TransferReceipt};
-use crate::machine::{Action, Common, Deadline, Event, Pending, TransferMachine, validate_common};
+use crate::machine::{
+    Action, Chunking, Common, Deadline, Event, Pending, TransferMachine, validate_common,
+};
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
 use crate::request::KernelOperation;
@@ -35,10 +37,14 @@ pub struct DownloadConfig {
     pub max_bytes: u64,
     /// Chunk size (default and maximum 256 KiB; smaller values exist for tests).
     pub chunk_size: usize,
+    /// Chunks per kernel request (default and maximum [`crate::CHUNKS_PER_REQUEST`]; smaller
+    /// values exist for tests).
+    pub chunks_per_request: usize,
 }
 
 impl DownloadConfig {
-    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks.
+    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, the
+    /// most chunks per request.
     pub fn new(
         host_path: impl Into<String>,
         kernel_path: impl Into<String>,
@@ -51,6 +57,7 @@ impl DownloadConfig {
             overwrite: false,
             max_bytes: crate::DEFAULT_MAX_BYTES,
             chunk_size: crate::CHUNK_SIZE,
+            chunks_per_request: crate::CHUNKS_PER_REQUEST,
         }
     }
 }
@@ -111,7 +118,10 @@ impl Download {
             &config.nonce,
             config.overwrite,
             config.max_bytes,
-            config.chunk_size,
+            Chunking {
+                chunk_size: config.chunk_size,
+                chunks_per_request: config.chunks_per_request,
+            },
         )?;
         let host_temp_path = temp_file_path(&common.host_path, &common.nonce);
         Ok(Download {
@@ -181,7 +191,7 @@ impl Download {
                 (action, State::Awaiting(Awaiting::CreateTemp))
             }
             Next::Request { offset } => {
-                let len = (self.remote_size - offset).min(self.common.chunk_size);
+                let len = (self.remote_size - offset).min(self.common.batch_len());
                 if let Err(refusal) = budget.try_charge(len) {
                     let cause = Cause::BudgetExhausted {
                         needed: refusal.needed,
@@ -191,10 +201,11 @@ impl Download {
                     let next = self.fail(Phase::TransferChunk, cause);
                     return self.emit(next, budget);
                 }
-                let operation = KernelOperation::ReadChunk {
+                let operation = KernelOperation::ReadChunks {
                     source_path: self.source(),
                     offset,
                     len,
+                    chunk_size: self.common.chunk_size,
                 };
                 let action =
                     self.common
@@ -322,7 +333,13 @@ impl Download {
         let phase = Phase::TransferChunk;
         match event {
             Event::KernelReply(output) => {
-                match receipt::parse_read(&output, &self.common.nonce, offset, len) {
+                match receipt::parse_read(
+                    &output,
+                    &self.common.nonce,
+                    offset,
+                    len,
+                    self.common.chunk_size,
+                ) {
                     Ok(Reply::Receipt(bytes)) => {
                         self.common.hasher.update(&bytes);
                         Next::Write { offset, bytes }

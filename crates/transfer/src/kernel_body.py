@@ -2,8 +2,8 @@
 #
 # `KernelRequest::to_python` embeds this program as a string literal and runs it with `exec` in a
 # fresh globals dict that holds only `__builtins__`, `NONCE` (this transfer's nonce), `REQUEST`
-# (the step as JSON) and `PAYLOAD` (an upload chunk as base64, otherwise empty). Nothing here
-# touches the user's namespace. Whatever happens, it prints exactly one receipt line:
+# (the step as JSON) and `PAYLOAD` (a tuple of upload chunks, each as base64; otherwise empty).
+# Nothing here touches the user's namespace. Whatever happens, it prints exactly one receipt line:
 # `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<compact JSON object>`. Exceptions are reported by class
 # name only, because their messages can carry user data.
 import base64
@@ -97,20 +97,30 @@ def create_temp(request):
     return {"kind": "init"}
 
 
-def append_chunk(request):
-    data = base64.b64decode(PAYLOAD, validate=True)
-    if request["encoding"] == "zlib":
-        data = zlib.decompress(data)
-    if len(data) != request["bytes"]:
+def append_chunks(request):
+    # Decode every chunk before writing any, so a bad chunk leaves the file as it was.
+    specs = request["chunks"]
+    if len(specs) != len(PAYLOAD):
         raise TransferSizeMismatch()
+    blocks = []
+    for spec, encoded in zip(specs, PAYLOAD):
+        data = base64.b64decode(encoded, validate=True)
+        if spec["encoding"] == "zlib":
+            data = zlib.decompress(data)
+        if len(data) != spec["bytes"]:
+            raise TransferSizeMismatch()
+        blocks.append(data)
     with open(request["temp"], "r+b") as handle:
         handle.seek(0, 2)
         if handle.tell() != request["offset"]:
             raise TransferOffsetMismatch()
-        if handle.write(data) != len(data):
-            raise TransferShortWrite()
+        written = 0
+        for data in blocks:
+            if handle.write(data) != len(data):
+                raise TransferShortWrite()
+            written += len(data)
     # Durability is settled once, by the fsync before promotion, not per chunk.
-    return {"kind": "chunk", "offset": request["offset"], "bytes": len(data)}
+    return {"kind": "chunks", "offset": request["offset"], "bytes": written, "count": len(blocks)}
 
 
 def promote_temp(request):
@@ -150,24 +160,29 @@ def inspect_source(request):
     return {"kind": "meta", "bytes": info.st_size}
 
 
-def read_chunk(request):
+def read_chunks(request):
     with open(request["source"], "rb") as handle:
         handle.seek(request["offset"])
         data = handle.read(request["bytes"])
     if len(data) != request["bytes"]:
         raise TransferShortRead()
-    encoding = "raw"
-    packed = pack(data)
-    if packed is not None:
-        encoding = "zlib"
-        data = packed
-    return {
-        "kind": "chunk",
-        "offset": request["offset"],
-        "bytes": request["bytes"],
-        "encoding": encoding,
-        "data": base64.b64encode(data).decode("ascii"),
-    }
+    step = request["chunk"]
+    chunks = []
+    for start in range(0, len(data), step):
+        chunk = data[start : start + step]
+        encoding = "raw"
+        packed = pack(chunk)
+        if packed is not None:
+            encoding = "zlib"
+            chunk = packed
+        chunks.append(
+            {
+                "bytes": min(step, len(data) - start),
+                "encoding": encoding,
+                "data": base64.b64encode(chunk).decode("ascii"),
+            }
+        )
+    return {"kind": "chunks", "offset": request["offset"], "bytes": len(data), "chunks": chunks}
 
 
 def hash_source(request):
@@ -177,11 +192,11 @@ def hash_source(request):
 
 OPERATIONS = {
     "create_temp": create_temp,
-    "append_chunk": append_chunk,
+    "append_chunks": append_chunks,
     "promote_temp": promote_temp,
     "remove_temp": remove_temp,
     "inspect_source": inspect_source,
-    "read_chunk": read_chunk,
+    "read_chunks": read_chunks,
     "hash_source": hash_source,
 }
 

@@ -38,10 +38,12 @@
 //!
 //! Each kernel step is a [`KernelRequest`] (kept as data) rendered by
 //! [`KernelRequest::to_python`]: a tag line and one expression that `exec`s the transfer program
-//! in a fresh globals dict, so no name lands in the user's namespace. A chunk travels once, as a
-//! base64 literal, zlib-compressed when that saves at least 10 % (in both directions; zlib's
-//! fastest level, and a chunk whose 16 KiB sample does not compress by 10 % is sent raw without
-//! compressing the rest, so random data costs little). The
+//! in a fresh globals dict, so no name lands in the user's namespace. A chunk step carries up to
+//! [`CHUNKS_PER_REQUEST`] chunks (an execute request costs the kernel a fixed 10-15 ms, so one
+//! chunk per request capped throughput near 20 MB/s). Each chunk travels once, as its own base64
+//! literal, zlib-compressed when that saves at least 10 % (in both directions, chunk by chunk;
+//! zlib's fastest level, and a chunk whose 16 KiB sample does not compress by 10 % is sent raw
+//! without compressing the rest, so random data costs little). The
 //! program prints exactly one receipt line, `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<json>`, and
 //! reports kernel-side exceptions by class name only. IPython keeps every cell's source in
 //! `linecache` for the kernel's lifetime, so every request first drops all cached sources whose
@@ -51,8 +53,9 @@
 //!
 //! # Rules
 //!
-//! 256 KiB chunks ([`CHUNK_SIZE`]); `maxBytes` defaults to 64 MiB ([`DEFAULT_MAX_BYTES`]); at most
-//! 64 MiB of chunk traffic per kernel object ([`KERNEL_BUDGET_BYTES`]), refused before dispatch;
+//! 256 KiB chunks ([`CHUNK_SIZE`]), at most [`CHUNKS_PER_REQUEST`] per request; `maxBytes`
+//! defaults to 64 MiB ([`DEFAULT_MAX_BYTES`]); at most 64 MiB of chunk traffic per kernel object
+//! ([`KERNEL_BUDGET_BYTES`]), charged a whole request at a time and refused before dispatch;
 //! SHA-256 on both sides; uploads write `<kernelPath>.jupyter-mcp-<nonce>.part` exclusively and
 //! the kernel fsyncs it once and promotes it only after size and hash match; downloads verify against an
 //! independent kernel-side hash before the host promotes `<hostPath>.jupyter-mcp-<nonce>.part`.
@@ -90,6 +93,9 @@ pub use upload::{Upload, UploadConfig};
 
 /// Bytes per chunk: 256 KiB.
 pub const CHUNK_SIZE: usize = 262_144;
+
+/// The most chunks one kernel request carries: 8, so at most 2 MiB of file bytes per request.
+pub const CHUNKS_PER_REQUEST: usize = 8;
 
 /// The default `maxBytes`: 64 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 67_108_864;

@@ -59,7 +59,8 @@ pub enum Action {
     ReadHostChunk {
         /// Where to read.
         offset: u64,
-        /// How much to read (at most 256 KiB).
+        /// How much to read: the chunks of one request, at most [`crate::CHUNKS_PER_REQUEST`]
+        /// times 256 KiB.
         len: usize,
     },
     /// Check that the original kernel object is still there and idle, then run `step.code` in it
@@ -198,6 +199,7 @@ pub(crate) struct Common {
     pub(crate) overwrite: bool,
     pub(crate) max_bytes: u64,
     pub(crate) chunk_size: u64,
+    pub(crate) chunks_per_request: u64,
     pub(crate) sequence: u32,
     pub(crate) hasher: Sha256,
 }
@@ -223,6 +225,11 @@ impl Common {
             deadline,
             phase,
         })
+    }
+
+    /// The most bytes one chunk step carries: `chunks_per_request` chunks.
+    pub(crate) fn batch_len(&self) -> u64 {
+        self.chunk_size * self.chunks_per_request
     }
 
     /// The lowercase hex SHA-256 of the bytes hashed so far.
@@ -281,8 +288,12 @@ pub(crate) fn validate_common(
     nonce: &str,
     overwrite: bool,
     max_bytes: u64,
-    chunk_size: usize,
+    chunking: Chunking,
 ) -> Result<Common, TransferError> {
+    let Chunking {
+        chunk_size,
+        chunks_per_request,
+    } = chunking;
     if host_path.is_empty() {
         return Err(TransferError::InvalidArgument {
             argument: "hostPath",
@@ -303,6 +314,12 @@ pub(crate) fn validate_common(
             reason: format!("it must be between 1 and {}", crate::CHUNK_SIZE),
         });
     }
+    if chunks_per_request == 0 || chunks_per_request > crate::CHUNKS_PER_REQUEST {
+        return Err(TransferError::InvalidArgument {
+            argument: "chunksPerRequest",
+            reason: format!("it must be between 1 and {}", crate::CHUNKS_PER_REQUEST),
+        });
+    }
     Ok(Common {
         direction,
         host_path: host_path.to_owned(),
@@ -311,9 +328,17 @@ pub(crate) fn validate_common(
         overwrite,
         max_bytes,
         chunk_size: chunk_size as u64,
+        chunks_per_request: chunks_per_request as u64,
         sequence: 0,
         hasher: Sha256::new(),
     })
+}
+
+/// How a transfer cuts its bytes: chunk size and chunks per kernel request, as configured.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Chunking {
+    pub(crate) chunk_size: usize,
+    pub(crate) chunks_per_request: usize,
 }
 
 /// Drives an upload and a download answering every kernel step with `reply` (for fuzzing: the
@@ -321,8 +346,10 @@ pub(crate) fn validate_common(
 pub(crate) fn drive_with_constant_reply(reply: &str, nonce: &Nonce) {
     let mut upload_config = UploadConfig::new("/host/file", "/kernel/file", nonce.as_str(), 5);
     upload_config.chunk_size = 2;
+    upload_config.chunks_per_request = 2;
     let download_config = DownloadConfig {
         chunk_size: 2,
+        chunks_per_request: 2,
         ..DownloadConfig::new("/host/file", "/kernel/file", nonce.as_str())
     };
     if let Ok(mut upload) = Upload::new(upload_config) {

@@ -179,6 +179,14 @@ impl Fields {
         Ok(value)
     }
 
+    /// Moves a field's value out (large values are not copied).
+    fn take(&mut self, field: &'static str) -> Result<Value, ReceiptProblem> {
+        // A taken field leaves the object, so it need not count as seen.
+        self.object
+            .remove(field)
+            .ok_or(ReceiptProblem::MissingField(field))
+    }
+
     fn has(&self, field: &str) -> bool {
         self.object.contains_key(field)
     }
@@ -284,16 +292,18 @@ pub(crate) fn parse_create(output: &str, nonce: &Nonce) -> Result<Reply<()>, Rec
     parse(output, nonce, "init", false, |_| Ok(()))
 }
 
-/// `{"kind":"chunk","offset":N,"bytes":N}` with both numbers as expected.
+/// `{"kind":"chunks","offset":N,"bytes":N,"count":N}` with all three numbers as expected.
 pub(crate) fn parse_append(
     output: &str,
     nonce: &Nonce,
     offset: u64,
     bytes: u64,
+    count: u64,
 ) -> Result<Reply<()>, ReceiptProblem> {
-    parse(output, nonce, "chunk", false, |fields| {
+    parse(output, nonce, "chunks", false, |fields| {
         fields.integer_equal("offset", offset)?;
-        fields.integer_equal("bytes", bytes)
+        fields.integer_equal("bytes", bytes)?;
+        fields.integer_equal("count", count)
     })
 }
 
@@ -328,35 +338,69 @@ pub(crate) fn parse_inspect(output: &str, nonce: &Nonce) -> Result<Reply<u64>, R
     })
 }
 
-/// `{"kind":"chunk","offset":N,"bytes":N,"encoding":E,"data":BASE64}`; returns the decoded bytes.
+/// `{"kind":"chunks","offset":N,"bytes":N,"chunks":[{"bytes":N,"encoding":E,"data":BASE64}, ...]}`
+/// for `len` bytes at `offset` in chunks of `chunk_size`: every chunk must be there, in order,
+/// with its expected length, and decode to exactly that many bytes. Returns the bytes, joined.
 pub(crate) fn parse_read(
     output: &str,
     nonce: &Nonce,
     offset: u64,
     len: u64,
+    chunk_size: u64,
 ) -> Result<Reply<Vec<u8>>, ReceiptProblem> {
-    parse(output, nonce, "chunk", false, |fields| {
+    parse(output, nonce, "chunks", false, |fields| {
         fields.integer_equal("offset", offset)?;
         fields.integer_equal("bytes", len)?;
-        let compressed = match fields.string("encoding")? {
-            "raw" => false,
-            "zlib" => true,
-            _ => return Err(ReceiptProblem::InvalidValue("encoding")),
+        let Value::Array(chunks) = fields.take("chunks")? else {
+            return Err(ReceiptProblem::InvalidValue("chunks"));
         };
-        let encoded = BASE64
-            .decode(fields.string("data")?)
-            .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
-        let decoded = if compressed {
-            inflate_at_most(&encoded, len)?
-        } else {
-            encoded
-        };
-        if decoded.len() as u64 == len {
-            Ok(decoded)
-        } else {
-            Err(ReceiptProblem::ChunkLength { expected: len })
+        let expected_count = len.div_ceil(chunk_size.max(1));
+        if chunks.len() as u64 != expected_count {
+            return Err(ReceiptProblem::NumberMismatch {
+                field: "chunks",
+                expected: expected_count,
+                actual: chunks.len() as u64,
+            });
         }
+        let mut joined = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        for chunk in chunks {
+            let Value::Object(object) = chunk else {
+                return Err(ReceiptProblem::InvalidValue("chunks"));
+            };
+            let expected = (len - joined.len() as u64).min(chunk_size);
+            joined.extend(parse_chunk(object, expected)?);
+        }
+        Ok(joined)
     })
+}
+
+/// One chunk of a download receipt, `{"bytes":N,"encoding":E,"data":BASE64}`, that must decode
+/// to `expected` bytes.
+fn parse_chunk(object: Map<String, Value>, expected: u64) -> Result<Vec<u8>, ReceiptProblem> {
+    let mut fields = Fields { object, seen: 0 };
+    fields.integer_equal("bytes", expected)?;
+    let compressed = match fields.string("encoding")? {
+        "raw" => false,
+        "zlib" => true,
+        _ => return Err(ReceiptProblem::InvalidValue("encoding")),
+    };
+    let Value::String(data) = fields.take("data")? else {
+        return Err(ReceiptProblem::InvalidValue("data"));
+    };
+    fields.finish()?;
+    let encoded = BASE64
+        .decode(data)
+        .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
+    let decoded = if compressed {
+        inflate_at_most(&encoded, expected)?
+    } else {
+        encoded
+    };
+    if decoded.len() as u64 == expected {
+        Ok(decoded)
+    } else {
+        Err(ReceiptProblem::ChunkLength { expected })
+    }
 }
 
 /// Inflates zlib data, reading at most one byte more than `len` so a hostile stream cannot
@@ -388,11 +432,11 @@ pub fn check_reply_parsing(data: &[u8]) {
         return;
     };
     let _ = parse_create(&text, &nonce);
-    let _ = parse_append(&text, &nonce, 0, 3);
+    let _ = parse_append(&text, &nonce, 0, 3, 2);
     let _ = parse_promote(&text, &nonce, 3, &"0".repeat(64));
     let _ = parse_remove(&text, &nonce);
     let _ = parse_inspect(&text, &nonce);
-    let _ = parse_read(&text, &nonce, 0, 3);
+    let _ = parse_read(&text, &nonce, 0, 3, 2);
     let _ = parse_hash(&text, &nonce);
     crate::machine::drive_with_constant_reply(&text, &nonce);
 }
@@ -448,13 +492,13 @@ mod tests {
 
     #[test]
     fn numbers_must_be_exact_non_negative_integers() {
-        let check = |json: &str| parse_append(&line(json), &nonce(), 5, 7);
+        let check = |json: &str| parse_append(&line(json), &nonce(), 5, 7, 2);
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":5,"bytes":7}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":5,"bytes":7}"#),
             Ok(Reply::Receipt(()))
         );
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":6,"bytes":7}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":6,"bytes":7}"#),
             Err(ReceiptProblem::NumberMismatch {
                 field: "offset",
                 expected: 5,
@@ -462,19 +506,19 @@ mod tests {
             })
         );
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":5.0,"bytes":7}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":5.0,"bytes":7}"#),
             Err(ReceiptProblem::NotNonNegativeInteger("offset"))
         );
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":-5,"bytes":7}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":-5,"bytes":7}"#),
             Err(ReceiptProblem::NotNonNegativeInteger("offset"))
         );
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":"5","bytes":7}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":"5","bytes":7}"#),
             Err(ReceiptProblem::NotNonNegativeInteger("offset"))
         );
         assert_eq!(
-            check(r#"{"kind":"chunk","offset":5}"#),
+            check(r#"{"kind":"chunks","count":2,"offset":5}"#),
             Err(ReceiptProblem::MissingField("bytes"))
         );
         assert_eq!(
@@ -526,34 +570,89 @@ mod tests {
 
     #[test]
     fn chunks_decode_raw_and_zlib_and_must_have_the_declared_length() {
-        let raw = line(&format!(
-            r#"{{"kind":"chunk","offset":0,"bytes":3,"encoding":"raw","data":"{}"}}"#,
-            BASE64.encode(b"abc")
-        ));
+        let batch = |offset: u64, bytes: u64, chunks: &[String]| {
+            line(&format!(
+                r#"{{"kind":"chunks","offset":{offset},"bytes":{bytes},"chunks":[{}]}}"#,
+                chunks.join(",")
+            ))
+        };
+        let chunk = |bytes: usize, encoding: &str, data: &[u8]| {
+            format!(
+                r#"{{"bytes":{bytes},"encoding":"{encoding}","data":"{}"}}"#,
+                BASE64.encode(data)
+            )
+        };
+        let raw = batch(0, 3, &[chunk(3, "raw", b"abc")]);
         assert_eq!(
-            parse_read(&raw, &nonce(), 0, 3),
+            parse_read(&raw, &nonce(), 0, 3, 4),
             Ok(Reply::Receipt(b"abc".to_vec()))
         );
-        let chunk = crate::request::EncodedChunk::encode(&[7u8; 4000]);
-        let zlib = line(&format!(
-            r#"{{"kind":"chunk","offset":8,"bytes":4000,"encoding":"zlib","data":"{}"}}"#,
-            BASE64.encode(&chunk.encoded)
-        ));
+        let packed = crate::request::EncodedChunk::encode(&[7u8; 4000]);
+        let zlib = batch(8, 4000, &[chunk(4000, "zlib", &packed.encoded)]);
         assert_eq!(
-            parse_read(&zlib, &nonce(), 8, 4000),
+            parse_read(&zlib, &nonce(), 8, 4000, 4000),
             Ok(Reply::Receipt(vec![7u8; 4000]))
         );
         assert_eq!(
-            parse_read(&zlib.replace("4000", "3999"), &nonce(), 8, 3999),
+            parse_read(&zlib.replace("4000", "3999"), &nonce(), 8, 3999, 4000),
             Err(ReceiptProblem::ChunkLength { expected: 3999 })
         );
         assert_eq!(
-            parse_read(&raw.replace("raw", "gzip"), &nonce(), 0, 3),
+            parse_read(&raw.replace("raw", "gzip"), &nonce(), 0, 3, 4),
             Err(ReceiptProblem::InvalidValue("encoding"))
         );
         assert_eq!(
-            parse_read(&raw.replace("YWJj", "YWJ!"), &nonce(), 0, 3),
+            parse_read(&raw.replace("YWJj", "YWJ!"), &nonce(), 0, 3, 4),
             Err(ReceiptProblem::InvalidValue("data"))
+        );
+
+        // A batch: every chunk in order, each with its own encoding, all of them there.
+        let mixed = [
+            chunk(2, "raw", b"ab"),
+            chunk(2, "zlib", &crate::request::zlib_compress(b"cd")),
+            chunk(1, "raw", b"e"),
+        ];
+        assert_eq!(
+            parse_read(&batch(4, 5, &mixed), &nonce(), 4, 5, 2),
+            Ok(Reply::Receipt(b"abcde".to_vec()))
+        );
+        assert_eq!(
+            parse_read(&batch(4, 5, &mixed[..2]), &nonce(), 4, 5, 2),
+            Err(ReceiptProblem::NumberMismatch {
+                field: "chunks",
+                expected: 3,
+                actual: 2
+            })
+        );
+        let swapped = [mixed[0].clone(), mixed[2].clone(), mixed[1].clone()];
+        assert_eq!(
+            parse_read(&batch(4, 5, &swapped), &nonce(), 4, 5, 2),
+            Err(ReceiptProblem::NumberMismatch {
+                field: "bytes",
+                expected: 2,
+                actual: 1
+            })
+        );
+        let extra_field = mixed[0].replace(r#""raw""#, r#""raw","x":1"#);
+        assert_eq!(
+            parse_read(
+                &batch(4, 5, &[extra_field, mixed[1].clone(), mixed[2].clone()]),
+                &nonce(),
+                4,
+                5,
+                2
+            ),
+            Err(ReceiptProblem::UnexpectedField)
+        );
+        assert_eq!(
+            parse_read(
+                &line(r#"{"kind":"chunks","offset":4,"bytes":5,"chunks":{}}"#),
+                &nonce(),
+                4,
+                5,
+                2
+            ),
+            Err(ReceiptProblem::InvalidValue("chunks"))
         );
     }
 
@@ -575,12 +674,37 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzz_seeds_are_valid_batch_receipts() {
+        // `check_reply_parsing` reads them with these expectations; valid seeds let the fuzzer
+        // start from receipts that get past the envelope.
+        let nonce = Nonce::parse("fuzz-nonce").unwrap();
+        let seed = |name: &str| {
+            let path = format!(
+                "{}/../../fuzz/seeds/transfer_reply_parsing/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            std::fs::read_to_string(path).unwrap()
+        };
+        assert_eq!(
+            parse_append(&seed("append.txt"), &nonce, 0, 3, 2),
+            Ok(Reply::Receipt(()))
+        );
+        for name in ["read_raw.txt", "read_zlib.txt"] {
+            assert_eq!(
+                parse_read(&seed(name), &nonce, 0, 3, 2),
+                Ok(Reply::Receipt(b"abc".to_vec())),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn the_fuzz_entry_point_survives_odd_input() {
         for sample in [
             &b""[..],
             b"\xff\xfe",
             b"__JUPYTER_MCP_FILE_RECEIPT__fuzz-nonce:{\"kind\":\"error\",\"type\":\"X\"}",
-            b"__JUPYTER_MCP_FILE_RECEIPT__fuzz-nonce:{\"kind\":\"chunk\",\"offset\":0,\"bytes\":3,\"encoding\":\"zlib\",\"data\":\"eJw=\"}",
+            b"__JUPYTER_MCP_FILE_RECEIPT__fuzz-nonce:{\"kind\":\"chunks\",\"offset\":0,\"bytes\":3,\"chunks\":[{\"bytes\":2,\"encoding\":\"zlib\",\"data\":\"eJw=\"}]}",
         ] {
             check_reply_parsing(sample);
         }

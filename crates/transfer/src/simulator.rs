@@ -80,30 +80,39 @@ impl SimKernel {
                 self.files.insert(temp_path.clone(), Vec::new());
                 Ok(json!({"kind": "init"}))
             }
-            KernelOperation::AppendChunk {
+            KernelOperation::AppendChunks {
                 temp_path,
                 offset,
-                chunk,
+                chunks,
             } => {
-                let data = match chunk.encoding {
-                    ChunkEncoding::Raw => chunk.encoded.clone(),
-                    ChunkEncoding::Zlib => {
-                        let mut data = Vec::new();
-                        flate2::read::ZlibDecoder::new(&chunk.encoded[..])
-                            .read_to_end(&mut data)
-                            .map_err(|_| "error")?;
-                        data
+                let mut data = Vec::new();
+                for chunk in chunks {
+                    let decoded = match chunk.encoding {
+                        ChunkEncoding::Raw => chunk.encoded.clone(),
+                        ChunkEncoding::Zlib => {
+                            let mut decoded = Vec::new();
+                            flate2::read::ZlibDecoder::new(&chunk.encoded[..])
+                                .read_to_end(&mut decoded)
+                                .map_err(|_| "error")?;
+                            decoded
+                        }
+                    };
+                    if decoded.len() as u64 != chunk.raw_len {
+                        return Err("TransferSizeMismatch");
                     }
-                };
-                if data.len() as u64 != chunk.raw_len {
-                    return Err("TransferSizeMismatch");
+                    data.extend_from_slice(&decoded);
                 }
                 let file = self.files.get_mut(temp_path).ok_or("FileNotFoundError")?;
                 if file.len() as u64 != *offset {
                     return Err("TransferOffsetMismatch");
                 }
                 file.extend_from_slice(&data);
-                Ok(json!({"kind": "chunk", "offset": offset, "bytes": data.len()}))
+                Ok(json!({
+                    "kind": "chunks",
+                    "offset": offset,
+                    "bytes": data.len(),
+                    "count": chunks.len(),
+                }))
             }
             KernelOperation::PromoteTemp {
                 temp_path,
@@ -135,10 +144,11 @@ impl SimKernel {
                 let file = self.files.get(source_path).ok_or("FileNotFoundError")?;
                 Ok(json!({"kind": "meta", "bytes": file.len()}))
             }
-            KernelOperation::ReadChunk {
+            KernelOperation::ReadChunks {
                 source_path,
                 offset,
                 len,
+                chunk_size,
             } => {
                 let file = self.files.get(source_path).ok_or("FileNotFoundError")?;
                 let start = (*offset as usize).min(file.len());
@@ -147,14 +157,18 @@ impl SimKernel {
                 if data.len() as u64 != *len {
                     return Err("TransferShortRead");
                 }
-                let packed = EncodedChunk::encode(data);
-                Ok(json!({
-                    "kind": "chunk",
-                    "offset": offset,
-                    "bytes": len,
-                    "encoding": packed.encoding.as_str(),
-                    "data": BASE64.encode(&packed.encoded),
-                }))
+                let chunks: Vec<Value> = data
+                    .chunks(*chunk_size as usize)
+                    .map(|chunk| {
+                        let packed = EncodedChunk::encode(chunk);
+                        json!({
+                            "bytes": chunk.len(),
+                            "encoding": packed.encoding.as_str(),
+                            "data": BASE64.encode(&packed.encoded),
+                        })
+                    })
+                    .collect();
+                Ok(json!({"kind": "chunks", "offset": offset, "bytes": len, "chunks": chunks}))
             }
             KernelOperation::HashSource { source_path } => {
                 let file = self.files.get(source_path).ok_or("FileNotFoundError")?;
@@ -238,8 +252,11 @@ enum ReplyFault {
     Duplicate,
     /// Add one to the first numeric field, or change the kind when there is none.
     CorruptNumber,
-    /// Change one character of a download chunk's data, or the kind otherwise.
+    /// Change one character of the last download chunk's data, or the kind otherwise.
     CorruptData,
+    /// Leave out the last chunk of a download batch, or count one chunk fewer in an upload
+    /// receipt; change the kind otherwise.
+    DropChunk,
 }
 
 /// One injected fault (or none).
@@ -308,40 +325,67 @@ fn damage(reply: &str, fault: ReplyFault, nonce: &str) -> String {
             line[..cut.min(line.len() - 1)].to_owned()
         }
         ReplyFault::Duplicate => format!("{reply}{reply}"),
-        ReplyFault::CorruptNumber | ReplyFault::CorruptData => {
+        ReplyFault::CorruptNumber | ReplyFault::CorruptData | ReplyFault::DropChunk => {
             let (prefix, json) = reply.trim_end().split_at(reply.find('{').unwrap_or(0));
             let mut object: serde_json::Map<String, Value> =
                 serde_json::from_str(json).unwrap_or_default();
-            let data = object
-                .get("data")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            match (fault, data) {
-                (ReplyFault::CorruptData, Some(data)) if !data.is_empty() => {
-                    let mut data = data.into_bytes();
-                    data[0] = if data[0] == b'A' { b'B' } else { b'A' };
-                    object.insert(
-                        "data".into(),
-                        Value::String(String::from_utf8(data).unwrap_or_default()),
-                    );
-                }
-                _ => {
-                    let number = ["offset", "bytes"]
-                        .into_iter()
-                        .find(|field| object.contains_key(*field));
-                    match number {
-                        Some(field) => {
-                            let value = object[field].as_u64().unwrap_or(0);
-                            object.insert(field.into(), json!(value + 1));
-                        }
-                        None => {
-                            object.insert("kind".into(), json!("other"));
-                        }
-                    }
-                }
+            let corrupted = match fault {
+                ReplyFault::CorruptData => corrupt_last_chunk_data(&mut object),
+                ReplyFault::DropChunk => drop_last_chunk(&mut object),
+                _ => corrupt_first_number(&mut object),
+            };
+            if !corrupted {
+                object.insert("kind".into(), json!("other"));
             }
             format!("{prefix}{}\n", Value::Object(object))
         }
+    }
+}
+
+/// Adds one to `offset` or `bytes`; false if the receipt has neither.
+fn corrupt_first_number(object: &mut serde_json::Map<String, Value>) -> bool {
+    let Some(field) = ["offset", "bytes"]
+        .into_iter()
+        .find(|field| object.contains_key(*field))
+    else {
+        return false;
+    };
+    let value = object[field].as_u64().unwrap_or(0);
+    object.insert(field.into(), json!(value + 1));
+    true
+}
+
+/// Changes the first character of the last chunk's data; false if there is no such data.
+fn corrupt_last_chunk_data(object: &mut serde_json::Map<String, Value>) -> bool {
+    let Some(Value::Object(chunk)) = object
+        .get_mut("chunks")
+        .and_then(Value::as_array_mut)
+        .and_then(|chunks| chunks.last_mut())
+    else {
+        return corrupt_first_number(object);
+    };
+    let Some(Value::String(data)) = chunk.get_mut("data") else {
+        return false;
+    };
+    if data.is_empty() {
+        return false;
+    }
+    let replacement = if data.starts_with('A') { "B" } else { "A" };
+    data.replace_range(..1, replacement);
+    true
+}
+
+/// Drops the last chunk of a download batch, or counts one chunk fewer in an upload receipt.
+fn drop_last_chunk(object: &mut serde_json::Map<String, Value>) -> bool {
+    if let Some(chunks) = object.get_mut("chunks").and_then(Value::as_array_mut) {
+        return chunks.pop().is_some();
+    }
+    match object.get("count").and_then(Value::as_u64) {
+        Some(count) if count > 0 => {
+            object.insert("count".into(), json!(count - 1));
+            true
+        }
+        _ => false,
     }
 }
 
@@ -463,6 +507,7 @@ fn reported_leftover(outcome: &Action) -> Option<Leftover> {
 struct Scenario {
     data: Vec<u8>,
     chunk_size: usize,
+    chunks_per_request: usize,
     overwrite: bool,
     existing_destination: Option<Vec<u8>>,
     max_bytes: u64,
@@ -473,6 +518,7 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
     let data = (0..=max_len, any::<u64>(), any::<bool>())
         .prop_map(|(len, seed, compressible)| test_bytes(len, seed, compressible));
     let chunk_size = prop_oneof![Just(CHUNK_SIZE), 1usize..=CHUNK_SIZE];
+    let chunks_per_request = prop_oneof![Just(CHUNKS_PER_REQUEST), 1usize..=CHUNKS_PER_REQUEST];
     let existing = proptest::option::weighted(0.3, proptest::collection::vec(any::<u8>(), 0..64));
     let reply_fault = prop_oneof![
         Just(ReplyFault::Missing),
@@ -481,6 +527,7 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
         Just(ReplyFault::Duplicate),
         Just(ReplyFault::CorruptNumber),
         Just(ReplyFault::CorruptData),
+        Just(ReplyFault::DropChunk),
     ];
     let kernel_failure = prop_oneof![
         Just(KernelFailure::Busy),
@@ -503,20 +550,29 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
         1 => (any::<usize>(), host_error).prop_map(|(action, kind)| Fault::Host { action, kind }),
         1 => any::<usize>().prop_map(|action| Fault::Cancel { action }),
     ];
-    (data, chunk_size, any::<bool>(), existing, fault).prop_map(
-        |(data, chunk_size, overwrite, existing_destination, fault)| {
-            // Keep the number of steps small enough for quick runs.
-            let chunk_size = chunk_size.max(data.len() / 24).clamp(1, CHUNK_SIZE);
-            Scenario {
-                data,
-                chunk_size,
-                overwrite,
-                existing_destination,
-                max_bytes: DEFAULT_MAX_BYTES,
-                fault,
-            }
-        },
+    (
+        data,
+        chunk_size,
+        chunks_per_request,
+        any::<bool>(),
+        existing,
+        fault,
     )
+        .prop_map(
+            |(data, chunk_size, chunks_per_request, overwrite, existing_destination, fault)| {
+                // Keep the number of steps small enough for quick runs.
+                let chunk_size = chunk_size.max(data.len() / 48).clamp(1, CHUNK_SIZE);
+                Scenario {
+                    data,
+                    chunk_size,
+                    chunks_per_request,
+                    overwrite,
+                    existing_destination,
+                    max_bytes: DEFAULT_MAX_BYTES,
+                    fault,
+                }
+            },
+        )
 }
 
 /// Maps a fault's free index onto the steps a fault-free run takes.
@@ -547,6 +603,7 @@ fn upload_world(scenario: &Scenario) -> (Upload, SimKernel, SimHost) {
     let config = UploadConfig {
         overwrite: scenario.overwrite,
         chunk_size: scenario.chunk_size,
+        chunks_per_request: scenario.chunks_per_request,
         max_bytes: scenario.max_bytes,
         ..UploadConfig::new(SOURCE_HOST, KERNEL_FILE, NONCE, scenario.data.len() as u64)
     };
@@ -563,6 +620,7 @@ fn download_world(scenario: &Scenario) -> (Download, SimKernel, SimHost) {
     let config = DownloadConfig {
         overwrite: scenario.overwrite,
         chunk_size: scenario.chunk_size,
+        chunks_per_request: scenario.chunks_per_request,
         max_bytes: scenario.max_bytes,
         ..DownloadConfig::new(DEST_HOST, KERNEL_FILE, NONCE)
     };
@@ -577,17 +635,16 @@ fn download_world(scenario: &Scenario) -> (Download, SimKernel, SimHost) {
     (Download::new(config).unwrap(), kernel, host)
 }
 
-/// Counts the steps of a fault-free run, so faults can be pinned to steps that happen.
-fn counts(
-    kernel_steps: usize,
-    data_len: usize,
-    chunk_size: usize,
-    host_per_chunk: usize,
-    host_fixed: usize,
-) -> (usize, usize, usize) {
-    let chunks = data_len.div_ceil(chunk_size);
-    let host = host_per_chunk * chunks + host_fixed;
-    (kernel_steps + chunks, host, kernel_steps + chunks + host)
+/// Counts the steps of a fault-free run, so faults can be pinned to steps that happen:
+/// `kernel_steps` besides one per batch of chunks, one host action per batch and `host_fixed`
+/// others.
+fn counts(kernel_steps: usize, scenario: &Scenario, host_fixed: usize) -> (usize, usize, usize) {
+    let batches = scenario
+        .data
+        .len()
+        .div_ceil(scenario.chunk_size * scenario.chunks_per_request);
+    let host = batches + host_fixed;
+    (kernel_steps + batches, host, kernel_steps + batches + host)
 }
 
 /// The model: what the destination and temp files may look like after an outcome.
@@ -676,7 +733,7 @@ proptest! {
 
     #[test]
     fn uploads_round_trip_or_fail_safely(scenario in scenario(700_000)) {
-        let (kernel_steps, host_actions, actions) = counts(2, scenario.data.len(), scenario.chunk_size, 1, 0);
+        let (kernel_steps, host_actions, actions) = counts(2, &scenario, 0);
         let fault = pin_fault(&scenario.fault, kernel_steps, host_actions, actions);
         let (upload, kernel, host) = upload_world(&scenario);
         let temp = upload.temp_path().to_owned();
@@ -684,28 +741,43 @@ proptest! {
         let temps = temp_files(&run.kernel.files);
         prop_assert!(temps.iter().all(|name| *name == temp));
         check_outcome(&run, &scenario, &fault, run.kernel.files.get(KERNEL_FILE), temps)?;
-        // Chunks were sent at increasing offsets, each at most the chunk size.
+        // Batches were sent at increasing offsets, each of at most `chunks_per_request` chunks of
+        // exactly the chunk size, except the file's last chunk.
         let mut expected_offset = 0;
         for operation in &run.kernel.executed {
-            if let KernelOperation::AppendChunk { offset, chunk, .. } = operation {
+            if let KernelOperation::AppendChunks { offset, chunks, .. } = operation {
                 prop_assert_eq!(*offset, expected_offset);
-                prop_assert!(chunk.raw_len as usize <= scenario.chunk_size);
-                expected_offset += chunk.raw_len;
+                prop_assert!(!chunks.is_empty() && chunks.len() <= scenario.chunks_per_request);
+                for chunk in chunks {
+                    expected_offset += chunk.raw_len;
+                    let last = expected_offset == scenario.data.len() as u64;
+                    prop_assert!(chunk.raw_len as usize == scenario.chunk_size || (last && chunk.raw_len as usize <= scenario.chunk_size));
+                }
             }
         }
     }
 
     #[test]
     fn downloads_round_trip_or_fail_safely(scenario in scenario(700_000)) {
-        let (kernel_steps, host_actions, actions) = counts(2, scenario.data.len(), scenario.chunk_size, 1, 2 + usize::from(!scenario.overwrite));
+        let (kernel_steps, host_actions, actions) = counts(2, &scenario, 2 + usize::from(!scenario.overwrite));
         let fault = pin_fault(&scenario.fault, kernel_steps, host_actions, actions);
         let (download, kernel, host) = download_world(&scenario);
         let run = run(download, kernel, host, KernelBudget::new(), &fault);
         let read_only = run.kernel.executed.iter().all(|operation| matches!(
             operation,
-            KernelOperation::InspectSource { .. } | KernelOperation::ReadChunk { .. } | KernelOperation::HashSource { .. }
+            KernelOperation::InspectSource { .. } | KernelOperation::ReadChunks { .. } | KernelOperation::HashSource { .. }
         ));
         prop_assert!(read_only, "a download changed the kernel's files");
+        // Batches were asked for at increasing offsets, in chunks of the chunk size.
+        let mut expected_offset = 0;
+        for operation in &run.kernel.executed {
+            if let KernelOperation::ReadChunks { offset, len, chunk_size, .. } = operation {
+                prop_assert_eq!(*offset, expected_offset);
+                prop_assert_eq!(*chunk_size, scenario.chunk_size as u64);
+                prop_assert!(*len > 0 && *len <= (scenario.chunk_size * scenario.chunks_per_request) as u64);
+                expected_offset += len;
+            }
+        }
         let temps = temp_files(&run.host.files);
         check_outcome(&run, &scenario, &fault, run.host.files.get(DEST_HOST), temps)?;
     }
@@ -739,7 +811,7 @@ proptest! {
 
     #[test]
     fn restarts_invalidate_and_silence_the_kernel(scenario in scenario(200_000), step in any::<usize>(), ran in any::<bool>()) {
-        let (kernel_steps, _, _) = counts(2, scenario.data.len(), scenario.chunk_size, 1, 0);
+        let (kernel_steps, _, _) = counts(2, &scenario, 0);
         let fault = Fault::Kernel { step: step % kernel_steps, failure: KernelFailure::Restarted, ran };
         let (upload, kernel, host) = upload_world(&scenario);
         // `SimKernel::execute` panics if anything is sent after the restart.
@@ -781,10 +853,12 @@ fn message(outcome: &Action) -> String {
     }
 }
 
+/// Ten bytes in chunks of four, two chunks per request: batches of 8 and 2 bytes.
 fn small_scenario(fault: Fault) -> Scenario {
     Scenario {
         data: test_bytes(10, 1, false),
         chunk_size: 4,
+        chunks_per_request: 2,
         overwrite: false,
         existing_destination: None,
         max_bytes: DEFAULT_MAX_BYTES,
@@ -818,7 +892,7 @@ fn outcomes_read_well() {
     upload(
         "promote timed out",
         small_scenario(Fault::Kernel {
-            step: 4,
+            step: 3,
             failure: KernelFailure::Timeout,
             ran: true,
         }),
@@ -828,6 +902,13 @@ fn outcomes_read_well() {
         small_scenario(Fault::Reply {
             step: 2,
             fault: ReplyFault::CorruptNumber,
+        }),
+    );
+    upload(
+        "chunk count short",
+        small_scenario(Fault::Reply {
+            step: 1,
+            fault: ReplyFault::DropChunk,
         }),
     );
     upload(
@@ -875,14 +956,21 @@ fn outcomes_read_well() {
     download(
         "wrong nonce",
         small_scenario(Fault::Reply {
-            step: 3,
+            step: 2,
             fault: ReplyFault::WrongNonce,
+        }),
+    );
+    download(
+        "chunk left out",
+        small_scenario(Fault::Reply {
+            step: 1,
+            fault: ReplyFault::DropChunk,
         }),
     );
     download(
         "temp cleanup after commit failed",
         small_scenario(Fault::Host {
-            action: 5,
+            action: 4,
             kind: ErrorKind::PermissionDenied,
         }),
     );
@@ -907,7 +995,8 @@ fn outcomes_read_well() {
         upload, destination exists: upload failed before destination commit during verify and promote destination: the destination already exists; pass overwrite: true to replace it
         upload, too large: upload failed before destination commit during validate source: the file has 10 bytes, more than maxBytes (9); raise maxBytes if this is intended
         upload, promote timed out: upload outcome is uncertain: promotion of /content/däta "q".bin was requested but not confirmed (the kernel did not answer before the deadline); check the destination before retrying
-        upload, chunk receipt corrupted: upload failed before destination commit during transfer chunk: invalid receipt: field "offset" is 5, expected 4
+        upload, chunk receipt corrupted: upload failed before destination commit during transfer chunk: invalid receipt: field "offset" is 9, expected 8
+        upload, chunk count short: upload failed before destination commit during transfer chunk: invalid receipt: field "count" is 1, expected 2
         upload, kernel died: upload failed before destination commit during transfer chunk: the kernel died or disappeared; the kernel temporary file /content/däta "q".bin.jupyter-mcp-6f1c2a9e-5b0d-4c1e-9a53-0d8f2b7c4e11.part may remain
         upload, create receipt duplicated: upload failed before destination commit during initialize remote temporary file: invalid receipt: 2 receipt lines for this transfer, expected one
         upload, host read failed: upload failed before destination commit during transfer chunk: host file operation failed: permission denied
@@ -915,6 +1004,7 @@ fn outcomes_read_well() {
         download, destination exists: download failed before destination commit during promote destination: the destination already exists; pass overwrite: true to replace it
         download, chunk data corrupted: download failed before destination commit during verify remote source: the kernel's SHA-256 of the source differs from the transferred bytes; the source changed or data was corrupted
         download, wrong nonce: download failed before destination commit during transfer chunk: invalid receipt: no receipt line for this transfer
+        download, chunk left out: download failed before destination commit during transfer chunk: invalid receipt: field "chunks" is 1, expected 2
         download, temp cleanup after commit failed: download was committed to /host/dest.bin but temporary-file cleanup could not be confirmed: the host temporary file /host/dest.bin.jupyter-mcp-6f1c2a9e-5b0d-4c1e-9a53-0d8f2b7c4e11.part may remain
         download, restarted: download failed before destination commit during transfer chunk: a kernel restart was observed, which invalidates the transfer
         download, cancelled: download failed before destination commit during transfer chunk: cancelled
@@ -932,7 +1022,7 @@ fn a_budget_used_up_mid_transfer_refuses_the_next_chunk_before_dispatch() {
         let action = upload.next_action(&mut budget);
         let event = match &action {
             Action::ExecuteKernel(step) => {
-                if let KernelOperation::AppendChunk { .. } = step.request.operation {
+                if let KernelOperation::AppendChunks { .. } = step.request.operation {
                     sent_chunks += 1;
                     // Another transfer on the same kernel object uses up the rest.
                     let remaining = budget.remaining();
@@ -951,7 +1041,7 @@ fn a_budget_used_up_mid_transfer_refuses_the_next_chunk_before_dispatch() {
         Some(KernelOperation::RemoveTemp { .. })
     ));
     assert!(kernel.files.is_empty(), "the temp file was cleaned up");
-    expect_test::expect!["upload failed before destination commit during transfer chunk: this kernel may carry only 0 more bytes of its 12-byte chunk-transfer budget, and 4 are needed; restart the kernel to reset the budget, or move the file another way"].assert_eq(&message(&outcome));
+    expect_test::expect!["upload failed before destination commit during transfer chunk: this kernel may carry only 0 more bytes of its 12-byte chunk-transfer budget, and 2 are needed; restart the kernel to reset the budget, or move the file another way"].assert_eq(&message(&outcome));
 }
 
 #[test]
@@ -1002,6 +1092,10 @@ fn invalid_arguments_are_refused_up_front() {
             chunk_size: CHUNK_SIZE + 1,
             ..UploadConfig::new("/h", "/k", NONCE, 1)
         },
+        UploadConfig {
+            chunks_per_request: CHUNKS_PER_REQUEST + 1,
+            ..UploadConfig::new("/h", "/k", NONCE, 1)
+        },
         UploadConfig::new("", "/k", NONCE, 1),
     ]
     .into_iter()
@@ -1012,6 +1106,7 @@ fn invalid_arguments_are_refused_up_front() {
         invalid nonce: a nonce is 8 to 64 characters of letters, digits, '-' and '_' (a random UUID fits)
         invalid maxBytes: it must be a positive safe integer
         invalid chunkSize: it must be between 1 and 262144
+        invalid chunksPerRequest: it must be between 1 and 8
         invalid hostPath: it is empty
     "#]].assert_eq(&(errors.join("\n") + "\n"));
 }
@@ -1041,7 +1136,6 @@ fn deadlines_match_the_steps() {
     }
     expect_test::expect![[r#"
         Lookup 60s (initialize remote temporary file)
-        Payload 120s (transfer chunk)
         Payload 120s (transfer chunk)
         Payload 120s (transfer chunk)
         Lookup 60s (verify and promote destination)

@@ -1,8 +1,9 @@
 //! The upload machine: host file → kernel file.
 //!
 //! Steps: check size and budget (`validate source`); create `<kernelPath>.jupyter-mcp-<nonce>.part`
-//! exclusively (`initialize remote temporary file`); for each chunk, read it on the host and
-//! append it in the kernel at the expected offset (`transfer chunk`); have the kernel check size
+//! exclusively (`initialize remote temporary file`); for each batch of up to
+//! [`crate::CHUNKS_PER_REQUEST`] chunks, read it on the host and append its chunks in the kernel
+//! at the expected offset with one request (`transfer chunk`); have the kernel check size
 //! and SHA-256 and promote the temp file (`verify and promote destination`). After a failure
 //! that may have left the temp file, a best-effort cleanup step runs first, unless the kernel
 //! died or restarted.
@@ -14,7 +15,7 @@ use sha2::Digest as _;
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError};
 use crate::machine::{
-    Action, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
+    Action, Chunking, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -37,10 +38,14 @@ pub struct UploadConfig {
     pub max_bytes: u64,
     /// Chunk size (default and maximum 256 KiB; smaller values exist for tests).
     pub chunk_size: usize,
+    /// Chunks per kernel request (default and maximum [`crate::CHUNKS_PER_REQUEST`]; smaller
+    /// values exist for tests).
+    pub chunks_per_request: usize,
 }
 
 impl UploadConfig {
-    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks.
+    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, the
+    /// most chunks per request.
     pub fn new(
         host_path: impl Into<String>,
         kernel_path: impl Into<String>,
@@ -55,6 +60,7 @@ impl UploadConfig {
             overwrite: false,
             max_bytes: crate::DEFAULT_MAX_BYTES,
             chunk_size: crate::CHUNK_SIZE,
+            chunks_per_request: crate::CHUNKS_PER_REQUEST,
         }
     }
 }
@@ -97,7 +103,7 @@ enum Next {
 enum Awaiting {
     Create,
     Read { offset: u64, len: usize },
-    Append { offset: u64, len: u64 },
+    Append { offset: u64, len: u64, count: u64 },
     Promote,
     Cleanup(Pending),
 }
@@ -113,7 +119,10 @@ impl Upload {
             &config.nonce,
             config.overwrite,
             config.max_bytes,
-            config.chunk_size,
+            Chunking {
+                chunk_size: config.chunk_size,
+                chunks_per_request: config.chunks_per_request,
+            },
         )?;
         let temp_path = temp_file_path(common.kernel_path.as_str(), &common.nonce);
         Ok(Upload {
@@ -190,7 +199,7 @@ impl Upload {
                 (action, State::Awaiting(Awaiting::Create))
             }
             Next::Read { offset } => {
-                let len = (self.file_size - offset).min(self.common.chunk_size) as usize;
+                let len = (self.file_size - offset).min(self.common.batch_len()) as usize;
                 (
                     Action::ReadHostChunk { offset, len },
                     State::Awaiting(Awaiting::Read { offset, len }),
@@ -207,15 +216,23 @@ impl Upload {
                     let next = self.fail(Phase::TransferChunk, cause);
                     return self.emit(next, budget);
                 }
-                let operation = KernelOperation::AppendChunk {
+                let chunks: Vec<EncodedChunk> = bytes
+                    .chunks(self.common.chunk_size as usize)
+                    .map(EncodedChunk::encode)
+                    .collect();
+                let count = chunks.len() as u64;
+                let operation = KernelOperation::AppendChunks {
                     temp_path: self.temp_path.clone(),
                     offset,
-                    chunk: EncodedChunk::encode(&bytes),
+                    chunks,
                 };
                 let action =
                     self.common
                         .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
-                (action, State::Awaiting(Awaiting::Append { offset, len }))
+                (
+                    action,
+                    State::Awaiting(Awaiting::Append { offset, len, count }),
+                )
             }
             Next::Promote => {
                 self.sha256 = self.common.sha256_hex();
@@ -256,7 +273,7 @@ impl Upload {
         match awaiting {
             Awaiting::Create => self.on_create(event),
             Awaiting::Read { offset, len } => self.on_read(offset, len, event),
-            Awaiting::Append { offset, len } => self.on_append(offset, len, event),
+            Awaiting::Append { offset, len, count } => self.on_append(offset, len, count, event),
             Awaiting::Promote => self.on_promote(event),
             Awaiting::Cleanup(pending) => self.on_cleanup(pending, event),
         }
@@ -309,11 +326,11 @@ impl Upload {
         }
     }
 
-    fn on_append(&mut self, offset: u64, len: u64, event: Event) -> Next {
+    fn on_append(&mut self, offset: u64, len: u64, count: u64, event: Event) -> Next {
         let phase = Phase::TransferChunk;
         match event {
             Event::KernelReply(output) => {
-                match receipt::parse_append(&output, &self.common.nonce, offset, len) {
+                match receipt::parse_append(&output, &self.common.nonce, offset, len, count) {
                     Ok(Reply::Receipt(())) => self.after_chunk(offset + len),
                     Ok(Reply::Exception { class_name, .. }) => {
                         self.fail(phase, Cause::KernelException { class_name })

@@ -535,9 +535,9 @@ async fn both_protocols_transfer_a_10_mib_file_and_oversized_requests_fail_clean
     )
     .unwrap();
     let binary = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
-    let payload: Vec<u8> = (0..10 * 1024 * 1024u32)
-        .map(|index| (index.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
+    // Incompressible bytes: each download reply then carries a full batch of raw chunks (2.8 MB
+    // of base64), which must pass the server's default IOPub rate limit (3 MB between idles).
+    let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 11);
     for (server, expected) in [
         (&json_only, "json"),
         (&binary, "v1.kernel.websocket.jupyter.org"),

@@ -37,14 +37,14 @@ pub struct DownloadConfig {
     pub max_bytes: u64,
     /// Chunk size (default and maximum 256 KiB; smaller values exist for tests).
     pub chunk_size: usize,
-    /// Chunks per kernel request (default and maximum [`crate::CHUNKS_PER_REQUEST`]; smaller
-    /// values exist for tests).
+    /// Chunks per kernel request (default [`crate::DOWNLOAD_CHUNKS_PER_REQUEST`], at most
+    /// [`crate::CHUNKS_PER_REQUEST`]).
     pub chunks_per_request: usize,
 }
 
 impl DownloadConfig {
-    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, the
-    /// most chunks per request.
+    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, 4 chunks per
+    /// request (a reply that fits Jupyter Server's default output rate limit with room to spare).
     pub fn new(
         host_path: impl Into<String>,
         kernel_path: impl Into<String>,
@@ -57,7 +57,7 @@ impl DownloadConfig {
             overwrite: false,
             max_bytes: crate::DEFAULT_MAX_BYTES,
             chunk_size: crate::CHUNK_SIZE,
-            chunks_per_request: crate::CHUNKS_PER_REQUEST,
+            chunks_per_request: crate::DOWNLOAD_CHUNKS_PER_REQUEST,
         }
     }
 }

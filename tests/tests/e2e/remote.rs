@@ -535,7 +535,7 @@ async fn both_protocols_transfer_a_10_mib_file_and_oversized_requests_fail_clean
     )
     .unwrap();
     let binary = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
-    // Incompressible bytes: each download reply then carries a full batch of raw chunks (2.8 MB
+    // Incompressible bytes: each download reply then carries a full batch of raw chunks (1.4 MB
     // of base64), which must pass the server's default IOPub rate limit (3 MB between idles).
     let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 11);
     for (server, expected) in [

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `jupyter-mcp` binary through real MCP clients.
 
 mod broker;
+mod budget;
 mod documents;
 mod execution;
 mod faults;

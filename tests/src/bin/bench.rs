@@ -176,7 +176,8 @@ async fn notebook_model_bench(report: &mut String, quick: bool) -> anyhow::Resul
     let cold = cold_start.elapsed();
     assert!(!first.is_error, "{}", first.text);
     let mut samples = Vec::new();
-    for _ in 0..if quick { 10 } else { 50 } {
+    let warm_reads = if quick { 10 } else { 50 };
+    for _ in 0..warm_reads {
         let start = Instant::now();
         let output = tools
             .call("read_notebook", arguments.clone(), CallContext::default())

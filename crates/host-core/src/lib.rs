@@ -5,6 +5,7 @@
 //! using the pure domain crates. This crate knows no files, no HTTP, no rmcp and no VS Code: the
 //! transports above it and the hosts beside it do.
 
+mod budget;
 mod execution;
 pub mod external;
 pub mod host;

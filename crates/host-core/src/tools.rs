@@ -20,7 +20,7 @@ use serde_json::{Map, Value, json};
 
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation, OpenStatus};
 use crate::refs::{self, RefKind};
-use crate::render;
+use crate::{budget, render};
 
 /// An image returned as MCP image content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,10 +319,11 @@ impl<H: NotebookHost> Tools<H> {
                 format!("`{other}` is not available on this host"),
             )),
         };
-        match result {
+        let output = match result {
             Ok((value, images)) => ToolOutput::success(value, images),
             Err(failure) => ToolOutput::failure(failure),
-        }
+        };
+        budget::cap_reply(name, output)
     }
 
     fn remember(&self, location: &NotebookLocation) -> String {
@@ -634,25 +635,46 @@ impl<H: NotebookHost> Tools<H> {
         let flow = self.flow_view(&location, &document);
         let derived = self.derived(&document);
         let names = &derived.names;
-        let lint: Vec<LintFinding> = flow
-            .lint
-            .iter()
-            .filter(|finding| params.cell_ids.is_none() || indices.contains(&finding.cell))
-            .map(|finding| lint_finding(finding, names))
-            .collect();
+        let selected: HashSet<usize> = indices.iter().copied().collect();
         if view == ReadView::Lint {
             let result = ReadNotebookResult {
                 notebook: location.uri.clone(),
                 notebook_ref: self.remember(&location),
                 cell_count: notebook.len(),
                 cells: Vec::new(),
-                lint: Some(lint),
+                lint: Some(
+                    flow.lint
+                        .iter()
+                        .filter(|finding| {
+                            params.cell_ids.is_none() || selected.contains(&finding.cell)
+                        })
+                        .map(|finding| lint_finding(finding, names))
+                        .collect(),
+                ),
                 kernel: self.kernel_label(&location),
                 images: Vec::new(),
                 notice: None,
+                next_cell_offset: None,
             };
             return Ok((to_value(&result), Vec::new()));
         }
+        let offset = params.cell_offset.unwrap_or(0) as usize;
+        if offset > indices.len() {
+            return Err(error(
+                "invalid_argument",
+                format!(
+                    "cellOffset {offset} is past the {} selected cells; start from 0",
+                    indices.len()
+                ),
+            ));
+        }
+        let budget = match params
+            .max_response_chars
+            .unwrap_or(DEFAULT_MAX_RESPONSE_CHARS)
+        {
+            0 => usize::MAX,
+            chars => chars as usize,
+        };
         let with_source = matches!(view, ReadView::Source | ReadView::All);
         let with_outputs = matches!(view, ReadView::Outputs | ReadView::All);
         let max_source_chars = params.max_source_chars.unwrap_or(12_000) as usize;
@@ -660,12 +682,35 @@ impl<H: NotebookHost> Tools<H> {
         let output_mode = params.output_mode.unwrap_or_default();
         let include_images = with_outputs && params.include_images.unwrap_or(true);
         let live: HashMap<String, &str> = self.live_states(&location).into_iter().collect();
-        let mut budget = render::ImageBudget::default();
+        // Lint findings travel with their cell, so that a page carries those of its cells.
+        let mut lint_by_cell: HashMap<usize, Vec<LintFinding>> = HashMap::new();
+        if view == ReadView::Outline {
+            for finding in &flow.lint {
+                if params.cell_ids.is_none() || selected.contains(&finding.cell) {
+                    lint_by_cell
+                        .entry(finding.cell)
+                        .or_default()
+                        .push(lint_finding(finding, names));
+                }
+            }
+        }
+        let mut image_budget = render::ImageBudget::default();
         let mut images = Vec::new();
         let mut image_refs = Vec::new();
-        let mut cells = outline_cells(notebook, Some(&indices), names, &derived.revs);
-        for cell_view in &mut cells {
-            let index = cell_view.index;
+        let page = &indices[offset..];
+        let mut cells = Vec::new();
+        // The envelope (URIs, kernel, counts, a notice) is charged up front; each cell then
+        // costs its JSON text plus its lint findings.
+        let mut spent = 1_000 + 2 * location.uri.len();
+        let mut lint = Vec::new();
+        let mut returned = 0;
+        // Outlines are made one cell at a time: a page of a long notebook costs what it returns.
+        for &index in page {
+            let Some(mut cell_view) =
+                outline_cells(notebook, Some(&[index]), names, &derived.revs).pop()
+            else {
+                continue;
+            };
             let cell = notebook.cell(index).expect("resolved index");
             if cell.kind() == CellKind::Code {
                 let state = live
@@ -700,33 +745,59 @@ impl<H: NotebookHost> Tools<H> {
                 cell_view.source_truncated = Some(slice.truncated);
                 cell_view.metadata = Some(cell.metadata().clone());
             }
+            let images_before = image_budget;
+            let mut cell_images = Vec::new();
             if with_outputs {
                 let rendered = render::render_outputs(
                     cell.outputs(),
                     output_mode,
                     max_output_chars,
-                    include_images.then_some(&mut budget),
+                    include_images.then_some(&mut image_budget),
                 );
                 cell_view.outputs = Some(rendered.text);
                 cell_view.outputs_truncated = Some(rendered.truncated);
-                for (output_index, image, width, height) in rendered.images {
-                    image_refs.push(ImageRef {
-                        cell_index: index,
-                        output_index,
-                        mime_type: image.mime_type.clone(),
-                        width,
-                        height,
-                    });
-                    images.push(image);
-                }
+                cell_images = rendered.images;
+            }
+            let cell_lint = lint_by_cell.remove(&index).unwrap_or_default();
+            let cost = budget::json_len(&cell_view) + budget::json_len(&cell_lint) + 2;
+            // The first cell is always returned, so that every page makes progress.
+            if returned > 0 && spent.saturating_add(cost) > budget {
+                image_budget = images_before;
+                break;
+            }
+            spent += cost;
+            returned += 1;
+            cells.push(cell_view);
+            lint.extend(cell_lint);
+            for (output_index, image, width, height) in cell_images {
+                image_refs.push(ImageRef {
+                    cell_index: index,
+                    output_index,
+                    mime_type: image.mime_type.clone(),
+                    width,
+                    height,
+                });
+                images.push(image);
             }
         }
-        let notice = (include_images && budget.images == 0).then(|| {
-            format!(
+        let left_out: Vec<usize> = page[returned..].to_vec();
+        let next_cell_offset = (!left_out.is_empty()).then_some(offset + returned);
+        let mut notices = Vec::new();
+        if let Some(next_offset) = next_cell_offset {
+            notices.push(budget::left_out_notice(
+                budget,
+                returned,
+                indices.len(),
+                &left_out,
+                next_offset,
+            ));
+        }
+        if include_images && image_budget.images == 0 {
+            notices.push(format!(
                 "at most {} images are returned per response; read fewer cells (cellIds) to see the rest",
                 render::MAX_IMAGES_PER_RESPONSE
-            )
-        });
+            ));
+        }
         let result = ReadNotebookResult {
             notebook: location.uri.clone(),
             notebook_ref: self.remember(&location),
@@ -735,7 +806,8 @@ impl<H: NotebookHost> Tools<H> {
             lint: (view == ReadView::Outline).then_some(lint),
             kernel: self.kernel_label(&location),
             images: image_refs,
-            notice,
+            notice: (!notices.is_empty()).then(|| notices.join(" ")),
+            next_cell_offset,
         };
         Ok((to_value(&result), images))
     }
@@ -1264,7 +1336,10 @@ pub fn outline_cells(
     names: &[String],
     revs: &[String],
 ) -> Vec<CellOutline> {
-    let all: Vec<usize> = (0..notebook.len()).collect();
+    let all: Vec<usize> = match indices {
+        Some(_) => Vec::new(),
+        None => (0..notebook.len()).collect(),
+    };
     indices
         .unwrap_or(&all)
         .iter()

@@ -218,7 +218,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             READ,
             ReadNotebookParams,
             schema_object::<ReadNotebookResult>,
-            "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked."
+            "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked. A reply fits maxResponseChars (default 60000): cells past it are left out, and `notice` and `nextCellOffset` say how to read them (pass `cellOffset`)."
         ),
         tool!(
             "search_cells",

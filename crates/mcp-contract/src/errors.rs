@@ -156,6 +156,10 @@ pub const ERROR_CODES: &[(&str, &str)] = &[
     ),
     ("too_large", "The file or payload is larger than allowed."),
     (
+        "response_too_large",
+        "The reply would be too large to send in one message; the message says how to ask for less.",
+    ),
+    (
         "not_supported",
         "This host cannot do that for this notebook.",
     ),

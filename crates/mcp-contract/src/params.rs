@@ -169,7 +169,20 @@ pub struct ReadNotebookParams {
     /// Return images in outputs as MCP image content (default: on for `outputs` and `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_images: Option<bool>,
+    /// Where to start in the selected cells (those of `cellIds`, else every cell), 0-based
+    /// (default 0). A reply cut by `maxResponseChars` names the next value as `nextCellOffset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell_offset: Option<u64>,
+    /// Budget for the whole reply, in characters of its JSON text (default 60000, about 15,000
+    /// tokens; 0 = no budget). Cells past it are left out; `notice` and `nextCellOffset` say
+    /// which and how to read them. The first cell is always returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_response_chars: Option<u64>,
 }
+
+/// `read_notebook`'s reply budget when `maxResponseChars` is absent, in characters of JSON text:
+/// about 15,000 tokens, well below the 25,000-token cap some agents put on one tool result.
+pub const DEFAULT_MAX_RESPONSE_CHARS: u64 = 60_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

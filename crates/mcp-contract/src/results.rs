@@ -168,6 +168,10 @@ pub struct ReadNotebookResult {
     /// Set when a response-wide bound (images, characters) cut something; says what.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
+    /// Present when `maxResponseChars` left cells out: pass it as `cellOffset` (with the same
+    /// other arguments) to read the next ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cell_offset: Option<usize>,
 }
 
 /// An image that accompanies a result as MCP image content.

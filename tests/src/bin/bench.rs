@@ -57,8 +57,14 @@ fn ms(duration: Duration) -> String {
     format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
 }
 
-/// A 2,000-cell notebook of about 50 MB: code cells with long logs, tables and images.
-fn large_notebook() -> Value {
+/// The cells of the large generated notebook: 2,000 (about 58 MB), or 400 for `--quick`.
+fn large_cells(quick: bool) -> usize {
+    if quick { 400 } else { 2000 }
+}
+
+/// A notebook of `cell_count` cells, 29 kB each on average (about 58 MB for 2,000): code
+/// cells with long logs, tables and images.
+fn large_notebook(cell_count: usize) -> Value {
     let log: String = (0..400)
         .map(|line| format!("epoch {line}: loss=0.{line:04} accuracy=0.9{line:03} lr=0.001\n"))
         .collect();
@@ -71,7 +77,7 @@ fn large_notebook() -> Value {
             )
         })
         .collect();
-    let cells: Vec<Value> = (0..2000)
+    let cells: Vec<Value> = (0..cell_count)
         .map(|index| {
             if index % 10 == 0 {
                 json!({"cell_type": "markdown", "id": format!("md-{index}"), "metadata": {},
@@ -123,28 +129,30 @@ fn print_rows(title: &str, rows: &[Row], report: &mut String) {
     report.push_str(&table);
 }
 
-async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
+async fn notebook_model_bench(report: &mut String, quick: bool) -> anyhow::Result<()> {
     let folder = tempfile::tempdir()?;
     let path = folder.path().join("large.ipynb");
-    let text = Notebook::from_value(large_notebook())?.to_ipynb_string();
+    let cell_count = large_cells(quick);
+    let text = Notebook::from_value(large_notebook(cell_count))?.to_ipynb_string();
     std::fs::write(&path, &text)?;
     let size_mb = text.len() as f64 / 1e6;
     eprintln!(
-        "generated {} ({size_mb:.1} MB, 2,000 cells)",
+        "generated {} ({size_mb:.1} MB, {cell_count} cells)",
         path.display()
     );
+    let parses = if quick { 3 } else { 7 };
 
-    let bare = measure(7, || {
+    let bare = measure(parses, || {
         let bytes = std::fs::read(&path).unwrap();
         let value: Value = serde_json::from_slice(&bytes).unwrap();
         std::hint::black_box(value);
     });
-    let open = measure(7, || {
+    let open = measure(parses, || {
         let bytes = std::fs::read(&path).unwrap();
         std::hint::black_box(Notebook::parse(&bytes).unwrap());
     });
     let notebook = Notebook::parse(text.as_bytes())?;
-    let write = measure(7, || {
+    let write = measure(parses, || {
         std::hint::black_box(notebook.to_ipynb_string());
     });
 
@@ -157,7 +165,10 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
         kernels: None,
         summarizer: None,
     }));
-    let arguments = json!({"notebookRef": "large.ipynb"}).as_object().cloned();
+    // The whole outline (no reply budget), as the target was set for.
+    let arguments = json!({"notebookRef": "large.ipynb", "maxResponseChars": 0})
+        .as_object()
+        .cloned();
     let cold_start = Instant::now();
     let first = tools
         .call("read_notebook", arguments.clone(), CallContext::default())
@@ -165,7 +176,8 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     let cold = cold_start.elapsed();
     assert!(!first.is_error, "{}", first.text);
     let mut samples = Vec::new();
-    for _ in 0..50 {
+    let warm_reads = if quick { 10 } else { 50 };
+    for _ in 0..warm_reads {
         let start = Instant::now();
         let output = tools
             .call("read_notebook", arguments.clone(), CallContext::default())
@@ -176,7 +188,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
     let outline = stats(samples);
     let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64();
     print_rows(
-        &format!("Notebook model: a generated 2,000-cell, {size_mb:.1} MB notebook"),
+        &format!("Notebook model: a generated {cell_count}-cell, {size_mb:.1} MB notebook"),
         &[
             Row {
                 name: "open + parse (read file, Notebook::parse)".into(),
@@ -195,7 +207,7 @@ async fn notebook_model_bench(report: &mut String) -> anyhow::Result<()> {
                 pass: None,
             },
             Row {
-                name: "read_notebook outline, warm (in-process tool call)".into(),
+                name: "read_notebook whole outline (`maxResponseChars: 0`), warm (in-process tool call)".into(),
                 figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),
                 baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
                 ratio: format!("{:.3}×", ratio(outline.median, bare.median)),
@@ -255,7 +267,7 @@ async fn timed_read(client: &Client, arguments: &Value) -> Duration {
 /// `read_notebook` through the broker to the peer that owns the notebook, against the same
 /// call served by the owner directly: the same `Tools` instance behind both, real MCP clients
 /// over loopback HTTP, calls interleaved so that both see the same machine.
-async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
+async fn broker_bench(report: &mut String, quick: bool) -> anyhow::Result<()> {
     use host_core::NotebookHost;
     let broker_root = tempfile::tempdir()?;
     let owner_root = tempfile::tempdir()?;
@@ -308,7 +320,8 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
     );
     let arguments = json!({"notebookRef": notebook_ref});
     let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
-    for round in 0..320 {
+    let rounds = if quick { 60 } else { 320 };
+    for round in 0..rounds {
         // Interleaved, alternating which goes first; the first 20 rounds warm both paths up.
         let (direct_sample, routed_sample) = if round % 2 == 0 {
             let direct_sample = timed_read(&direct, &arguments).await;
@@ -341,8 +354,9 @@ async fn broker_bench(report: &mut String) -> anyhow::Result<()> {
     let ratio = routed_stats.median.as_secs_f64() / direct_stats.median.as_secs_f64();
     print_rows(
         &format!(
-            "Broker: read_notebook (outline of a 60-cell notebook, {:.1} kB answer), 300 calls each",
-            answer_bytes as f64 / 1e3
+            "Broker: read_notebook (outline of a 60-cell notebook, {:.1} kB answer), {} calls each",
+            answer_bytes as f64 / 1e3,
+            rounds - 20
         ),
         &[
             Row {
@@ -388,9 +402,9 @@ async fn call_tool<H: host_core::NotebookHost>(
 }
 
 /// Upload and download throughput through a local ipykernel, against `cp` of the same file.
-async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
-    const SIZE: usize = 32 * 1024 * 1024;
-    const RUNS: usize = 3;
+async fn transfer_bench(report: &mut String, quick: bool) -> anyhow::Result<()> {
+    let (size_mib, runs) = if quick { (4, 1) } else { (32, 3) };
+    let size = size_mib * 1024 * 1024;
     let root = jupyter_mcp_tests::example_root();
     jupyter_mcp_tests::write_code_notebook(root.path(), "bench.ipynb", &["pass"]);
     let kernel_side = tempfile::tempdir()?;
@@ -406,17 +420,17 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
     }));
     let notebook = json!({"notebookRef": "bench.ipynb"});
     call_tool(&tools, "configure_kernel", notebook.clone()).await?;
-    let megabytes_per_second = |duration: Duration| SIZE as f64 / 1e6 / duration.as_secs_f64();
+    let megabytes_per_second = |duration: Duration| size as f64 / 1e6 / duration.as_secs_f64();
     let mut rows = Vec::new();
     for (kind, bytes) in [
-        ("random", jupyter_mcp_tests::random_bytes(SIZE, 7)),
-        ("compressible", jupyter_mcp_tests::compressible_bytes(SIZE)),
+        ("random", jupyter_mcp_tests::random_bytes(size, 7)),
+        ("compressible", jupyter_mcp_tests::compressible_bytes(size)),
     ] {
         let name = format!("{kind}.bin");
         let host_file = root.path().join(&name);
         std::fs::write(&host_file, &bytes)?;
         let kernel_file = kernel_side.path().join(&name);
-        let copy = measure(RUNS, || {
+        let copy = measure(runs, || {
             let _ = std::fs::remove_file(&kernel_file);
             let status = std::process::Command::new("cp")
                 .arg(&host_file)
@@ -428,7 +442,7 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
         let mut uploads = Vec::new();
         let mut downloads = Vec::new();
         let mut wire = (0, 0);
-        for _ in 0..RUNS {
+        for _ in 0..runs {
             std::fs::remove_file(&kernel_file).ok();
             std::fs::remove_file(root.path().join("back.bin")).ok();
             // 32 MiB each way fills a kernel's 64 MiB budget: every round gets a fresh kernel.
@@ -474,7 +488,7 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
             let rate = megabytes_per_second(timing.median);
             rows.push((
                 format!(
-                    "{direction} 32 MiB {kind} (wire {:.1} MB)",
+                    "{direction} {size_mib} MiB {kind} (wire {:.1} MB)",
                     wire_bytes as f64 / 1e6
                 ),
                 format!(
@@ -505,7 +519,7 @@ async fn transfer_bench(report: &mut String) -> anyhow::Result<()> {
         .collect();
     print_rows(
         &format!(
-            "File transfer through a local ipykernel (median of {RUNS}, in-process tool calls)"
+            "File transfer through a local ipykernel (median of {runs}, in-process tool calls)"
         ),
         &rows,
         report,
@@ -931,32 +945,57 @@ async fn main() -> anyhow::Result<()> {
         .map(String::as_str);
     let wanted = |section: &str| only.is_none_or(|only| only == section);
     let mut report = format!("# jupyter-mcp benchmarks\n\nMachine: {}\n", machine_line());
+    let started = Instant::now();
+    let mut section_started = Instant::now();
+    let mut took = |section: &str| {
+        eprintln!(
+            "bench: {section} took {:.1} s",
+            section_started.elapsed().as_secs_f64()
+        );
+        section_started = Instant::now();
+    };
     if wanted("notebook") {
-        notebook_model_bench(&mut report).await?;
+        notebook_model_bench(&mut report, quick).await?;
+        took("notebook");
     }
     if wanted("execution") {
-        execution_bench(&mut report, if quick { 50 } else { 200 }).await?;
+        execution_bench(&mut report, if quick { 30 } else { 200 }).await?;
+        took("execution");
     }
     if wanted("condensation") {
         condensation_bench(&mut report).await?;
+        took("condensation");
     }
     if wanted("transfer") {
-        transfer_bench(&mut report).await?;
+        transfer_bench(&mut report, quick).await?;
+        took("transfer");
     }
     if wanted("broker") {
-        broker_bench(&mut report).await?;
+        broker_bench(&mut report, quick).await?;
+        took("broker");
     }
-    if wanted("kernels") {
-        remote_kernel_bench(&mut report, if quick { 30 } else { 100 }).await?;
+    if quick && only.is_none() {
+        // Starting a Jupyter Server alone takes about ten seconds on a busy machine.
+        let note = "\n### Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback\n\nSkipped by --quick (it starts a Jupyter Server); `--only kernels` or the full run measures it.\n";
+        print!("{note}");
+        report.push_str(note);
+    } else if wanted("kernels") {
+        remote_kernel_bench(&mut report, if quick { 15 } else { 100 }).await?;
+        took("kernels");
     }
     let side_by_side = if wanted("peers") {
         let side_by_side = peers::run(quick).await?;
         print!("{}", side_by_side.markdown);
         report.push_str(&side_by_side.markdown);
+        took("peers");
         Some(side_by_side)
     } else {
         None
     };
+    eprintln!(
+        "bench: everything took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     if only.is_none() {
         report.insert_str(
             report.find('\n').map_or(0, |end| end + 1),

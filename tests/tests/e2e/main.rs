@@ -2,6 +2,7 @@
 
 mod bad_input;
 mod broker;
+mod budget;
 mod documents;
 mod execution;
 mod faults;

@@ -86,7 +86,7 @@ pub struct PeerResults {
 /// Runs every side-by-side measurement.
 pub async fn run(quick: bool) -> Result<PeerResults> {
     let runs = Runs::new(quick);
-    let notebooks = Notebooks::write()?;
+    let notebooks = Notebooks::write(quick)?;
     let mut lines = Vec::new();
 
     eprintln!("peers: the limit (raw kernel round trips)");
@@ -175,21 +175,48 @@ pub async fn run(quick: bool) -> Result<PeerResults> {
         )
         .limit(small_parse, "bare serde_json read+parse"),
     );
+    let large = format!(
+        "{}-cell {:.0} MB notebook",
+        notebooks.large_cells, notebooks.large_megabytes
+    );
     lines.push(
         Line::new(
-            format!(
-                "outline, 2,000-cell {:.0} MB notebook (warm)",
-                notebooks.large_megabytes
-            ),
+            format!("whole outline, {large} (warm; ours: `maxResponseChars: 0`; datalayer: brief, no limit)"),
             ours.large_outline,
-            peer.large_outline,
+            peer.large_outline.clone(),
         )
         .limit(large_parse.clone(), "bare serde_json read+parse")
         .target(Target::BelowMillis(20.0)),
     );
     lines.push(
         Line::new(
-            "everything, 2,000-cell notebook (warm; datalayer: sources only)",
+            format!(
+                "outline as an agent gets it, {large}: one reply within the default budget ({} cells)",
+                ours.large_outline_page.1
+            ),
+            ours.large_outline_page.0,
+            Figure::Missing("no budget: whole outline only".into()),
+        )
+        .limit(large_parse.clone(), "bare serde_json read+parse")
+        .target(Target::BelowMillis(20.0)),
+    );
+    lines.push(
+        Line::new(
+            format!(
+                "everything, {large}, one reply within the default budget ({} cells with outputs)",
+                ours.large_all_page.1
+            ),
+            ours.large_all_page.0,
+            Figure::Missing("no budget".into()),
+        )
+        .limit(large_parse.clone(), "bare serde_json read+parse"),
+    );
+    lines.push(
+        Line::new(
+            format!(
+                "everything, {large}, every cell (ours: {} budgeted replies following `nextCellOffset`, with outputs; datalayer: one reply, sources only)",
+                ours.large_all_calls
+            ),
             ours.large_all,
             peer.large_all,
         )
@@ -197,7 +224,7 @@ pub async fn run(quick: bool) -> Result<PeerResults> {
     );
     lines.push(
         Line::new(
-            "insert a cell into the 2,000-cell notebook (ours: `edit_cells`, saved; datalayer: `insert_cell`)",
+            format!("insert a cell into the {large} (ours: `edit_cells`, saved; datalayer: `insert_cell`)"),
             ours.large_edit,
             peer.large_edit,
         )
@@ -266,6 +293,7 @@ struct Notebooks {
     ours: PathBuf,
     peer: PathBuf,
     large_megabytes: f64,
+    large_cells: usize,
     context_groups: Vec<ContextGroup>,
 }
 
@@ -300,7 +328,7 @@ const CONTEXT_GROUPS: &[(&str, &[&str])] = &[
 ];
 
 impl Notebooks {
-    fn write() -> Result<Notebooks> {
+    fn write(quick: bool) -> Result<Notebooks> {
         let ours_folder = tempfile::tempdir()?;
         let peer_folder = tempfile::tempdir()?;
         let ours = ours_folder.path().to_path_buf();
@@ -321,7 +349,8 @@ impl Notebooks {
             })
             .collect();
         write_notebook(&ours.join("small.ipynb"), small_cells)?;
-        let large = Notebook::from_value(super::large_notebook())?.to_ipynb_string();
+        let large_cells = super::large_cells(quick);
+        let large = Notebook::from_value(super::large_notebook(large_cells))?.to_ipynb_string();
         std::fs::write(ours.join("large.ipynb"), &large)?;
 
         let fixtures =
@@ -375,6 +404,7 @@ impl Notebooks {
             ours,
             peer,
             large_megabytes: large.len() as f64 / 1e6,
+            large_cells,
             context_groups,
         })
     }
@@ -560,7 +590,13 @@ struct OursFigures {
     small_outline: Figure,
     small_all: Figure,
     large_outline: Figure,
+    /// One `read_notebook` outline with the default reply budget, and how many cells it held.
+    large_outline_page: (Figure, usize),
     large_all: Figure,
+    /// One view-`all` reply with the default budget, and how many cells it held.
+    large_all_page: (Figure, usize),
+    /// How many calls following `nextCellOffset` took to read every cell.
+    large_all_calls: usize,
     large_edit: Figure,
     idle_rss: Figure,
     peak_rss: Figure,
@@ -629,7 +665,80 @@ async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Result<OursFigu
     };
     let small_outline = read("small-read.ipynb", "outline", runs.small_read).await;
     let small_all = read("small-read.ipynb", "all", runs.small_read).await;
-    let large_outline = read("large.ipynb", "outline", runs.large_read * 5).await;
+    let whole_outline = |count: usize| {
+        let call = &call;
+        async move {
+            Figure::from(
+                measure_async(count, || async {
+                    call(
+                        "read_notebook",
+                        json!({"notebookRef": "large.ipynb", "maxResponseChars": 0}),
+                    )
+                    .await
+                    .map(drop)
+                })
+                .await,
+            )
+        }
+    };
+    let large_outline = whole_outline(runs.large_read * 5).await;
+    let cells_in = |result: &CallToolResult| -> usize {
+        serde_json::from_str::<Value>(&text_of(result))
+            .ok()
+            .and_then(|body| body["cells"].as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    let page_cells = |view: &'static str| {
+        let call = &call;
+        async move {
+            call(
+                "read_notebook",
+                json!({"notebookRef": "large.ipynb", "view": view}),
+            )
+            .await
+            .map(|result| cells_in(&result))
+            .unwrap_or(0)
+        }
+    };
+    let large_outline_page = (
+        read("large.ipynb", "outline", runs.large_read * 5).await,
+        page_cells("outline").await,
+    );
+    let large_all_page = (
+        read("large.ipynb", "all", runs.large_read * 5).await,
+        page_cells("all").await,
+    );
+    // Every cell with its outputs: one reply after another, following `nextCellOffset`.
+    let large_all_calls = std::cell::Cell::new(0);
+    let large_all = Figure::from(
+        measure_async(runs.large_read, || async {
+            let mut offset = 0;
+            let mut calls = 0;
+            let mut cells = 0;
+            loop {
+                let result = call(
+                    "read_notebook",
+                    json!({"notebookRef": "large.ipynb", "view": "all", "cellOffset": offset}),
+                )
+                .await?;
+                calls += 1;
+                cells += cells_in(&result);
+                let body: Value = serde_json::from_str(&text_of(&result))?;
+                match body["nextCellOffset"].as_u64() {
+                    Some(next) => offset = next,
+                    None => break,
+                }
+            }
+            anyhow::ensure!(
+                cells == notebooks.large_cells,
+                "paging returned {cells} cells of {}",
+                notebooks.large_cells
+            );
+            large_all_calls.set(calls);
+            Ok(())
+        })
+        .await,
+    );
     let large_edit = Figure::from(
         measure_async(runs.large_edit, || async {
             call(
@@ -651,25 +760,6 @@ async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Result<OursFigu
         .await?;
         context.push(reply_of(&result));
     }
-    // Last, on a connection of its own: a failure here closes the transport.
-    let large_all = {
-        let session = McpSession::http(&server.url).await?;
-        let figure = Figure::from(
-            measure_async(runs.large_read, || async {
-                session
-                    .call(
-                        "read_notebook",
-                        json!({"notebookRef": "large.ipynb", "view": "all"}),
-                        Duration::from_secs(300),
-                    )
-                    .await
-                    .map(drop)
-            })
-            .await,
-        );
-        session.close().await;
-        figure
-    };
     let peak = memory_of(server.pid());
     session.close().await;
     server.stop()?;
@@ -680,7 +770,10 @@ async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Result<OursFigu
         small_outline,
         small_all,
         large_outline,
+        large_outline_page,
         large_all,
+        large_all_page,
+        large_all_calls: large_all_calls.get(),
         large_edit,
         idle_rss: idle.map_or_else(
             || Figure::Missing("no /proc".into()),
@@ -1060,8 +1153,12 @@ impl Peer {
         let mut figures = PeerFigures::missing("not reached");
         figures.failure = None;
         figures.jupyter_start = Figure::Time(Summary::of(vec![self.jupyter_start]));
-        figures.cold_start =
-            Figure::from(cold_starts(runs.cold_start, || self.command(), &self.log).await);
+        figures.cold_start = if runs.peer_large {
+            Figure::from(cold_starts(runs.cold_start, || self.command(), &self.log).await)
+        } else {
+            // Two spawns of about ten seconds each.
+            Figure::Skipped("skipped by --quick")
+        };
         let server = match McpSession::spawn(self.command(), &self.log).await {
             Ok((server, _)) => server,
             Err(error) => {
@@ -1165,12 +1262,18 @@ impl Peer {
 
         // The 2,000-cell notebook: opening it is timed once, then reads and an insert.
         let large = if runs.peer_large {
-            use_notebook("large.ipynb").await
+            Some(use_notebook("large.ipynb").await)
         } else {
-            Err(anyhow::anyhow!("skipped by --quick"))
+            None
         };
         match large {
-            Ok(()) => {
+            None => {
+                let skipped = Figure::Skipped("skipped by --quick");
+                figures.large_outline = skipped.clone();
+                figures.large_all = skipped.clone();
+                figures.large_edit = skipped;
+            }
+            Some(Ok(())) => {
                 figures.large_outline =
                     peer_read(&server, "large", "brief", runs.peer_large_read, deadline).await;
                 figures.large_all =
@@ -1189,7 +1292,7 @@ impl Peer {
                     .await,
                 );
             }
-            Err(error) => {
+            Some(Err(error)) => {
                 let reason = Figure::Missing(one_line(&format!("{error:#}")));
                 figures.large_outline = reason.clone();
                 figures.large_all = reason.clone();

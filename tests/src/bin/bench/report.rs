@@ -56,6 +56,8 @@ pub enum Figure {
     Time(Summary),
     Megabytes(f64),
     Missing(String),
+    /// Not measured on purpose (`--quick`): shown with the reason, never counted as a failure.
+    Skipped(&'static str),
 }
 
 impl Figure {
@@ -64,6 +66,7 @@ impl Figure {
             Figure::Time(summary) => summary.cell(),
             Figure::Megabytes(megabytes) => format!("{megabytes:.1} MB"),
             Figure::Missing(reason) => format!("— ({reason})"),
+            Figure::Skipped(reason) => format!("— ({reason})"),
         }
     }
 
@@ -72,7 +75,7 @@ impl Figure {
         match self {
             Figure::Time(summary) => Some(summary.millis()),
             Figure::Megabytes(megabytes) => Some(*megabytes),
-            Figure::Missing(_) => None,
+            Figure::Missing(_) | Figure::Skipped(_) => None,
         }
     }
 

@@ -40,7 +40,10 @@ pub fn cap_reply(tool: &str, output: ToolOutput) -> ToolOutput {
             "read fewer cells at a time: keep the default maxResponseChars (or lower it) and follow nextCellOffset, or pass cellIds; outputMode \"summary\", a smaller maxOutputChars or includeImages: false shrink each cell"
         }
         "export_notebook" => "pass outputPath to write the export to a file under the root",
-        "run_cells" | "get_execution" => {
+        "run_cells" => {
+            "the run itself went ahead; read its receipt with get_execution and includeOutputs: false, and the outputs per cell with read_notebook"
+        }
+        "get_execution" => {
             "ask without outputs (includeOutputs: false) and read them per cell with read_notebook"
         }
         _ => "ask for fewer items or smaller parts",
@@ -127,7 +130,7 @@ mod tests {
         assert_eq!(describe_indices(&[], 3), "");
         assert_eq!(describe_indices(&[4], 3), "4");
         assert_eq!(describe_indices(&[1, 2, 3, 7, 9, 10], 3), "1–3, 7, 9–10");
-        assert_eq!(describe_indices(&[1, 3, 5, 6, 7, 9], 2), "1, 3, and 5 more");
+        assert_eq!(describe_indices(&[1, 3, 5, 6, 7, 9], 2), "1, 3, and 4 more");
     }
 
     #[test]

@@ -498,7 +498,7 @@ async fn restart_bumps_the_epoch_and_forgets_variables() {
     // The new kernel's IOPub may still report the busy/idle pair of its startup request after
     // `restart` returned; it settles on idle.
     let mut status = kernel.status();
-    tokio::time::timeout(
+    timeout(
         Duration::from_secs(10),
         status.wait_for(|status| *status == KernelStatus::Idle),
     )

@@ -248,11 +248,20 @@ fn http_get(port: u16, path: &str, token: Option<&str>) -> Option<String> {
 
 /// A TCP proxy on loopback in front of `upstream`; [`SeveringProxy::sever`] cuts every
 /// connection open through it (as a network failure would), while new ones are still
-/// accepted.
+/// accepted. [`SeveringProxy::sever_and_hold`] also refuses new connections (an outage) until
+/// [`SeveringProxy::release`].
 pub struct SeveringProxy {
     port: u16,
     connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>>,
+    outage: Arc<Outage>,
     accept: tokio::task::JoinHandle<()>,
+}
+
+/// Whether the proxy refuses connections, and how many it refused.
+#[derive(Default)]
+struct Outage {
+    held: std::sync::atomic::AtomicBool,
+    refused: tokio::sync::watch::Sender<usize>,
 }
 
 impl SeveringProxy {
@@ -260,9 +269,16 @@ impl SeveringProxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let connections: Arc<Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let outage: Arc<Outage> = Arc::default();
         let registry = Arc::clone(&connections);
+        let refusing = Arc::clone(&outage);
         let accept = tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
+                if refusing.held.load(std::sync::atomic::Ordering::SeqCst) {
+                    drop(inbound);
+                    refusing.refused.send_modify(|count| *count += 1);
+                    continue;
+                }
                 let task = tokio::spawn(async move {
                     let Ok(mut outbound) =
                         tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await
@@ -277,6 +293,7 @@ impl SeveringProxy {
         Ok(SeveringProxy {
             port,
             connections,
+            outage,
             accept,
         })
     }
@@ -294,6 +311,27 @@ impl SeveringProxy {
             task.abort();
         }
         live
+    }
+
+    /// Like [`SeveringProxy::sever`], and refuses new connections until [`SeveringProxy::release`].
+    pub fn sever_and_hold(&self) -> usize {
+        self.outage
+            .held
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.sever()
+    }
+
+    /// Waits until `count` connections were refused since the proxy started.
+    pub async fn refused_at_least(&self, count: usize) {
+        let mut refused = self.outage.refused.subscribe();
+        let _ = refused.wait_for(|refused| *refused >= count).await;
+    }
+
+    /// Accepts connections again.
+    pub fn release(&self) {
+        self.outage
+            .held
+            .store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -582,6 +582,21 @@ impl Client {
         Ok(self.service.list_all_tools().await?)
     }
 
+    /// The cells of a notebook's outline (`read_notebook` with its defaults).
+    pub async fn outline_cells(&self, notebook_ref: &str) -> Vec<Value> {
+        let outline = self
+            .call(
+                "read_notebook",
+                serde_json::json!({"notebookRef": notebook_ref}),
+            )
+            .await
+            .ok();
+        outline["cells"]
+            .as_array()
+            .unwrap_or_else(|| panic!("an outline has cells: {outline}"))
+            .clone()
+    }
+
     /// Calls a tool; `arguments` must be a JSON object.
     pub async fn call(&self, name: &str, arguments: Value) -> Call {
         self.call_with_meta(name, arguments, None).await

@@ -443,23 +443,36 @@ fn serve(arguments: &[String]) -> Result<()> {
 /// peer server and the Jupyter server it drives), so that `ci` never installs the peer.
 fn bench(arguments: &[String]) -> Result<()> {
     install_venv(".venv-bench", "python/bench-requirements.txt")?;
-    let mut command = cargo();
+    // One build for the bench and the server it drives: built apart, the two packages resolve
+    // their dependencies' features differently and the second build recompiles half the tree.
+    run(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "jupyter-mcp-tests",
+        "--bin",
+        "bench",
+        "-p",
+        "host-standalone",
+        "--bin",
+        "jupyter-mcp",
+    ]))?;
+    let release = target_dir().join("release");
+    let mut command = Command::new(release.join("bench"));
     command
-        .args([
-            "run",
-            "--release",
-            "-p",
-            "jupyter-mcp-tests",
-            "--bin",
-            "bench",
-            "--",
-        ])
+        .current_dir(root())
         .args(arguments)
+        .env("JUPYTER_MCP_SERVER_BINARY", release.join("jupyter-mcp"))
         .env(
             "JUPYTER_MCP_TEST_PYTHON",
             root().join(".venv-bench/bin/python"),
         );
     run(&mut command)
+}
+
+/// Cargo's target folder for this workspace.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
 /// The tool catalogue as committed JSON: what `tools/list` describes, for reviews and clients.

@@ -109,9 +109,7 @@ pub(crate) fn cargo_build_server() -> Command {
 
 /// Where `cargo_build_server` puts the binary.
 pub(crate) fn server_binary() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| root().join("target"), PathBuf::from)
-        .join("debug/jupyter-mcp")
+    crate::target_dir().join("debug/jupyter-mcp")
 }
 
 /// `cargo xtask codegen [--check]`.

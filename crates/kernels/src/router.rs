@@ -33,6 +33,10 @@ pub(crate) const MAX_QUEUED_STREAM_BYTES: usize = 8 * 1024 * 1024;
 /// Bytes of the latest held-back stream text kept per stream.
 pub(crate) const HELD_TAIL_BYTES: usize = 64 * 1024;
 
+/// Written to stderr where the connection to a remote kernel dropped while a request ran.
+pub(crate) const GAP_MARKER: &str = "\n[jupyter-mcp: the connection to the kernel server dropped \
+     here; output the kernel sent at that moment may be missing]\n";
+
 /// Stream text held back while the handle's queue is full.
 struct Held {
     name: StreamName,
@@ -45,6 +49,7 @@ struct PendingRequest {
     sink: mpsc::UnboundedSender<ExecuteEvent>,
     backlog: StreamBacklog,
     held: Vec<Held>,
+    busy_seen: bool,
     idle_seen: bool,
     held_reply: Option<ExecuteReply>,
     release_at: Option<Instant>,
@@ -140,6 +145,7 @@ impl Router {
                 sink,
                 backlog,
                 held: Vec::new(),
+                busy_seen: false,
                 idle_seen: false,
                 held_reply: None,
                 release_at: None,
@@ -166,7 +172,10 @@ impl Router {
             return reported;
         };
         match item {
-            IopubItem::Status(KernelStatus::Busy) => request.emit(ExecuteEvent::Busy),
+            IopubItem::Status(KernelStatus::Busy) => {
+                request.busy_seen = true;
+                request.emit(ExecuteEvent::Busy);
+            }
             IopubItem::Status(_) => {
                 request.idle_seen = true;
                 request.emit(ExecuteEvent::Idle);
@@ -255,6 +264,25 @@ impl Router {
             && let Some(mut request) = self.pending.remove(msg_id)
         {
             request.emit(terminal.clone());
+        }
+    }
+
+    /// Marks, in the output of every request the kernel is working on, the place where the
+    /// connection to it dropped: what the kernel sent at that moment may never arrive (a server
+    /// only buffers for a session once it has noticed the drop), so the output says so there
+    /// instead of silently missing a piece.
+    #[cfg_attr(
+        not(feature = "remote"),
+        allow(dead_code, reason = "used by remote kernels")
+    )]
+    pub(crate) fn mark_gap(&mut self) {
+        for request in self.pending.values_mut() {
+            if request.busy_seen && !request.idle_seen {
+                request.emit(ExecuteEvent::Stream {
+                    name: StreamName::Stderr,
+                    text: GAP_MARKER.to_owned(),
+                });
+            }
         }
     }
 
@@ -374,6 +402,32 @@ mod tests {
         router.on_iopub(&status("a", "idle"), now);
         router.on_shell(&reply("a"), now);
         assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Ok"]);
+    }
+
+    #[test]
+    fn a_gap_is_marked_only_in_requests_the_kernel_is_working_on() {
+        let (mut router, mut receivers) = router_with(&["running", "queued", "finishing"]);
+        let now = Instant::now();
+        router.on_iopub(&status("running", "busy"), now);
+        router.on_iopub(&stream("running", "before\n"), now);
+        router.on_iopub(&status("finishing", "busy"), now);
+        router.on_iopub(&status("finishing", "idle"), now);
+        router.mark_gap();
+        router.on_iopub(&stream("running", "after\n"), now);
+        assert_eq!(
+            drain(&mut receivers[0]),
+            [
+                "busy".to_owned(),
+                "stream:before\n".to_owned(),
+                format!("stream:{GAP_MARKER}"),
+                "stream:after\n".to_owned()
+            ]
+        );
+        assert!(
+            drain(&mut receivers[1]).is_empty(),
+            "not started: nothing lost"
+        );
+        assert_eq!(drain(&mut receivers[2]), ["busy", "idle"]);
     }
 
     #[test]

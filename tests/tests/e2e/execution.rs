@@ -178,11 +178,7 @@ async fn restart_invalidates_the_running_run() {
     assert_eq!(receipt["reasonCode"], "invalidated_by_restart");
     assert_eq!(receipt["cells"][1]["state"], "not-run");
     // A restarted kernel makes every code cell stale (none is fresh).
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    for cell in outline["cells"].as_array().unwrap() {
+    for cell in client.outline_cells(NB).await {
         assert_ne!(cell["state"], "fresh", "{cell}");
     }
 }

@@ -83,19 +83,9 @@ fn leftovers(folder: &Path) -> Vec<String> {
 }
 
 async fn rev_of(client: &Client, cell_id: &str) -> String {
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    outline["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|cell| cell["cell_id"] == cell_id)
-        .unwrap()["rev"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let cells = client.outline_cells(NB).await;
+    let cell = cells.iter().find(|cell| cell["cell_id"] == cell_id);
+    cell.unwrap()["rev"].as_str().unwrap().to_owned()
 }
 
 fn edit(rev: &str, source: &str) -> Value {

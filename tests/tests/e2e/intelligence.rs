@@ -14,13 +14,8 @@ async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
 }
 
 async fn states(client: &Client) -> Vec<String> {
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    outline["cells"]
-        .as_array()
-        .unwrap()
+    let cells = client.outline_cells(NB).await;
+    cells
         .iter()
         .map(|cell| cell["state"].as_str().unwrap_or("-").to_owned())
         .collect()
@@ -49,11 +44,7 @@ async fn an_edit_reruns_exactly_the_cell_and_its_dependents() {
     let (_root, _server, client) =
         serve(&["a = 1", "b = a + 1", "c = 10", "d = b + c", "print(d)"]).await;
     assert_eq!(states(&client).await, ["never-run"; 5]);
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    let cells = outline["cells"].as_array().unwrap();
+    let cells = client.outline_cells(NB).await;
     assert_eq!(
         cells[3]["inputs"],
         json!([cells[1]["name"], cells[2]["name"]])
@@ -108,11 +99,7 @@ async fn an_edit_reruns_exactly_the_cell_and_its_dependents() {
     assert_eq!(ran(&only), ["c4"]);
 
     // edit_cells with run "stale" folds edit and minimal re-run into one call.
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    let c2_rev = outline["cells"][2]["rev"].clone();
+    let c2_rev = client.outline_cells(NB).await[2]["rev"].clone();
     let folded = client
         .call(
             "edit_cells",

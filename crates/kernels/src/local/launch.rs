@@ -371,9 +371,9 @@ fn classify_exit(spec: &KernelSpecInfo, exit: ProcessExit, diagnostics: String) 
     })
 }
 
-/// Connects the client sockets, asks for `kernel_info` and waits until IOPub delivers a
-/// message: a SUB socket only receives once its subscription has reached the kernel, and
-/// outputs published before that would be lost (the "slow joiner" problem).
+/// Connects the client sockets, asks for `kernel_info` and waits until IOPub delivers that
+/// request's `idle`: a SUB socket only receives once its subscription has reached the kernel,
+/// and outputs published before that would be lost (the "slow joiner" problem).
 async fn handshake(
     connection: &ConnectionInfo,
     session: &str,
@@ -415,15 +415,31 @@ async fn handshake(
                 break kernel_info(&reply.content);
             }
         };
-        match tokio::time::timeout(IOPUB_SETTLE, read_one(&mut iopub)).await {
-            Ok(Ok(_)) => return Ok((iopub, shell, control, info)),
+        // Settled once IOPub brings this request's `idle`: the kernel's startup chatter (its
+        // `busy`/`idle` around this request) is then behind us, so the status the caller sets
+        // next is not overturned by a late `busy`.
+        let settled = tokio::time::timeout(IOPUB_SETTLE, async {
+            loop {
+                let message = read_one(&mut iopub).await?;
+                if message.msg_type == "status"
+                    && message.parent_msg_id.as_deref() == Some(&msg_id)
+                    && message.content["execution_state"] == "idle"
+                {
+                    return Ok(());
+                }
+            }
+        })
+        .await;
+        match settled {
+            Ok(Ok(())) => return Ok((iopub, shell, control, info)),
             Ok(Err(source)) => {
                 return Err(Error::Transport {
                     context: "waiting for IOPub",
                     source,
                 });
             }
-            // Nothing reached us yet: ask again so the kernel publishes another status.
+            // Not yet (the subscription may not have reached the kernel): ask again so the
+            // kernel publishes another status.
             Err(_) => {}
         }
     }

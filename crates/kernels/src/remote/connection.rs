@@ -6,7 +6,10 @@
 //! and survives a dropped socket:
 //!
 //! - It reconnects with the same `session_id`, so Jupyter Server replays what it buffered for
-//!   that session while the socket was down, and routing simply continues.
+//!   that session while the socket was down, and routing simply continues. The server only
+//!   buffers once it has noticed the drop, so what it wrote into the dying socket is lost: the
+//!   output of a request running at that moment gets a marker on stderr saying so, where the
+//!   piece may be missing.
 //! - Requests sent on a lost socket are confirmed by a marker: an empty silent
 //!   `execute_request` sent right after reconnecting. Shell requests run in order, so when the
 //!   marker's reply arrives, every earlier request has replied; one whose reply never came was
@@ -567,6 +570,7 @@ impl Pump {
             return;
         }
         tracing::warn!(kernel = %self.context.params.kernel_id, "lost the kernel WebSocket; reconnecting");
+        self.router.mark_gap();
         let sent = std::mem::take(&mut self.sent_on_link);
         self.unconfirmed.extend(sent);
         for (_, waiting) in self.markers.drain() {

@@ -503,15 +503,17 @@ impl<H: NotebookHost> Driver<H> {
             return Event::KernelFailed(failure);
         }
         let chunk_traffic = step.request.operation.chunk_traffic();
-        self.traffic.wire_bytes += step.code.len() as u64;
+        self.traffic.wire_bytes +=
+            (step.code.len() + step.buffers.iter().map(Vec::len).sum::<usize>()) as u64;
         // The request's tag line is the cell; the whole request is evaluated as a user
-        // expression, so the payload never passes through IPython's cell machinery (which
-        // hashes, tokenises and caches every cell's source: about 150 ms per 256 KiB chunk).
+        // expression, so it never passes through IPython's cell machinery (which hashes,
+        // tokenises and caches every cell's source). The payload rides as binary buffers.
         let tag = step.code.lines().next().unwrap_or_default();
         let mut options = ExecuteOptions::quiet();
         options
             .user_expressions
             .insert(STEP_EXPRESSION.to_owned(), step.code.clone());
+        options.buffers = step.buffers;
         let deadline = tokio::time::Instant::now() + step.deadline.duration();
         let started = tokio::time::timeout_at(deadline, self.kernel.execute(tag, options)).await;
         let mut handle = match started {

@@ -25,6 +25,10 @@ pub struct ExecuteOptions {
     pub user_expressions: BTreeMap<String, String>,
     /// Abort the requests queued behind this one when it fails.
     pub stop_on_error: bool,
+    /// Binary buffers sent with the request (the message's extra parts), for kernel code that
+    /// reads them from its parent message: bytes that need no encoding and are never parsed
+    /// as source or JSON.
+    pub buffers: Vec<Vec<u8>>,
 }
 
 impl Default for ExecuteOptions {
@@ -34,6 +38,7 @@ impl Default for ExecuteOptions {
             store_history: true,
             user_expressions: BTreeMap::new(),
             stop_on_error: true,
+            buffers: Vec::new(),
         }
     }
 }
@@ -47,6 +52,7 @@ impl ExecuteOptions {
             store_history: false,
             user_expressions: BTreeMap::new(),
             stop_on_error: false,
+            buffers: Vec::new(),
         }
     }
 }

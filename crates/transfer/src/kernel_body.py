@@ -2,7 +2,8 @@
 #
 # `KernelRequest::to_python` embeds this program as a string literal and runs it with `exec` in a
 # fresh globals dict that holds only `__builtins__`, `NONCE` (this transfer's nonce), `REQUEST`
-# (the step as JSON) and `PAYLOAD` (a tuple of upload chunks, each as base64; otherwise empty).
+# (the step as JSON) and `PAYLOAD`: a tuple of upload chunks, each as base64 (empty without
+# chunks), or `None` when the chunks came as the execute request's binary buffers.
 # Nothing here touches the user's namespace. Whatever happens, it prints exactly one receipt line:
 # `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<compact JSON object>`. Exceptions are reported by class
 # name only, because their messages can carry user data.
@@ -43,6 +44,10 @@ class TransferShortWrite(Exception):
 
 
 class TransferNotRegularFile(Exception):
+    pass
+
+
+class TransferBuffersUnavailable(Exception):
     pass
 
 
@@ -91,6 +96,20 @@ def pack(data):
     return packed if saves_ten_percent(len(data), len(packed)) else None
 
 
+def payload_chunks():
+    # The chunks as bytes, still compressed where they were sent compressed.
+    if PAYLOAD is not None:
+        return [base64.b64decode(encoded, validate=True) for encoded in PAYLOAD]
+    # The execute request's buffers, from the parent message the kernel is handling (the
+    # kernel API since ipykernel 6).
+    try:
+        parent = sys.modules["IPython"].get_ipython().kernel.get_parent()
+        buffers = parent["buffers"]
+    except Exception:
+        raise TransferBuffersUnavailable() from None
+    return [bytes(buffer) for buffer in buffers]
+
+
 def create_temp(request):
     with open(request["temp"], "xb"):
         pass
@@ -100,11 +119,11 @@ def create_temp(request):
 def append_chunks(request):
     # Decode every chunk before writing any, so a bad chunk leaves the file as it was.
     specs = request["chunks"]
-    if len(specs) != len(PAYLOAD):
+    chunks = payload_chunks()
+    if len(specs) != len(chunks):
         raise TransferSizeMismatch()
     blocks = []
-    for spec, encoded in zip(specs, PAYLOAD):
-        data = base64.b64decode(encoded, validate=True)
+    for spec, data in zip(specs, chunks):
         if spec["encoding"] == "zlib":
             data = zlib.decompress(data)
         if len(data) != spec["bytes"]:

@@ -37,11 +37,14 @@
 //! # Kernel requests
 //!
 //! Each kernel step is a [`KernelRequest`] (kept as data) rendered by
-//! [`KernelRequest::to_python`]: a tag line and one expression that `exec`s the transfer program
-//! in a fresh globals dict, so no name lands in the user's namespace. A chunk step carries up to
-//! [`CHUNKS_PER_REQUEST`] chunks (an execute request costs the kernel a fixed 10-15 ms, so one
-//! chunk per request capped throughput near 20 MB/s). Each chunk travels once, as its own base64
-//! literal, zlib-compressed when that saves at least 10 % (in both directions, chunk by chunk;
+//! [`KernelRequest::to_python_with_buffers`]: a tag line and one expression that `exec`s the
+//! transfer program in a fresh globals dict, so no name lands in the user's namespace, plus the
+//! upload chunks as the execute request's binary buffers, which the program reads from the
+//! parent message (ipykernel 6 or later); [`KernelRequest::to_python`] renders the same request
+//! as source alone, each chunk a base64 literal, for hosts that cannot send buffers. A chunk step
+//! carries up to [`CHUNKS_PER_REQUEST`] chunks (an execute request costs the kernel a fixed
+//! 10-15 ms, so one chunk per request capped throughput near 20 MB/s). Each chunk travels once,
+//! zlib-compressed when that saves at least 10 % (in both directions, chunk by chunk;
 //! zlib's fastest level, and a chunk whose 16 KiB sample does not compress by 10 % is sent raw
 //! without compressing the rest, so random data costs little). The
 //! program prints exactly one receipt line, `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<json>`, and

@@ -41,8 +41,10 @@ impl Deadline {
 pub struct KernelStep {
     /// The request as data (what `code` does).
     pub request: KernelRequest,
-    /// The Python source to execute (`request.to_python()`).
+    /// The Python source to execute, and the binary buffers to send with it in this order
+    /// (`request.to_python_with_buffers()`).
     pub code: String,
+    pub buffers: Vec<Vec<u8>>,
     /// The deadline the host enforces.
     pub deadline: Deadline,
     /// The phase the step belongs to (for logs and progress).
@@ -218,10 +220,11 @@ impl Common {
             sequence: self.sequence,
             operation,
         };
-        let code = request.to_python();
+        let (code, buffers) = request.to_python_with_buffers();
         Action::ExecuteKernel(KernelStep {
             request,
             code,
+            buffers,
             deadline,
             phase,
         })

@@ -9,11 +9,15 @@
 //! (lambda b: b.exec(b.compile(<program>, "<jupyter-mcp-transfer-<nonce>-<sequence>>", "exec"), {"__builtins__": b, "NONCE": ..., "REQUEST": <json>, "PAYLOAD": ("<base64>", ...)}))(__import__("builtins"))
 //! ```
 //!
-//! A chunk step carries up to [`crate::CHUNKS_PER_REQUEST`] chunks, each as its own base64
-//! literal in `PAYLOAD` (compressed or not on its own); the others carry an empty tuple. Batching
-//! is what makes transfers fast: each execute request costs the kernel a fixed 10-15 ms (message
-//! handling, compiling the program, status messages) besides its bytes, which at one 256 KiB
-//! chunk per request capped throughput near 20 MB/s.
+//! A chunk step carries up to [`crate::CHUNKS_PER_REQUEST`] chunks, each compressed or not on
+//! its own. [`KernelRequest::to_python_with_buffers`] (what the machine's steps use) sends each
+//! chunk once as a binary buffer of the execute request and sets `PAYLOAD` to `None`, so the
+//! kernel reads the chunks from its parent message; [`KernelRequest::to_python`] puts each one
+//! once as its own base64 literal in `PAYLOAD`, for hosts that can send only source. Batching
+//! amortises the fixed 10-15 ms an execute request costs the kernel; buffers remove the cost
+//! that grows with the bytes: a 2 MiB batch as base64 literals is a 2.8 MB source that Python
+//! tokenises and ipykernel carries as a JSON string (about 150 ms per batch, measured with a
+//! kernel on this machine), as buffers it is about 20 ms.
 //!
 //! The lambda binds no name in the user's namespace and reaches `exec` and `compile` through the
 //! `builtins` module, so user variables named `compile` or `exec` do not matter. The first line is
@@ -277,42 +281,70 @@ pub struct KernelRequest {
 }
 
 impl KernelRequest {
-    /// The Python source to execute in an IPython kernel for this request.
-    ///
-    /// The source is ASCII, two lines, and carries each chunk of the payload (if any) exactly
-    /// once, as its own base64 literal in the tuple `PAYLOAD` (empty without payload). Hosts should execute it with `store_history: false` (see the crate documentation).
+    /// The Python source to execute in an IPython kernel for this request, with every chunk of
+    /// the payload (if any) exactly once as its own base64 literal in the tuple `PAYLOAD`
+    /// (empty without payload): for hosts that can send only source. Two lines of ASCII; hosts
+    /// should execute it with `store_history: false` (see the crate documentation).
     pub fn to_python(&self) -> String {
-        let nonce = self.nonce.as_str();
-        let sequence = self.sequence;
         let chunks: &[EncodedChunk] = match &self.operation {
             KernelOperation::AppendChunks { chunks, .. } => chunks,
             _ => &[],
         };
-        let program = python_string_literal(KERNEL_PROGRAM);
-        let filename = python_string_literal(&format!("<jupyter-mcp-transfer-{nonce}-{sequence}>"));
-        let nonce_literal = python_string_literal(nonce);
-        let request = python_string_literal(&self.operation.wire_json().to_string());
         let payload_len: usize = chunks
             .iter()
             .map(|chunk| chunk.encoded.len().div_ceil(3) * 4 + 3)
             .sum();
-        let mut code = format!(
-            "{REQUEST_TAG} {nonce} {sequence}\n\
-             (lambda b: b.exec(b.compile({program}, {filename}, \"exec\"), \
-             {{\"__builtins__\": b, \"NONCE\": {nonce_literal}, \"REQUEST\": {request}, \"PAYLOAD\": ("
-        );
+        let mut code = self.source_head(payload_len + 64);
+        code.push('(');
         // One literal per chunk, in a tuple (a one-element tuple needs its trailing comma).
-        code.reserve(payload_len + 64);
         for chunk in chunks {
             code.push('"');
             BASE64.encode_string(&chunk.encoded, &mut code);
             code.push_str("\",");
         }
         code.push(')');
-        code.push_str("}))(__import__(\"builtins\"))\n");
+        code.push_str(SOURCE_TAIL);
+        code
+    }
+
+    /// The request as source plus binary buffers: each chunk's bytes (compressed or not) travel
+    /// once, as a buffer of the execute request, and the source (with `PAYLOAD` set to `None`)
+    /// has the kernel read them from its parent message. No base64, and the payload is never
+    /// parsed as source or JSON: what makes uploads fast. Hosts send the buffers with the
+    /// request in order (`ExecuteOptions::buffers`).
+    pub fn to_python_with_buffers(&self) -> (String, Vec<Vec<u8>>) {
+        let buffers = match &self.operation {
+            KernelOperation::AppendChunks { chunks, .. } => {
+                chunks.iter().map(|chunk| chunk.encoded.clone()).collect()
+            }
+            _ => Vec::new(),
+        };
+        let mut code = self.source_head(16);
+        code.push_str("None");
+        code.push_str(SOURCE_TAIL);
+        (code, buffers)
+    }
+
+    /// The source up to the value of `PAYLOAD`, with room for `extra` more bytes.
+    fn source_head(&self, extra: usize) -> String {
+        let nonce = self.nonce.as_str();
+        let sequence = self.sequence;
+        let program = python_string_literal(KERNEL_PROGRAM);
+        let filename = python_string_literal(&format!("<jupyter-mcp-transfer-{nonce}-{sequence}>"));
+        let nonce_literal = python_string_literal(nonce);
+        let request = python_string_literal(&self.operation.wire_json().to_string());
+        let mut code = format!(
+            "{REQUEST_TAG} {nonce} {sequence}\n\
+             (lambda b: b.exec(b.compile({program}, {filename}, \"exec\"), \
+             {{\"__builtins__\": b, \"NONCE\": {nonce_literal}, \"REQUEST\": {request}, \"PAYLOAD\": "
+        );
+        code.reserve(extra);
         code
     }
 }
+
+/// What follows the value of `PAYLOAD` in a request's source.
+const SOURCE_TAIL: &str = "}))(__import__(\"builtins\"))\n";
 
 /// A double-quoted Python string literal for `text`, in printable ASCII only.
 pub(crate) fn python_string_literal(text: &str) -> String {
@@ -458,6 +490,48 @@ mod tests {
         }
         .to_python();
         assert!(code.contains("\"PAYLOAD\": ()}"));
+    }
+
+    #[test]
+    fn with_buffers_each_chunk_travels_once_as_a_buffer_and_the_source_stays_small() {
+        let chunks: Vec<EncodedChunk> = [&b"first chunk, raw"[..], &[b'z'; 4000], b"last"]
+            .into_iter()
+            .map(EncodedChunk::encode)
+            .collect();
+        let request = KernelRequest {
+            nonce: nonce(),
+            sequence: 4,
+            operation: KernelOperation::AppendChunks {
+                temp_path: "/x.part".into(),
+                offset: 0,
+                chunks: chunks.clone(),
+            },
+        };
+        let (code, buffers) = request.to_python_with_buffers();
+        let encoded: Vec<Vec<u8>> = chunks.iter().map(|chunk| chunk.encoded.clone()).collect();
+        assert_eq!(buffers, encoded);
+        assert!(code.is_ascii());
+        assert_eq!(code.lines().count(), 2);
+        assert!(code.ends_with("\"PAYLOAD\": None}))(__import__(\"builtins\"))\n"));
+        for chunk in &chunks {
+            assert!(!code.contains(&BASE64.encode(&chunk.encoded)));
+        }
+        // The same request otherwise: only the payload's place differs.
+        let literal = request.to_python();
+        let head = code
+            .strip_suffix("None}))(__import__(\"builtins\"))\n")
+            .unwrap();
+        assert!(literal.starts_with(head));
+        // Steps without chunks send no buffers.
+        let (_, buffers) = KernelRequest {
+            nonce: nonce(),
+            sequence: 5,
+            operation: KernelOperation::CreateTemp {
+                temp_path: "/x.part".into(),
+            },
+        }
+        .to_python_with_buffers();
+        assert!(buffers.is_empty());
     }
 
     #[test]

@@ -427,7 +427,10 @@ fn run(
         }
         let event = match &action {
             Action::ExecuteKernel(step) => {
-                assert_eq!(step.code, step.request.to_python());
+                assert_eq!(
+                    (step.code.clone(), step.buffers.clone()),
+                    step.request.to_python_with_buffers()
+                );
                 let step_index = kernel_steps;
                 kernel_steps += 1;
                 match fault {

@@ -403,6 +403,7 @@ async fn execute_step(
         store_history: false,
         user_expressions: BTreeMap::new(),
         stop_on_error: false,
+        buffers: step.buffers.clone(),
     };
     let Ok(handle) = kernel.execute(&step.code, options).await else {
         return Event::KernelFailed(KernelFailure::Busy);

@@ -195,17 +195,17 @@ async fn round_trips_are_verified_and_leave_nothing_behind() {
         let local = std::fs::read(setup.root.path().join("out").join(name)).unwrap();
         assert_eq!(sha256_hex(&local), expected, "{name}");
 
-        // Chunks travel compressed only when that pays: random data costs base64's third more
-        // on the wire each way, the CSV less than its size.
+        // Chunks travel compressed only when that pays: random data goes up as it is (binary
+        // buffers) and comes back as base64 (a third more), the CSV less than its size.
         let size = bytes.len() as u64;
-        for wire in [&uploaded["wireBytes"], &downloaded["wireBytes"]] {
-            let wire = wire.as_u64().unwrap();
-            if name.starts_with("random") {
-                assert!(wire > size * 4 / 3, "{name}: {wire}");
-            }
-            if name.starts_with("compressible") {
-                assert!(wire < size, "{name}: {wire}");
-            }
+        let up = uploaded["wireBytes"].as_u64().unwrap();
+        let down = downloaded["wireBytes"].as_u64().unwrap();
+        if name.starts_with("random") {
+            assert!(up > size && up < size + size / 20, "{name}: {up}");
+            assert!(down > size * 4 / 3, "{name}: {down}");
+        }
+        if name.starts_with("compressible") {
+            assert!(up < size && down < size, "{name}: {up} {down}");
         }
     }
     assert_eq!(setup.leftovers(), Vec::<PathBuf>::new());

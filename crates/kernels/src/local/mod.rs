@@ -219,7 +219,13 @@ impl LocalKernel {
             allow_stdin: false,
             stop_on_error: options.stop_on_error,
         };
-        let message: JupyterMessage = request.into();
+        let message = JupyterMessage::from(request).with_buffers(
+            options
+                .buffers
+                .into_iter()
+                .map(bytes::Bytes::from)
+                .collect(),
+        );
         let msg_id = message.header.msg_id.clone();
         let (sink, events) = mpsc::unbounded_channel();
         let backlog = crate::execute::StreamBacklog::default();

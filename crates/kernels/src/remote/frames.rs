@@ -54,13 +54,15 @@ impl Frame {
     }
 }
 
-/// A request this client sends: a header of its own and a content; empty parent and metadata.
+/// A request this client sends: a header of its own, a content and binary buffers; empty
+/// parent and metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Outgoing {
     pub channel: &'static str,
     pub msg_id: String,
     pub header: Value,
     pub content: Value,
+    pub buffers: Vec<Vec<u8>>,
 }
 
 impl Outgoing {
@@ -85,14 +87,16 @@ impl Outgoing {
             msg_id,
             header,
             content,
+            buffers: Vec::new(),
         }
     }
 
-    /// The frame for `protocol`.
+    /// The frame for `protocol`. With buffers, the JSON protocol's frame is binary: Jupyter
+    /// Server's layout of a message with buffers (part count, offsets, the JSON, the buffers).
     pub(crate) fn encode(&self, protocol: Protocol) -> Frame {
         match protocol {
-            Protocol::Json => Frame::Text(
-                json!({
+            Protocol::Json => {
+                let message = json!({
                     "channel": self.channel,
                     "header": self.header,
                     "parent_header": {},
@@ -100,19 +104,47 @@ impl Outgoing {
                     "content": self.content,
                     "buffers": [],
                 })
-                .to_string(),
-            ),
+                .to_string();
+                if self.buffers.is_empty() {
+                    Frame::Text(message)
+                } else {
+                    Frame::Binary(encode_json_binary(message.as_bytes(), &self.buffers))
+                }
+            }
             Protocol::V1 => {
-                let parts = [
+                let mut parts = vec![
                     self.header.to_string().into_bytes(),
                     b"{}".to_vec(),
                     b"{}".to_vec(),
                     self.content.to_string().into_bytes(),
                 ];
+                parts.extend(self.buffers.iter().cloned());
                 Frame::Binary(encode_v1(self.channel, &parts))
             }
         }
     }
+}
+
+/// Lays out a JSON-protocol message with buffers: the number of parts, each part's offset
+/// (big-endian u32), then the JSON and the buffers.
+fn encode_json_binary(message: &[u8], buffers: &[Vec<u8>]) -> Vec<u8> {
+    let count = 1 + buffers.len();
+    let header_len = 4 * (count + 1);
+    let total = header_len + message.len() + buffers.iter().map(Vec::len).sum::<usize>();
+    let mut frame = Vec::with_capacity(total);
+    frame.extend_from_slice(&(count as u32).to_be_bytes());
+    let mut offset = header_len;
+    frame.extend_from_slice(&(offset as u32).to_be_bytes());
+    offset += message.len();
+    for buffer in buffers {
+        frame.extend_from_slice(&(offset as u32).to_be_bytes());
+        offset += buffer.len();
+    }
+    frame.extend_from_slice(message);
+    for buffer in buffers {
+        frame.extend_from_slice(buffer);
+    }
+    frame
 }
 
 /// Lays out a v1 frame: offsets, channel, parts.
@@ -345,6 +377,35 @@ mod tests {
         }
         assert!(matches!(outgoing.encode(Protocol::Json), Frame::Text(_)));
         assert!(matches!(outgoing.encode(Protocol::V1), Frame::Binary(_)));
+    }
+
+    #[test]
+    fn buffers_travel_as_extra_parts_in_both_protocols() {
+        let mut outgoing = request();
+        outgoing.buffers = vec![b"\x00\x01\x02".to_vec(), Vec::new(), b"tail".to_vec()];
+        // JSON protocol: Jupyter Server's binary layout, offsets big-endian from the start.
+        let Frame::Binary(frame) = outgoing.encode(Protocol::Json) else {
+            panic!("a message with buffers is a binary frame");
+        };
+        let read = |at: usize| u32::from_be_bytes(frame[at..at + 4].try_into().unwrap()) as usize;
+        assert_eq!(read(0), 4);
+        let offsets: Vec<usize> = (1..=4).map(|index| read(4 * index)).collect();
+        assert_eq!(offsets[0], 20);
+        assert_eq!(&frame[offsets[1]..offsets[2]], b"\x00\x01\x02");
+        assert_eq!(offsets[2], offsets[3], "an empty buffer");
+        assert_eq!(&frame[offsets[3]..], b"tail");
+        let incoming = decode_binary(Protocol::Json, &frame).unwrap();
+        assert_eq!(incoming.message.content["code"], "1 + 1");
+        // v1: header, parent, metadata, content, then the buffers.
+        let Frame::Binary(frame) = outgoing.encode(Protocol::V1) else {
+            panic!("v1 is binary");
+        };
+        let (channel, parts) = split_v1(&frame).unwrap();
+        assert_eq!(channel, "shell");
+        assert_eq!(parts.len(), 7);
+        assert_eq!(parts[4], b"\x00\x01\x02");
+        assert!(parts[5].is_empty());
+        assert_eq!(parts[6], b"tail");
     }
 
     #[test]

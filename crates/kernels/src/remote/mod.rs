@@ -458,13 +458,14 @@ impl RemoteKernel {
             "allow_stdin": false,
             "stop_on_error": options.stop_on_error,
         });
-        let request = Outgoing::shell(
+        let mut request = Outgoing::shell(
             "execute_request",
             content,
             &session.session_id,
             new_msg_id(),
             now_date(),
         );
+        request.buffers = options.buffers;
         let size = request.encode(session.protocol).len();
         if size > shared.config.max_message_bytes {
             return Err(Error::MessageTooLarge {

@@ -442,26 +442,35 @@ mod tests {
             .assert_eq(&second_line.replace(&program, "<program>"));
     }
 
-    #[test]
-    fn a_batch_carries_each_chunk_once_as_its_own_literal() {
-        let chunks: Vec<EncodedChunk> = [&b"first chunk, raw"[..], &[b'z'; 4000], b"last"]
+    /// A raw chunk, a compressed one and a short one.
+    fn three_chunks() -> Vec<EncodedChunk> {
+        [&b"first chunk, raw"[..], &[b'z'; 4000], b"last"]
             .into_iter()
             .map(EncodedChunk::encode)
-            .collect();
-        let literals: Vec<String> = chunks
-            .iter()
-            .map(|chunk| format!("\"{}\"", BASE64.encode(&chunk.encoded)))
-            .collect();
-        let code = KernelRequest {
+            .collect()
+    }
+
+    /// Step 4 of a transfer: append `chunks` at offset 0.
+    fn append_step(chunks: Vec<EncodedChunk>) -> KernelRequest {
+        KernelRequest {
             nonce: nonce(),
             sequence: 4,
             operation: KernelOperation::AppendChunks {
                 temp_path: "/x.part".into(),
                 offset: 0,
-                chunks: chunks.clone(),
+                chunks,
             },
         }
-        .to_python();
+    }
+
+    #[test]
+    fn a_batch_carries_each_chunk_once_as_its_own_literal() {
+        let chunks = three_chunks();
+        let literals: Vec<String> = chunks
+            .iter()
+            .map(|chunk| format!("\"{}\"", BASE64.encode(&chunk.encoded)))
+            .collect();
+        let code = append_step(chunks.clone()).to_python();
         assert_eq!(code.lines().count(), 2);
         for literal in &literals {
             assert_eq!(code.matches(literal.as_str()).count(), 1);
@@ -494,19 +503,8 @@ mod tests {
 
     #[test]
     fn with_buffers_each_chunk_travels_once_as_a_buffer_and_the_source_stays_small() {
-        let chunks: Vec<EncodedChunk> = [&b"first chunk, raw"[..], &[b'z'; 4000], b"last"]
-            .into_iter()
-            .map(EncodedChunk::encode)
-            .collect();
-        let request = KernelRequest {
-            nonce: nonce(),
-            sequence: 4,
-            operation: KernelOperation::AppendChunks {
-                temp_path: "/x.part".into(),
-                offset: 0,
-                chunks: chunks.clone(),
-            },
-        };
+        let chunks = three_chunks();
+        let request = append_step(chunks.clone());
         let (code, buffers) = request.to_python_with_buffers();
         let encoded: Vec<Vec<u8>> = chunks.iter().map(|chunk| chunk.encoded.clone()).collect();
         assert_eq!(buffers, encoded);

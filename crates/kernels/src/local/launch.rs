@@ -398,6 +398,9 @@ async fn handshake(
         create_client_control_connection(connection, session)
     })
     .await?;
+    // Every `kernel_info_request` sent, and whether IOPub has delivered anything yet.
+    let mut ours: Vec<String> = Vec::new();
+    let mut heard = false;
     loop {
         let request: JupyterMessage = KernelInfoRequest {}.into();
         let msg_id = request.header.msg_id.clone();
@@ -415,32 +418,47 @@ async fn handshake(
                 break kernel_info(&reply.content);
             }
         };
-        // Settled once IOPub brings this request's `idle`: the kernel's startup chatter (its
-        // `busy`/`idle` around this request) is then behind us, so the status the caller sets
-        // next is not overturned by a late `busy`.
-        let settled = tokio::time::timeout(IOPUB_SETTLE, async {
-            loop {
-                let message = read_one(&mut iopub).await?;
-                if message.msg_type == "status"
-                    && message.parent_msg_id.as_deref() == Some(&msg_id)
-                    && message.content["execution_state"] == "idle"
-                {
-                    return Ok(());
-                }
-            }
-        })
-        .await;
-        match settled {
-            Ok(Ok(())) => return Ok((iopub, shell, control, info)),
-            Ok(Err(source)) => {
-                return Err(Error::Transport {
-                    context: "waiting for IOPub",
-                    source,
-                });
-            }
-            // Not yet (the subscription may not have reached the kernel): ask again so the
-            // kernel publishes another status.
-            Err(_) => {}
+        ours.push(msg_id);
+        // Settled once IOPub brings the `idle` of one of our requests: the kernel's startup
+        // chatter (its `busy`/`idle` around them) is then behind us, so the status the caller
+        // sets next is not overturned by a late `busy`. Until IOPub has delivered anything, the
+        // subscription may not have reached the kernel: after a short wait, ask again so the
+        // kernel publishes another status. Once it has, the `idle` will come (a busy machine
+        // only delays it): wait for it, within the caller's start-up deadline.
+        let settled =
+            tokio::time::timeout(IOPUB_SETTLE, our_idle(&mut iopub, &ours, &mut heard)).await;
+        let settled = match settled {
+            Ok(settled) => settled,
+            Err(_) if heard => our_idle(&mut iopub, &ours, &mut heard).await,
+            Err(_) => continue,
+        };
+        return match settled {
+            Ok(()) => Ok((iopub, shell, control, info)),
+            Err(source) => Err(Error::Transport {
+                context: "waiting for IOPub",
+                source,
+            }),
+        };
+    }
+}
+
+/// Reads IOPub until the `idle` of one of the requests in `ours`; sets `heard` on any message.
+async fn our_idle(
+    iopub: &mut ClientIoPubConnection,
+    ours: &[String],
+    heard: &mut bool,
+) -> jupyter_zmq_client::Result<()> {
+    loop {
+        let message = read_one(iopub).await?;
+        *heard = true;
+        if message.msg_type == "status"
+            && message.content["execution_state"] == "idle"
+            && message
+                .parent_msg_id
+                .as_ref()
+                .is_some_and(|parent| ours.contains(parent))
+        {
+            return Ok(());
         }
     }
 }

@@ -260,12 +260,13 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     })
     .await;
     // An outage: the socket is cut (as a network failure would) and reconnections are refused
-    // until the client has retried a few times, while the kernel keeps printing.
+    // until the client has retried four times (its back-off makes that 1.5 s at least), while
+    // the kernel keeps printing.
     assert!(
         proxy.sever_and_hold() > 0,
         "the kernel WebSocket went through the proxy"
     );
-    proxy.refused_at_least(3).await;
+    proxy.refused_at_least(4).await;
     proxy.release();
     let receipt = follow(&client, terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
@@ -280,16 +281,16 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     );
     assert_eq!(printed.first(), Some(&0), "{printed:?}");
     assert_eq!(printed.last(), Some(&29), "{printed:?}");
-    // What the server buffered during the outage (several lines: three refused attempts take
-    // 0.7 s at least) was replayed. Only what was in the socket at the cut may be missing, and
-    // the output says where: the marker sits between the lines around the missing ones.
+    // What the server buffered during the outage (some 15 lines) was replayed. Only what it
+    // sent before it noticed the cut may be missing (a few lines at most, however loaded the
+    // machine), and the output says where: the marker sits right before the missing ones.
     let marker = text
         .find("connection to the kernel server dropped here")
         .unwrap_or_else(|| panic!("the gap is marked in the output: {text}"));
     let before = printed_lines(&text[..marker], "line ").len();
     let missing: Vec<usize> = (0..30).filter(|line| !printed.contains(line)).collect();
     assert!(
-        missing.len() <= 2,
+        missing.len() <= 5,
         "only the cut's edge is lost: {missing:?}"
     );
     for line in &missing {

@@ -44,6 +44,14 @@ pub fn python() -> PathBuf {
     path
 }
 
+/// A count from the environment variable `name` (a knob for longer runs), or `default`.
+pub fn env_count<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The `jupyter-mcp` binary of the profile this executable was built with. The first call in a
 /// process runs `cargo build` for it, so a test never drives a stale binary
 /// (`JUPYTER_MCP_SKIP_BUILD` skips that when the caller has just built everything).

@@ -80,14 +80,12 @@ fn schema_object<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
-            for (key, property) in map
-                .get_mut("properties")
-                .and_then(Value::as_object_mut)
-                .into_iter()
-                .flatten()
-            {
-                bound_strings(key, property);
-            }
+            let mut root = Value::Object(map);
+            // The root is an object: this bounds the strings of its properties.
+            bound_strings("", &mut root);
+            let Value::Object(map) = root else {
+                unreachable!("still the object it was")
+            };
             map
         }
         other => panic!("schema of a tool type is not an object: {other}"),

@@ -1,9 +1,10 @@
 # The kernel side of one jupyter-mcp transfer step.
 #
-# `KernelRequest::to_python` embeds this program as a string literal and runs it with `exec` in a
-# fresh globals dict that holds only `__builtins__`, `NONCE` (this transfer's nonce), `REQUEST`
-# (the step as JSON) and `PAYLOAD`: a tuple of upload chunks, each as base64 (empty without
-# chunks), or `None` when the chunks came as the execute request's binary buffers.
+# Both renderings of a `KernelRequest` (`to_python`, `to_python_with_buffers`) embed this
+# program as a string literal and run it with `exec` in a fresh globals dict that holds only
+# `__builtins__`, `NONCE` (this transfer's nonce), `REQUEST` (the step as JSON) and `PAYLOAD`: a
+# tuple of upload chunks, each as base64 (empty without chunks), or `None` when the chunks came
+# as the execute request's binary buffers.
 # Nothing here touches the user's namespace. Whatever happens, it prints exactly one receipt line:
 # `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<compact JSON object>`. Exceptions are reported by class
 # name only, because their messages can carry user data.

@@ -649,13 +649,8 @@ async fn duplicate_cell_ids_are_repaired_in_memory_without_touching_the_file() {
     let server = HttpServer::start(root.path(), &["--no-kernels"]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
     let before = tree_state(root.path());
-    let outline = client
-        .call("read_notebook", json!({"notebookRef": "dupes.ipynb"}))
-        .await
-        .ok();
-    let ids: Vec<&str> = outline["cells"]
-        .as_array()
-        .unwrap()
+    let cells = client.outline_cells("dupes.ipynb").await;
+    let ids: Vec<&str> = cells
         .iter()
         .map(|cell| cell["cell_id"].as_str().unwrap())
         .collect();
@@ -670,7 +665,7 @@ async fn duplicate_cell_ids_are_repaired_in_memory_without_touching_the_file() {
         .await
         .ok();
     assert_eq!(before, tree_state(root.path()), "reading changed the file");
-    let rev = outline["cells"][0]["rev"].as_str().unwrap();
+    let rev = cells[0]["rev"].as_str().unwrap();
     let edited = client
         .call(
             "edit_cells",

@@ -96,10 +96,7 @@ fn edit(rev: &str, source: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_server_during_saves_leaves_the_old_or_the_new_notebook() {
-    let iterations: usize = std::env::var("JUPYTER_MCP_FAULT_ITERATIONS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(40);
+    let iterations: usize = jupyter_mcp_tests::env_count("JUPYTER_MCP_FAULT_ITERATIONS", 40);
     let mut random = Random::from_environment();
     let root = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -445,10 +442,7 @@ fn flood_source(megabytes: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_output_keeps_memory_bounded_and_the_notebook_valid() {
-    let megabytes: usize = std::env::var("JUPYTER_MCP_FLOOD_MB")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(1024);
+    let megabytes: usize = jupyter_mcp_tests::env_count("JUPYTER_MCP_FLOOD_MB", 1024);
     let root = example_root();
     let source = flood_source(megabytes);
     write_code_notebook(root.path(), NB, &[&source, "after = 1"]);

@@ -289,10 +289,7 @@ fn percentile(sorted: &[Duration], fraction: f64) -> Duration {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn thirty_two_clients_for_a_minute_lose_no_edit() {
-    let seconds: u64 = std::env::var("JUPYTER_MCP_LOAD_SECONDS")
-        .ok()
-        .and_then(|text| text.parse().ok())
-        .unwrap_or(60);
+    let seconds: u64 = jupyter_mcp_tests::env_count("JUPYTER_MCP_LOAD_SECONDS", 60);
     let root = tempfile::tempdir().unwrap();
     link_venv(root.path());
     for index in 0..NOTEBOOKS {

@@ -44,6 +44,17 @@ pub enum Error {
         diagnostics: String,
     },
 
+    /// The kernel reported, on every try with fresh ports, that one of its ports was taken.
+    #[error(
+        "kernel `{spec_id}` could not bind its ports: another program took one of them on each of {attempts} tries; its log is available for diagnostics"
+    )]
+    PortsTaken {
+        spec_id: String,
+        attempts: u32,
+        /// The tail of the kernel's stdout and stderr. Not part of the message on purpose.
+        diagnostics: String,
+    },
+
     /// The kernel did not answer `kernel_info_request` in time.
     #[error(
         "kernel `{spec_id}` did not become ready within {} s; its log is available for diagnostics",
@@ -89,7 +100,7 @@ pub enum Error {
 
     /// The ZeroMQ transport failed.
     #[cfg(feature = "local")]
-    #[error("the kernel connection failed while {context}")]
+    #[error("the kernel connection failed while {context}: {source}")]
     Transport {
         context: &'static str,
         #[source]
@@ -157,9 +168,9 @@ impl Error {
     /// diagnostics views, never for a user-facing message.
     pub fn diagnostics(&self) -> Option<&str> {
         match self {
-            Error::StartFailed { diagnostics, .. } | Error::StartTimeout { diagnostics, .. } => {
-                Some(diagnostics)
-            }
+            Error::StartFailed { diagnostics, .. }
+            | Error::StartTimeout { diagnostics, .. }
+            | Error::PortsTaken { diagnostics, .. } => Some(diagnostics),
             _ => None,
         }
     }

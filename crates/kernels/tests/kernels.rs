@@ -806,3 +806,65 @@ async fn start_failures_say_what_went_wrong() {
         "failed starts leave no connection file"
     );
 }
+
+/// Stands in for a kernel that starts slowly while another program holds its IOPub port: on its
+/// first launch it listens on that port itself, answers every connection with an HTTP error (as
+/// a web server handed the same free port would), and only after three seconds starts the real
+/// kernel, which cannot bind the port and exits. Later launches are the real kernel.
+const PORT_THIEF: &str = r#"
+import json, os, socket, subprocess, sys, threading, time
+connection_file, marker = sys.argv[1], sys.argv[2]
+kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file]
+if os.path.exists(marker):
+    os.execv(sys.executable, kernel)
+open(marker, "w").close()
+port = json.load(open(connection_file))["iopub_port"]
+thief = socket.socket()
+thief.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+thief.bind(("127.0.0.1", port))
+thief.listen()
+def answer():
+    while True:
+        connection, _ = thief.accept()
+        connection.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        connection.close()
+threading.Thread(target=answer, daemon=True).start()
+time.sleep(3)
+sys.exit(subprocess.call(kernel))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_held_by_another_program_is_waited_out_then_replaced() {
+    let fixture = Fixture::new();
+    let script = fixture.dir.path().join("port_thief.py");
+    std::fs::write(&script, PORT_THIEF).unwrap();
+    let marker = fixture.dir.path().join("first-launch-done");
+    let spec = KernelSpecInfo {
+        argv: vec![
+            test_python().to_string_lossy().into_owned(),
+            script.to_string_lossy().into_owned(),
+            "{connection_file}".into(),
+            marker.to_string_lossy().into_owned(),
+        ],
+        ..python_spec()
+    };
+    // The connects to the stolen port fail for longer than any fixed retry budget would allow;
+    // the start must neither give up nor report a broken connection, but notice the kernel's
+    // "Address already in use" exit and start again on fresh ports.
+    let kernel = fixture
+        .provider
+        .start(&spec, &fixture.dir.path().join("work"))
+        .await
+        .unwrap_or_else(|error| panic!("kernel did not start: {error}"));
+    assert!(marker.exists(), "the first launch ran the port thief");
+    let events = run(kernel.as_ref(), "print(6 * 7)").await;
+    assert_eq!(reply_status(&events), ReplyStatus::Ok);
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            ExecuteEvent::Stream { text, .. } if text == "42\n"
+        )),
+        "{events:?}"
+    );
+    kernel.shutdown().await.unwrap();
+}

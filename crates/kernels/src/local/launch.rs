@@ -139,7 +139,9 @@ pub(crate) struct LaunchRequest<'a> {
 
 enum Failure {
     /// Another process took one of our ports between choosing and binding: try new ones.
-    PortCollision(Error),
+    PortCollision {
+        diagnostics: String,
+    },
     Fatal(Error),
 }
 
@@ -149,11 +151,18 @@ pub(crate) async fn launch(request: &LaunchRequest<'_>) -> Result<Generation> {
     loop {
         match launch_once(request).await {
             Ok(generation) => return Ok(generation),
-            Err(Failure::PortCollision(_)) if attempt < request.config.port_retries => {
+            Err(Failure::PortCollision { .. }) if attempt < request.config.port_retries => {
                 attempt += 1;
                 tracing::info!(attempt, "kernel port collision; retrying with new ports");
             }
-            Err(Failure::PortCollision(error) | Failure::Fatal(error)) => return Err(error),
+            Err(Failure::PortCollision { diagnostics }) => {
+                return Err(Error::PortsTaken {
+                    spec_id: request.spec.id.clone(),
+                    attempts: attempt + 1,
+                    diagnostics,
+                });
+            }
+            Err(Failure::Fatal(error)) => return Err(error),
         }
     }
 }
@@ -254,6 +263,7 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     enum Outcome<T> {
         Ready(T),
         Exited(ProcessExit),
+        PortTaken,
         TimedOut,
     }
     let outcome = tokio::select! {
@@ -261,6 +271,8 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
         exited = exit_watch.wait_for(Option::is_some) => {
             Outcome::Exited(exited.ok().and_then(|exit| *exit).unwrap_or_default())
         }
+        // ipykernel does not exit when a port is taken: it reports the error and hangs.
+        () = log.wait_for(ADDRESS_IN_USE) => Outcome::PortTaken,
         () = tokio::time::sleep(config.startup_timeout) => Outcome::TimedOut,
     };
     let handshake_result = match outcome {
@@ -272,6 +284,9 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
             }
             Err(classify_exit(spec, exit, log.snapshot()))
         }
+        Outcome::PortTaken => Err(Failure::PortCollision {
+            diagnostics: log.snapshot(),
+        }),
         Outcome::TimedOut => Err(fatal(Error::StartTimeout {
             spec_id: spec.id.clone(),
             timeout: config.startup_timeout,
@@ -351,13 +366,13 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     })
 }
 
+/// What a kernel prints when one of its ports was taken (ipykernel's ZeroMQ error, and the
+/// operating system's wording that other kernels pass on).
+const ADDRESS_IN_USE: &str = "Address already in use";
+
 fn classify_exit(spec: &KernelSpecInfo, exit: ProcessExit, diagnostics: String) -> Failure {
-    if diagnostics.contains("Address already in use") {
-        return Failure::PortCollision(Error::StartFailed {
-            spec_id: spec.id.clone(),
-            exit,
-            diagnostics,
-        });
+    if diagnostics.contains(ADDRESS_IN_USE) {
+        return Failure::PortCollision { diagnostics };
     }
     if diagnostics.contains("No module named ipykernel") {
         return Failure::Fatal(Error::IpykernelMissing {
@@ -388,16 +403,16 @@ async fn handshake(
     let mut iopub = connect_retrying("connecting to IOPub", || {
         create_client_iopub_connection(connection, "", session)
     })
-    .await?;
+    .await;
     let identity = peer_identity_for_session(session).map_err(transport("connecting to shell"))?;
     let mut shell = connect_retrying("connecting to shell", || {
         create_client_shell_connection_with_identity(connection, session, identity.clone())
     })
-    .await?;
+    .await;
     let control = connect_retrying("connecting to control", || {
         create_client_control_connection(connection, session)
     })
-    .await?;
+    .await;
     // Every `kernel_info_request` sent, and whether IOPub has delivered anything yet.
     let mut ours: Vec<String> = Vec::new();
     let mut heard = false;
@@ -477,31 +492,39 @@ async fn wait_until_listening(port: u16) {
 
 const PORT_POLL_INTERVAL: Duration = Duration::from_millis(20);
 
-/// Connects, retrying a few times. While the kernel starts, a connect can reach a listener
-/// that is not the kernel's (the reserved port, still open in a process that another thread
-/// was forking at that moment, or a socket of another starting kernel) and fail with a reset
-/// or a handshake error; the kernel's own socket answers a moment later.
-async fn connect_retrying<T, F, Fut>(context: &'static str, mut connect: F) -> Result<T>
+/// Connects, retrying until it works. While the kernel starts, its port can be held by
+/// something else: the reserved listener still open in a process another thread was forking at
+/// that moment, or, between our releasing the port and the kernel binding it (seconds on a
+/// loaded machine), another program that was handed the same free port. A connect then fails
+/// with a reset or a handshake error. Either the kernel binds the port a moment later, or it
+/// fails to bind and exits with "Address already in use", which the caller sees and answers
+/// with fresh ports. So no attempt count ends this loop: the caller's start-up deadline and
+/// the kernel's exit do. Each attempt is bounded, so a listener that never answers the ZeroMQ
+/// greeting does not hold the loop.
+async fn connect_retrying<T, F, Fut>(context: &'static str, mut connect: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = jupyter_zmq_client::Result<T>>,
 {
-    let mut attempt = 0;
+    let mut attempt = 0u32;
     loop {
-        match connect().await {
-            Ok(connected) => return Ok(connected),
-            Err(error) if attempt < CONNECT_ATTEMPTS => {
+        match tokio::time::timeout(CONNECT_ATTEMPT_TIMEOUT, connect()).await {
+            Ok(Ok(connected)) => return connected,
+            Ok(Err(error)) => {
                 attempt += 1;
                 tracing::debug!(context, attempt, %error, "kernel connect failed; retrying");
-                tokio::time::sleep(CONNECT_RETRY_DELAY).await;
             }
-            Err(source) => return Err(Error::Transport { context, source }),
+            Err(_) => {
+                attempt += 1;
+                tracing::debug!(context, attempt, "kernel connect timed out; retrying");
+            }
         }
+        tokio::time::sleep(CONNECT_RETRY_DELAY).await;
     }
 }
 
-const CONNECT_ATTEMPTS: u32 = 20;
 const CONNECT_RETRY_DELAY: Duration = Duration::from_millis(100);
+const CONNECT_ATTEMPT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long to wait for the first IOPub message before asking for `kernel_info` again.
 const IOPUB_SETTLE: Duration = Duration::from_millis(500);
@@ -511,7 +534,15 @@ async fn read_one<S: SocketRecv>(
 ) -> jupyter_zmq_client::Result<WireMessage> {
     loop {
         let multipart = connection.socket.recv().await?;
-        let raw = RawMessage::from_multipart(multipart, &connection.mac)?;
+        // A message that fails its signature is not from our kernel (a port another program
+        // held while ours started): skip it, as the pump does.
+        let raw = match RawMessage::from_multipart(multipart, &connection.mac) {
+            Ok(raw) => raw,
+            Err(error) => {
+                tracing::debug!(%error, "skipping an unverifiable message during the handshake");
+                continue;
+            }
+        };
         if let Some(message) = WireMessage::from_raw(&raw) {
             return Ok(message);
         }
@@ -674,7 +705,7 @@ mod tests {
             ProcessExit::default(),
             "zmq.error.ZMQError: Address already in use".into(),
         );
-        assert!(matches!(failure, Failure::PortCollision(_)));
+        assert!(matches!(failure, Failure::PortCollision { .. }));
     }
 
     #[test]

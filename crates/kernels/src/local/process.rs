@@ -64,6 +64,8 @@ impl Drop for ProcessGroup {
 pub(crate) struct BoundedLog {
     capacity: usize,
     bytes: Mutex<VecDeque<u8>>,
+    /// Counts pushes, so a start-up can wait for the kernel to say something.
+    pushes: tokio::sync::watch::Sender<u64>,
 }
 
 impl BoundedLog {
@@ -71,6 +73,19 @@ impl BoundedLog {
         BoundedLog {
             capacity,
             bytes: Mutex::new(VecDeque::new()),
+            pushes: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Resolves once the log holds `needle` (checked again after every push).
+    pub(crate) async fn wait_for(&self, needle: &str) {
+        let mut pushes = self.pushes.subscribe();
+        loop {
+            if self.snapshot().contains(needle) {
+                return;
+            }
+            // The sender lives as long as `self`, so `changed` only ends with a push.
+            let _ = pushes.changed().await;
         }
     }
 
@@ -83,6 +98,8 @@ impl BoundedLog {
         bytes.extend(chunk);
         let excess = bytes.len().saturating_sub(self.capacity);
         bytes.drain(..excess);
+        drop(bytes);
+        self.pushes.send_modify(|pushes| *pushes += 1);
     }
 
     pub(crate) fn snapshot(&self) -> String {
@@ -117,6 +134,23 @@ mod tests {
         let log = BoundedLog::new(3);
         log.push("é€".as_bytes());
         assert!(log.snapshot().ends_with('€'));
+    }
+
+    #[tokio::test]
+    async fn wait_for_wakes_on_the_push_that_completes_the_text() {
+        let log = std::sync::Arc::new(BoundedLog::new(64));
+        log.push(b"Address already ");
+        let waiting = tokio::spawn({
+            let log = std::sync::Arc::clone(&log);
+            async move { log.wait_for("Address already in use").await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "half the text is not the text");
+        log.push(b"in use");
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("woken by the push")
+            .unwrap();
     }
 
     #[test]

@@ -497,9 +497,9 @@ const PORT_POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// that moment, or, between our releasing the port and the kernel binding it (seconds on a
 /// loaded machine), another program that was handed the same free port. A connect then fails
 /// with a reset or a handshake error. Either the kernel binds the port a moment later, or it
-/// fails to bind and exits with "Address already in use", which the caller sees and answers
-/// with fresh ports. So no attempt count ends this loop: the caller's start-up deadline and
-/// the kernel's exit do. Each attempt is bounded, so a listener that never answers the ZeroMQ
+/// fails to bind and reports "Address already in use" (ipykernel then hangs, other kernels
+/// exit), which the caller watches for and answers with fresh ports. So no attempt count ends
+/// this loop: the caller's start-up deadline, the kernel's exit and that report do. Each attempt is bounded, so a listener that never answers the ZeroMQ
 /// greeting does not hold the loop.
 async fn connect_retrying<T, F, Fut>(context: &'static str, mut connect: F) -> T
 where

@@ -185,6 +185,7 @@ fn run_event(position: usize, event: ExecuteEvent, kernel: &dyn KernelHandle) ->
             data,
             metadata,
             display_id,
+            ..
         } => output(IopubEvent::DisplayData {
             data: Value::Object(data),
             metadata: Value::Object(metadata),

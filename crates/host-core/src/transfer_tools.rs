@@ -28,8 +28,8 @@ use mcp_contract::results::TransferResult;
 use serde_json::{Value, json};
 use transfer::{
     Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
-    KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine, TransferReceipt,
-    Upload, UploadConfig,
+    KernelOutput, KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine,
+    TransferReceipt, Upload, UploadConfig,
 };
 
 use crate::host::{HostFileReader, HostFileWriter, NotebookHost, NotebookLocation};
@@ -522,6 +522,7 @@ impl<H: NotebookHost> Driver<H> {
             Ok(Ok(handle)) => handle,
         };
         let mut stdout = String::new();
+        let mut buffers = Vec::new();
         let mut exception = None;
         loop {
             match tokio::time::timeout_at(deadline, handle.next()).await {
@@ -541,6 +542,8 @@ impl<H: NotebookHost> Driver<H> {
                         name: StreamName::Stdout,
                         text,
                     } => stdout.push_str(&text),
+                    // A download step's chunks, when the kernel could send them as buffers.
+                    ExecuteEvent::DisplayData { buffers: sent, .. } => buffers.extend(sent),
                     ExecuteEvent::Error(output) => exception = Some(output.ename),
                     ExecuteEvent::Reply(reply) => {
                         if exception.is_none() {
@@ -563,7 +566,8 @@ impl<H: NotebookHost> Driver<H> {
                 },
             }
         }
-        self.traffic.wire_bytes += stdout.len() as u64;
+        self.traffic.wire_bytes +=
+            (stdout.len() + buffers.iter().map(Vec::len).sum::<usize>()) as u64;
         if let Some((bytes, chunks)) = chunk_traffic {
             self.traffic.chunks += chunks;
             self.moved += bytes;
@@ -582,7 +586,7 @@ impl<H: NotebookHost> Driver<H> {
             Some(ename) if !stdout.contains(RECEIPT_MARKER) => {
                 Event::KernelFailed(KernelFailure::Exception { ename })
             }
-            _ => Event::KernelReply(stdout),
+            _ => Event::KernelReply(KernelOutput { stdout, buffers }),
         }
     }
 }

@@ -135,6 +135,9 @@ pub enum ExecuteEvent {
         metadata: JsonObject,
         /// `transient.display_id`, for later `UpdateDisplayData`.
         display_id: Option<String>,
+        /// The message's binary buffers, in order (empty for ordinary displays; file transfer
+        /// downloads carry their chunks here).
+        buffers: Vec<Vec<u8>>,
     },
     UpdateDisplayData {
         data: JsonObject,
@@ -280,7 +283,10 @@ impl ExecuteHandle {
                     StreamName::Stderr => summary.stderr.push_str(&text),
                 },
                 ExecuteEvent::ExecuteResult { data, .. } => summary.results.push(data),
-                ExecuteEvent::DisplayData { data, .. } => summary.displays.push(data),
+                ExecuteEvent::DisplayData { data, buffers, .. } => {
+                    summary.displays.push(data);
+                    summary.display_buffers.extend(buffers);
+                }
                 ExecuteEvent::Error(error) => summary.error = Some(error),
                 ExecuteEvent::Reply(reply) => {
                     summary.status = reply.status;
@@ -319,6 +325,8 @@ pub struct ExecuteResultSummary {
     pub results: Vec<JsonObject>,
     /// The `display_data` bundles.
     pub displays: Vec<JsonObject>,
+    /// The binary buffers of the `display_data` messages, in arrival order.
+    pub display_buffers: Vec<Vec<u8>>,
     /// The error from IOPub, or else from the reply.
     pub error: Option<ErrorOutput>,
     /// The reply's `user_expressions`.
@@ -334,6 +342,7 @@ impl Default for ExecuteResultSummary {
             stderr: String::new(),
             results: Vec::new(),
             displays: Vec::new(),
+            display_buffers: Vec::new(),
             error: None,
             user_expressions: JsonObject::new(),
         }

@@ -20,6 +20,8 @@ pub(crate) struct WireMessage {
     /// `parent_header.msg_id`, absent when the parent header is empty.
     pub parent_msg_id: Option<String>,
     pub content: Value,
+    /// The binary buffers after the content (none for most messages).
+    pub buffers: Vec<Vec<u8>>,
 }
 
 impl WireMessage {
@@ -35,7 +37,14 @@ impl WireMessage {
                 .filter(|id| !id.is_empty())
                 .map(str::to_owned),
             content,
+            buffers: Vec::new(),
         })
+    }
+
+    /// The message with these binary buffers.
+    pub(crate) fn with_buffers(mut self, buffers: Vec<Vec<u8>>) -> Self {
+        self.buffers = buffers;
+        self
     }
 
     #[cfg(test)]
@@ -45,6 +54,7 @@ impl WireMessage {
             msg_id: format!("{msg_type}-id"),
             parent_msg_id: parent.map(str::to_owned),
             content,
+            buffers: Vec::new(),
         }
     }
 }
@@ -89,6 +99,7 @@ pub(crate) fn iopub_item(message: &WireMessage) -> IopubItem {
             data: object_field(content, "data"),
             metadata: object_field(content, "metadata"),
             display_id: display_id(content),
+            buffers: message.buffers.clone(),
         }),
         "update_display_data" => IopubItem::Output(ExecuteEvent::UpdateDisplayData {
             data: object_field(content, "data"),
@@ -216,12 +227,14 @@ mod tests {
             data,
             metadata,
             display_id,
+            buffers,
         }) = iopub_item(&message)
         else {
             panic!("not display data");
         };
         assert_eq!(Value::Object(data), bundle);
         assert_eq!(Value::Object(metadata), json!({"isolated": true}));
+        assert!(buffers.is_empty());
         assert_eq!(display_id.as_deref(), Some("d1"));
     }
 

@@ -37,14 +37,27 @@ pub struct DownloadConfig {
     pub max_bytes: u64,
     /// Chunk size (default and maximum 256 KiB; smaller values exist for tests).
     pub chunk_size: usize,
-    /// Chunks per kernel request (default [`crate::DOWNLOAD_CHUNKS_PER_REQUEST`], at most
-    /// [`crate::CHUNKS_PER_REQUEST`]).
+    /// Chunks per kernel request while the kernel prints them (default
+    /// [`crate::DOWNLOAD_CHUNKS_PER_REQUEST`], at most [`crate::CHUNKS_PER_REQUEST`]); the
+    /// first request of a download always uses this.
     pub chunks_per_request: usize,
+    /// Chunks per kernel request once a reply has carried its chunks as binary buffers
+    /// (default and at most [`crate::CHUNKS_PER_REQUEST`]): buffers are not counted by Jupyter
+    /// Server's IOPub data rate limit, so larger batches only save requests.
+    pub buffered_chunks_per_request: usize,
+    /// Let the kernel send the chunks as the binary buffers of a `display_data` message instead
+    /// of base64 in the receipt (default true): no base64 and no JSON around the payload on
+    /// either side, and no message signature over it. A kernel that cannot (not ipykernel 6 or
+    /// later) inlines them anyway. A host that cannot hand buffers back in
+    /// [`crate::KernelOutput`] sets this false.
+    pub reply_buffers: bool,
 }
 
 impl DownloadConfig {
-    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, 4 chunks per
-    /// request (a reply that fits Jupyter Server's default output rate limit with room to spare).
+    /// A config with the defaults: no overwrite, `maxBytes` 64 MiB, 256 KiB chunks, chunks as
+    /// binary buffers where the kernel can, 4 chunks per request (a printed reply that fits
+    /// Jupyter Server's default output rate limit with room to spare) until a reply has come as
+    /// buffers, 8 after that.
     pub fn new(
         host_path: impl Into<String>,
         kernel_path: impl Into<String>,
@@ -58,6 +71,8 @@ impl DownloadConfig {
             max_bytes: crate::DEFAULT_MAX_BYTES,
             chunk_size: crate::CHUNK_SIZE,
             chunks_per_request: crate::DOWNLOAD_CHUNKS_PER_REQUEST,
+            buffered_chunks_per_request: crate::CHUNKS_PER_REQUEST,
+            reply_buffers: true,
         }
     }
 }
@@ -71,6 +86,13 @@ pub struct Download {
     remote_size: u64,
     /// Whether the host temp file exists (we created it and have not removed it).
     host_temp_exists: bool,
+    /// `DownloadConfig::reply_buffers`.
+    reply_buffers: bool,
+    /// The most bytes one request asks for once the kernel has sent buffers.
+    buffered_batch_len: u64,
+    /// Whether a read reply has carried binary buffers: later batches are
+    /// `buffered_batch_len`.
+    kernel_sends_buffers: bool,
     state: State,
 }
 
@@ -123,12 +145,24 @@ impl Download {
                 chunks_per_request: config.chunks_per_request,
             },
         )?;
+        if config.buffered_chunks_per_request == 0
+            || config.buffered_chunks_per_request > crate::CHUNKS_PER_REQUEST
+        {
+            return Err(TransferError::InvalidArgument {
+                argument: "bufferedChunksPerRequest",
+                reason: format!("it must be between 1 and {}", crate::CHUNKS_PER_REQUEST),
+            });
+        }
         let host_temp_path = temp_file_path(&common.host_path, &common.nonce);
+        let buffered_batch_len = common.chunk_size * config.buffered_chunks_per_request as u64;
         Ok(Download {
             common,
             host_temp_path,
             remote_size: 0,
             host_temp_exists: false,
+            reply_buffers: config.reply_buffers,
+            buffered_batch_len,
+            kernel_sends_buffers: false,
             state: State::Next(Next::Inspect),
         })
     }
@@ -191,7 +225,12 @@ impl Download {
                 (action, State::Awaiting(Awaiting::CreateTemp))
             }
             Next::Request { offset } => {
-                let len = (self.remote_size - offset).min(self.common.batch_len());
+                let batch_len = if self.kernel_sends_buffers {
+                    self.buffered_batch_len
+                } else {
+                    self.common.batch_len()
+                };
+                let len = (self.remote_size - offset).min(batch_len);
                 if let Err(refusal) = budget.try_charge(len) {
                     let cause = Cause::BudgetExhausted {
                         needed: refusal.needed,
@@ -206,6 +245,7 @@ impl Download {
                     offset,
                     len,
                     chunk_size: self.common.chunk_size,
+                    reply_buffers: self.reply_buffers,
                 };
                 let action =
                     self.common
@@ -288,24 +328,25 @@ impl Download {
     fn on_inspect(&mut self, event: Event) -> Next {
         let phase = Phase::InspectRemoteSource;
         match event {
-            Event::KernelReply(output) => match receipt::parse_inspect(&output, &self.common.nonce)
-            {
-                Ok(Reply::Receipt(bytes)) if bytes > self.common.max_bytes => self.fail(
-                    phase,
-                    Cause::TooLarge {
-                        bytes,
-                        max_bytes: self.common.max_bytes,
-                    },
-                ),
-                Ok(Reply::Receipt(bytes)) => {
-                    self.remote_size = bytes;
-                    Next::CreateTemp
+            Event::KernelReply(output) => {
+                match receipt::parse_inspect(&output.stdout, &self.common.nonce) {
+                    Ok(Reply::Receipt(bytes)) if bytes > self.common.max_bytes => self.fail(
+                        phase,
+                        Cause::TooLarge {
+                            bytes,
+                            max_bytes: self.common.max_bytes,
+                        },
+                    ),
+                    Ok(Reply::Receipt(bytes)) => {
+                        self.remote_size = bytes;
+                        Next::CreateTemp
+                    }
+                    Ok(Reply::Exception { class_name, .. }) => {
+                        self.fail(phase, Cause::KernelException { class_name })
+                    }
+                    Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
                 }
-                Ok(Reply::Exception { class_name, .. }) => {
-                    self.fail(phase, Cause::KernelException { class_name })
-                }
-                Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
-            },
+            }
             other => self.unexpected_kernel_event(phase, other),
         }
     }
@@ -333,14 +374,17 @@ impl Download {
         let phase = Phase::TransferChunk;
         match event {
             Event::KernelReply(output) => {
+                let carried_buffers = !output.buffers.is_empty();
                 match receipt::parse_read(
-                    &output,
+                    &output.stdout,
+                    output.buffers,
                     &self.common.nonce,
                     offset,
                     len,
                     self.common.chunk_size,
                 ) {
                     Ok(Reply::Receipt(bytes)) => {
+                        self.kernel_sends_buffers |= carried_buffers;
                         self.common.hasher.update(&bytes);
                         Next::Write { offset, bytes }
                     }
@@ -369,25 +413,27 @@ impl Download {
     fn on_verify(&mut self, sha256: String, event: Event) -> Next {
         let phase = Phase::VerifyRemoteSource;
         match event {
-            Event::KernelReply(output) => match receipt::parse_hash(&output, &self.common.nonce) {
-                Ok(Reply::Receipt((bytes, _))) if bytes != self.remote_size => self.fail(
-                    phase,
-                    Cause::SizeMismatch {
-                        expected: self.remote_size,
-                        actual: bytes,
-                    },
-                ),
-                Ok(Reply::Receipt((_, remote_sha256))) if remote_sha256 != sha256 => {
-                    self.fail(phase, Cause::HashMismatch)
+            Event::KernelReply(output) => {
+                match receipt::parse_hash(&output.stdout, &self.common.nonce) {
+                    Ok(Reply::Receipt((bytes, _))) if bytes != self.remote_size => self.fail(
+                        phase,
+                        Cause::SizeMismatch {
+                            expected: self.remote_size,
+                            actual: bytes,
+                        },
+                    ),
+                    Ok(Reply::Receipt((_, remote_sha256))) if remote_sha256 != sha256 => {
+                        self.fail(phase, Cause::HashMismatch)
+                    }
+                    Ok(Reply::Receipt(_)) => {
+                        Next::Promote(self.common.receipt(self.remote_size, sha256))
+                    }
+                    Ok(Reply::Exception { class_name, .. }) => {
+                        self.fail(phase, Cause::KernelException { class_name })
+                    }
+                    Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
                 }
-                Ok(Reply::Receipt(_)) => {
-                    Next::Promote(self.common.receipt(self.remote_size, sha256))
-                }
-                Ok(Reply::Exception { class_name, .. }) => {
-                    self.fail(phase, Cause::KernelException { class_name })
-                }
-                Err(problem) => self.fail(phase, Cause::InvalidReceipt(problem)),
-            },
+            }
             other => self.unexpected_kernel_event(phase, other),
         }
     }

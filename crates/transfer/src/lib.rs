@@ -17,7 +17,7 @@
 //!         Action::Failed(error) => break Err(error),
 //!         Action::ReadHostChunk { offset, len } => /* pread */ Event::HostChunkRead(bytes),
 //!         Action::ExecuteKernel(step) => /* execute step.code within step.deadline */
-//!             Event::KernelReply(stdout) or Event::KernelFailed(KernelFailure::Timeout | ...),
+//!             Event::KernelReply(output) or Event::KernelFailed(KernelFailure::Timeout | ...),
 //!         Action::CreateHostTemp { .. } | Action::WriteHostChunk { .. }
 //!         | Action::PromoteHostFile { .. } | Action::RemoveHostTemp { .. } =>
 //!             Event::HostDone or Event::HostFailed(io_error.kind()),
@@ -46,7 +46,11 @@
 //! 10-15 ms, so one chunk per request capped throughput near 20 MB/s). Each chunk travels once,
 //! zlib-compressed when that saves at least 10 % (in both directions, chunk by chunk;
 //! zlib's fastest level, and a chunk whose 16 KiB sample does not compress by 10 % is sent raw
-//! without compressing the rest, so random data costs little). The
+//! without compressing the rest, so random data costs little). A download step's chunks come
+//! back as the binary buffers of one empty `display_data` message the program sends answering
+//! the request (through the kernel's own session, ipykernel 6 or later), named by index in the
+//! receipt: no base64, no JSON around the payload and no message signature over it on either
+//! side; a kernel without that session inlines them as base64 in the receipt. The
 //! program prints exactly one receipt line, `__JUPYTER_MCP_FILE_RECEIPT__<nonce>:<json>`, and
 //! reports kernel-side exceptions by class name only. IPython keeps every cell's source in
 //! `linecache` for the kernel's lifetime, so every request first drops all cached sources whose
@@ -86,7 +90,7 @@ pub use download::{Download, DownloadConfig};
 pub use error::{
     Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError, TransferReceipt,
 };
-pub use machine::{Action, Deadline, Event, KernelStep, TransferMachine};
+pub use machine::{Action, Deadline, Event, KernelOutput, KernelStep, TransferMachine};
 pub use names::{KernelPath, Nonce, temp_file_path, temp_file_suffix};
 pub use receipt::{RECEIPT_MARKER, ReceiptProblem, check_reply_parsing};
 pub use request::{
@@ -100,9 +104,12 @@ pub const CHUNK_SIZE: usize = 262_144;
 /// The most chunks one kernel request carries: 8, so at most 2 MiB of file bytes per request.
 pub const CHUNKS_PER_REQUEST: usize = 8;
 
-/// The default for downloads: 4 chunks, whose reply (at most about 1.4 MB of base64 for
-/// incompressible bytes) stays well inside Jupyter Server's default IOPub data rate limit
-/// (1 MB/s over a 3 s window, about 3 MB per request); 8 raw chunks came within 7 % of it.
+/// The default for a download's first request, and for all of them when the kernel prints its
+/// chunks as base64 instead of sending binary buffers: 4 chunks, whose printed reply (at most
+/// about 1.4 MB of base64 for incompressible bytes) stays well inside Jupyter Server's default
+/// IOPub data rate limit (1 MB/s over a 3 s window, about 3 MB per request; 8 raw chunks came
+/// within 7 % of it). Once a reply has come as buffers, which the limit does not count, a
+/// download asks for [`CHUNKS_PER_REQUEST`] at a time.
 pub const DOWNLOAD_CHUNKS_PER_REQUEST: usize = 4;
 
 /// The default `maxBytes`: 64 MiB.

@@ -67,8 +67,9 @@ pub enum Action {
     },
     /// Check that the original kernel object is still there and idle, then run `step.code` in it
     /// (an `execute_request` with `store_history: false`, `silent: false`) within
-    /// `step.deadline`. Answer `Event::KernelReply(stdout)` with all stdout stream text
-    /// concatenated in arrival order, or `Event::KernelFailed(..)`.
+    /// `step.deadline`. Answer `Event::KernelReply(output)` with all stdout stream text
+    /// concatenated in arrival order and the binary buffers of the step's `display_data`
+    /// messages in arrival order (see [`KernelOutput`]), or `Event::KernelFailed(..)`.
     ExecuteKernel(KernelStep),
     /// Download: create `temp_path` exclusively (fail with `AlreadyExists` if it exists) and keep
     /// it open for writing. Answer `Event::HostDone` or `Event::HostFailed(kind)`.
@@ -128,13 +129,34 @@ pub enum Event {
     HostDone,
     /// A host file action failed; the kind only, so no OS text leaks into messages.
     HostFailed(ErrorKind),
-    /// `ExecuteKernel` produced this stdout text.
-    KernelReply(String),
+    /// `ExecuteKernel` produced this output.
+    KernelReply(KernelOutput),
     /// `ExecuteKernel` did not produce a reply.
     KernelFailed(crate::error::KernelFailure),
     /// The caller cancelled, and the host did **not** perform the action. (A host that abandons
     /// a kernel execution already sent answers `KernelFailed(Timeout)` instead.)
     Cancelled,
+}
+
+/// What one kernel step printed and sent back.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelOutput {
+    /// All stdout stream text, concatenated in arrival order; the receipt line is in it.
+    pub stdout: String,
+    /// The binary buffers of the step's `display_data` messages, in arrival order. A download
+    /// step whose request allows buffers (`DownloadConfig::reply_buffers`) sends its chunks
+    /// here, and its receipt names them by index; other steps send none.
+    pub buffers: Vec<Vec<u8>>,
+}
+
+impl From<String> for KernelOutput {
+    /// Stdout text without buffers.
+    fn from(stdout: String) -> Self {
+        KernelOutput {
+            stdout,
+            buffers: Vec::new(),
+        }
+    }
 }
 
 /// The driving interface shared by [`Upload`] and [`Download`], so a host writes one loop:
@@ -346,7 +368,7 @@ pub(crate) struct Chunking {
 
 /// Drives an upload and a download answering every kernel step with `reply` (for fuzzing: the
 /// machines must end, without panicking, whatever the kernel says).
-pub(crate) fn drive_with_constant_reply(reply: &str, nonce: &Nonce) {
+pub(crate) fn drive_with_constant_reply(reply: &KernelOutput, nonce: &Nonce) {
     let mut upload_config = UploadConfig::new("/host/file", "/kernel/file", nonce.as_str(), 5);
     upload_config.chunk_size = 2;
     upload_config.chunks_per_request = 2;
@@ -363,13 +385,13 @@ pub(crate) fn drive_with_constant_reply(reply: &str, nonce: &Nonce) {
     }
 }
 
-fn drive(machine: &mut impl TransferMachine, reply: &str) {
+fn drive(machine: &mut impl TransferMachine, reply: &KernelOutput) {
     let mut budget = KernelBudget::new();
     for _ in 0..64 {
         let event = match machine.next_action(&mut budget) {
             Action::Done(_) | Action::Failed(_) => return,
             Action::ReadHostChunk { len, .. } => Event::HostChunkRead(vec![b'x'; len]),
-            Action::ExecuteKernel(_) => Event::KernelReply(reply.to_owned()),
+            Action::ExecuteKernel(_) => Event::KernelReply(reply.clone()),
             Action::CreateHostTemp { .. }
             | Action::WriteHostChunk { .. }
             | Action::PromoteHostFile { .. }

@@ -8,7 +8,6 @@
 //! kernel text.
 
 use std::fmt;
-use std::io::Read as _;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -69,6 +68,11 @@ pub enum ReceiptProblem {
         /// The declared length.
         expected: u64,
     },
+    /// A chunk names a binary buffer the reply did not carry.
+    MissingBuffer {
+        /// The chunk's (and the buffer's) index.
+        index: usize,
+    },
 }
 
 impl fmt::Display for ReceiptProblem {
@@ -108,6 +112,12 @@ impl fmt::Display for ReceiptProblem {
             }
             ReceiptProblem::InvalidValue(field) => {
                 write!(formatter, "field {field:?} has an invalid value")
+            }
+            ReceiptProblem::MissingBuffer { index } => {
+                write!(
+                    formatter,
+                    "chunk {index} names a binary buffer the reply lacks"
+                )
             }
             ReceiptProblem::ValueMismatch(field) => {
                 write!(formatter, "field {field:?} differs from the expected value")
@@ -343,6 +353,7 @@ pub(crate) fn parse_inspect(output: &str, nonce: &Nonce) -> Result<Reply<u64>, R
 /// with its expected length, and decode to exactly that many bytes. Returns the bytes, joined.
 pub(crate) fn parse_read(
     output: &str,
+    mut buffers: Vec<Vec<u8>>,
     nonce: &Nonce,
     offset: u64,
     len: u64,
@@ -363,20 +374,27 @@ pub(crate) fn parse_read(
             });
         }
         let mut joined = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        for chunk in chunks {
+        for (index, chunk) in chunks.into_iter().enumerate() {
             let Value::Object(object) = chunk else {
                 return Err(ReceiptProblem::InvalidValue("chunks"));
             };
             let expected = (len - joined.len() as u64).min(chunk_size);
-            joined.extend(parse_chunk(object, expected)?);
+            joined.extend(parse_chunk(object, expected, index, &mut buffers)?);
         }
         Ok(joined)
     })
 }
 
-/// One chunk of a download receipt, `{"bytes":N,"encoding":E,"data":BASE64}`, that must decode
-/// to `expected` bytes.
-fn parse_chunk(object: Map<String, Value>, expected: u64) -> Result<Vec<u8>, ReceiptProblem> {
+/// Chunk `index` of a download receipt, that must decode to `expected` bytes: either
+/// `{"bytes":N,"encoding":E,"data":BASE64}` or, when the kernel sent the chunks as binary
+/// buffers, `{"bytes":N,"encoding":E,"buffer":I}` where `I` is the chunk's own index (each
+/// chunk its own buffer, in order).
+fn parse_chunk(
+    object: Map<String, Value>,
+    expected: u64,
+    index: usize,
+    buffers: &mut [Vec<u8>],
+) -> Result<Vec<u8>, ReceiptProblem> {
     let mut fields = Fields { object, seen: 0 };
     fields.integer_equal("bytes", expected)?;
     let compressed = match fields.string("encoding")? {
@@ -384,13 +402,29 @@ fn parse_chunk(object: Map<String, Value>, expected: u64) -> Result<Vec<u8>, Rec
         "zlib" => true,
         _ => return Err(ReceiptProblem::InvalidValue("encoding")),
     };
-    let Value::String(data) = fields.take("data")? else {
-        return Err(ReceiptProblem::InvalidValue("data"));
+    let encoded = if fields.has("buffer") {
+        let named = fields.integer("buffer")?;
+        if named != index as u64 {
+            return Err(ReceiptProblem::NumberMismatch {
+                field: "buffer",
+                expected: index as u64,
+                actual: named,
+            });
+        }
+        fields.finish()?;
+        let buffer = buffers
+            .get_mut(index)
+            .ok_or(ReceiptProblem::MissingBuffer { index })?;
+        std::mem::take(buffer)
+    } else {
+        let Value::String(data) = fields.take("data")? else {
+            return Err(ReceiptProblem::InvalidValue("data"));
+        };
+        fields.finish()?;
+        BASE64
+            .decode(data)
+            .map_err(|_| ReceiptProblem::InvalidValue("data"))?
     };
-    fields.finish()?;
-    let encoded = BASE64
-        .decode(data)
-        .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
     let decoded = if compressed {
         inflate_at_most(&encoded, expected)?
     } else {
@@ -403,15 +437,24 @@ fn parse_chunk(object: Map<String, Value>, expected: u64) -> Result<Vec<u8>, Rec
     }
 }
 
-/// Inflates zlib data, reading at most one byte more than `len` so a hostile stream cannot
-/// balloon memory.
+/// Inflates zlib data into a buffer one byte longer than `len`, so a hostile stream cannot
+/// balloon memory: a stream that fills it is too long, which the caller's length check reports.
 fn inflate_at_most(encoded: &[u8], len: u64) -> Result<Vec<u8>, ReceiptProblem> {
-    let mut decoded = Vec::new();
-    flate2::read::ZlibDecoder::new(encoded)
-        .take(len.saturating_add(1))
-        .read_to_end(&mut decoded)
-        .map_err(|_| ReceiptProblem::InvalidValue("data"))?;
-    Ok(decoded)
+    let room =
+        usize::try_from(len.saturating_add(1)).map_err(|_| ReceiptProblem::InvalidValue("data"))?;
+    let mut decoded = vec![0; room];
+    let (inflated, code) =
+        zlib_rs::decompress_slice(&mut decoded, encoded, zlib_rs::InflateConfig::default());
+    let inflated = inflated.len();
+    let complete = code == zlib_rs::ReturnCode::Ok;
+    // Out of room: more than `len` bytes, reported by the length check. Anything else that
+    // did not end the stream (a truncated or corrupt one) is invalid data.
+    if complete || (code == zlib_rs::ReturnCode::BufError && inflated == room) {
+        decoded.truncate(inflated);
+        Ok(decoded)
+    } else {
+        Err(ReceiptProblem::InvalidValue("data"))
+    }
 }
 
 /// `{"kind":"done","bytes":N,"sha256":HEX}`; returned for the machine to compare (download).
@@ -431,14 +474,23 @@ pub fn check_reply_parsing(data: &[u8]) {
     let Ok(nonce) = Nonce::parse("fuzz-nonce") else {
         return;
     };
+    // The same bytes serve as the reply's binary buffers too: the whole input, then its halves.
+    let half = data.len() / 2;
+    let buffers = vec![data.to_vec(), data[..half].to_vec(), data[half..].to_vec()];
     let _ = parse_create(&text, &nonce);
     let _ = parse_append(&text, &nonce, 0, 3, 2);
     let _ = parse_promote(&text, &nonce, 3, &"0".repeat(64));
     let _ = parse_remove(&text, &nonce);
     let _ = parse_inspect(&text, &nonce);
-    let _ = parse_read(&text, &nonce, 0, 3, 2);
+    let _ = parse_read(&text, Vec::new(), &nonce, 0, 3, 2);
+    let _ = parse_read(&text, buffers.clone(), &nonce, 0, 3, 2);
     let _ = parse_hash(&text, &nonce);
-    crate::machine::drive_with_constant_reply(&text, &nonce);
+    crate::machine::drive_with_constant_reply(&text.clone().into_owned().into(), &nonce);
+    let reply = crate::machine::KernelOutput {
+        stdout: text.into_owned(),
+        buffers,
+    };
+    crate::machine::drive_with_constant_reply(&reply, &nonce);
 }
 
 #[cfg(test)]
@@ -584,25 +636,32 @@ mod tests {
         };
         let raw = batch(0, 3, &[chunk(3, "raw", b"abc")]);
         assert_eq!(
-            parse_read(&raw, &nonce(), 0, 3, 4),
+            parse_read(&raw, Vec::new(), &nonce(), 0, 3, 4),
             Ok(Reply::Receipt(b"abc".to_vec()))
         );
         let packed = crate::request::EncodedChunk::encode(&[7u8; 4000]);
         let zlib = batch(8, 4000, &[chunk(4000, "zlib", &packed.encoded)]);
         assert_eq!(
-            parse_read(&zlib, &nonce(), 8, 4000, 4000),
+            parse_read(&zlib, Vec::new(), &nonce(), 8, 4000, 4000),
             Ok(Reply::Receipt(vec![7u8; 4000]))
         );
         assert_eq!(
-            parse_read(&zlib.replace("4000", "3999"), &nonce(), 8, 3999, 4000),
+            parse_read(
+                &zlib.replace("4000", "3999"),
+                Vec::new(),
+                &nonce(),
+                8,
+                3999,
+                4000
+            ),
             Err(ReceiptProblem::ChunkLength { expected: 3999 })
         );
         assert_eq!(
-            parse_read(&raw.replace("raw", "gzip"), &nonce(), 0, 3, 4),
+            parse_read(&raw.replace("raw", "gzip"), Vec::new(), &nonce(), 0, 3, 4),
             Err(ReceiptProblem::InvalidValue("encoding"))
         );
         assert_eq!(
-            parse_read(&raw.replace("YWJj", "YWJ!"), &nonce(), 0, 3, 4),
+            parse_read(&raw.replace("YWJj", "YWJ!"), Vec::new(), &nonce(), 0, 3, 4),
             Err(ReceiptProblem::InvalidValue("data"))
         );
 
@@ -613,11 +672,11 @@ mod tests {
             chunk(1, "raw", b"e"),
         ];
         assert_eq!(
-            parse_read(&batch(4, 5, &mixed), &nonce(), 4, 5, 2),
+            parse_read(&batch(4, 5, &mixed), Vec::new(), &nonce(), 4, 5, 2),
             Ok(Reply::Receipt(b"abcde".to_vec()))
         );
         assert_eq!(
-            parse_read(&batch(4, 5, &mixed[..2]), &nonce(), 4, 5, 2),
+            parse_read(&batch(4, 5, &mixed[..2]), Vec::new(), &nonce(), 4, 5, 2),
             Err(ReceiptProblem::NumberMismatch {
                 field: "chunks",
                 expected: 3,
@@ -626,7 +685,7 @@ mod tests {
         );
         let swapped = [mixed[0].clone(), mixed[2].clone(), mixed[1].clone()];
         assert_eq!(
-            parse_read(&batch(4, 5, &swapped), &nonce(), 4, 5, 2),
+            parse_read(&batch(4, 5, &swapped), Vec::new(), &nonce(), 4, 5, 2),
             Err(ReceiptProblem::NumberMismatch {
                 field: "bytes",
                 expected: 2,
@@ -637,6 +696,7 @@ mod tests {
         assert_eq!(
             parse_read(
                 &batch(4, 5, &[extra_field, mixed[1].clone(), mixed[2].clone()]),
+                Vec::new(),
                 &nonce(),
                 4,
                 5,
@@ -647,12 +707,75 @@ mod tests {
         assert_eq!(
             parse_read(
                 &line(r#"{"kind":"chunks","offset":4,"bytes":5,"chunks":{}}"#),
+                Vec::new(),
                 &nonce(),
                 4,
                 5,
                 2
             ),
             Err(ReceiptProblem::InvalidValue("chunks"))
+        );
+    }
+
+    #[test]
+    fn chunks_can_come_as_binary_buffers_named_by_their_index() {
+        let reply = line(
+            r#"{"kind":"chunks","offset":0,"bytes":5,"chunks":[{"bytes":2,"encoding":"raw","buffer":0},{"bytes":2,"encoding":"zlib","buffer":1},{"bytes":1,"encoding":"raw","data":"ZQ=="}]}"#,
+        );
+        let buffers = || vec![b"ab".to_vec(), crate::request::zlib_compress(b"cd")];
+        assert_eq!(
+            parse_read(&reply, buffers(), &nonce(), 0, 5, 2),
+            Ok(Reply::Receipt(b"abcde".to_vec()))
+        );
+        // Fewer buffers than named, a chunk naming another chunk's buffer, a buffer of the
+        // wrong length, and a field beside the buffer index are all refused.
+        assert_eq!(
+            parse_read(&reply, vec![b"ab".to_vec()], &nonce(), 0, 5, 2),
+            Err(ReceiptProblem::MissingBuffer { index: 1 })
+        );
+        assert_eq!(
+            parse_read(
+                &reply.replace(r#""buffer":1"#, r#""buffer":0"#),
+                buffers(),
+                &nonce(),
+                0,
+                5,
+                2
+            ),
+            Err(ReceiptProblem::NumberMismatch {
+                field: "buffer",
+                expected: 1,
+                actual: 0
+            })
+        );
+        assert_eq!(
+            parse_read(
+                &reply,
+                vec![b"abc".to_vec(), buffers()[1].clone()],
+                &nonce(),
+                0,
+                5,
+                2
+            ),
+            Err(ReceiptProblem::ChunkLength { expected: 2 })
+        );
+        assert_eq!(
+            parse_read(
+                &reply.replace(r#""buffer":0"#, r#""buffer":0,"data":"YWI=""#),
+                buffers(),
+                &nonce(),
+                0,
+                5,
+                2
+            ),
+            Err(ReceiptProblem::UnexpectedField)
+        );
+        // A truncated zlib buffer is invalid data, not a short chunk.
+        let mut truncated = buffers();
+        truncated[1].pop();
+        assert_eq!(
+            parse_read(&reply, truncated, &nonce(), 0, 5, 2),
+            Err(ReceiptProblem::InvalidValue("data"))
         );
     }
 
@@ -691,7 +814,7 @@ mod tests {
         );
         for name in ["read_raw.txt", "read_zlib.txt"] {
             assert_eq!(
-                parse_read(&seed(name), &nonce, 0, 3, 2),
+                parse_read(&seed(name), Vec::new(), &nonce, 0, 3, 2),
                 Ok(Reply::Receipt(b"abc".to_vec())),
                 "{name}"
             );

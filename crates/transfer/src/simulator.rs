@@ -58,20 +58,29 @@ struct SimKernel {
 }
 
 impl SimKernel {
-    fn execute(&mut self, request: &KernelRequest) -> String {
+    fn execute(&mut self, request: &KernelRequest) -> KernelOutput {
         assert!(
             !self.gone,
             "code was sent to a kernel that died or restarted: {:?}",
             request.operation
         );
         self.executed.push(request.operation.clone());
+        let mut buffers = Vec::new();
         let result = self
-            .run(&request.operation)
+            .run(&request.operation, &mut buffers)
             .unwrap_or_else(|class| json!({"kind": "error", "type": class}));
-        format!("{RECEIPT_MARKER}{}:{result}\n", request.nonce)
+        KernelOutput {
+            stdout: format!("{RECEIPT_MARKER}{}:{result}\n", request.nonce),
+            buffers,
+        }
     }
 
-    fn run(&mut self, operation: &KernelOperation) -> Result<Value, &'static str> {
+    /// Performs one operation; a download step allowed to sends its chunks into `buffers`.
+    fn run(
+        &mut self,
+        operation: &KernelOperation,
+        buffers: &mut Vec<Vec<u8>>,
+    ) -> Result<Value, &'static str> {
         match operation {
             KernelOperation::CreateTemp { temp_path } => {
                 if self.files.contains_key(temp_path) {
@@ -149,6 +158,7 @@ impl SimKernel {
                 offset,
                 len,
                 chunk_size,
+                reply_buffers,
             } => {
                 let file = self.files.get(source_path).ok_or("FileNotFoundError")?;
                 let start = (*offset as usize).min(file.len());
@@ -161,11 +171,17 @@ impl SimKernel {
                     .chunks(*chunk_size as usize)
                     .map(|chunk| {
                         let packed = EncodedChunk::encode(chunk);
-                        json!({
+                        let mut spec = json!({
                             "bytes": chunk.len(),
                             "encoding": packed.encoding.as_str(),
-                            "data": BASE64.encode(&packed.encoded),
-                        })
+                        });
+                        if *reply_buffers {
+                            spec["buffer"] = json!(buffers.len());
+                            buffers.push(packed.encoded);
+                        } else {
+                            spec["data"] = json!(BASE64.encode(&packed.encoded));
+                        }
+                        spec
                     })
                     .collect();
                 Ok(json!({"kind": "chunks", "offset": offset, "bytes": len, "chunks": chunks}))
@@ -315,7 +331,25 @@ fn removes_temp(action: &Action) -> bool {
     }
 }
 
-fn damage(reply: &str, fault: ReplyFault, nonce: &str) -> String {
+fn damage(reply: KernelOutput, fault: ReplyFault, nonce: &str) -> KernelOutput {
+    let KernelOutput {
+        stdout,
+        mut buffers,
+    } = reply;
+    // Corrupting a chunk that came as a buffer corrupts the buffer; the rest is in the text.
+    if matches!(fault, ReplyFault::CorruptData)
+        && let Some(last) = buffers.iter_mut().rev().find(|buffer| !buffer.is_empty())
+    {
+        last[0] ^= 0x01;
+        return KernelOutput { stdout, buffers };
+    }
+    KernelOutput {
+        stdout: damage_text(&stdout, fault, nonce),
+        buffers,
+    }
+}
+
+fn damage_text(reply: &str, fault: ReplyFault, nonce: &str) -> String {
     match fault {
         ReplyFault::Missing => String::new(),
         ReplyFault::WrongNonce => reply.replace(nonce, "00000000-0000-4000-8000-000000000000"),
@@ -449,15 +483,16 @@ fn run(
                         fault,
                     } if *faulty_step == step_index => {
                         let reply = kernel.execute(&step.request);
-                        Event::KernelReply(damage(&reply, *fault, NONCE))
+                        Event::KernelReply(damage(reply, *fault, NONCE))
                     }
                     _ => {
                         // Benign noise around the receipt, including another transfer's receipt.
-                        let reply = kernel.execute(&step.request);
+                        let mut reply = kernel.execute(&step.request);
                         let other = format!(
                             "{RECEIPT_MARKER}11111111-2222-3333-4444-555555555555:{{\"kind\":\"init\"}}\n"
                         );
-                        Event::KernelReply(format!("progress\n{other}{reply}done\r\n"))
+                        reply.stdout = format!("progress\n{other}{}done\r\n", reply.stdout);
+                        Event::KernelReply(reply)
                     }
                 }
             }
@@ -514,6 +549,10 @@ struct Scenario {
     overwrite: bool,
     existing_destination: Option<Vec<u8>>,
     max_bytes: u64,
+    /// Downloads: the kernel sends chunks as binary buffers.
+    reply_buffers: bool,
+    /// Downloads: chunks per request after the first buffered reply.
+    buffered_chunks_per_request: usize,
     fault: Fault,
 }
 
@@ -522,6 +561,8 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
         .prop_map(|(len, seed, compressible)| test_bytes(len, seed, compressible));
     let chunk_size = prop_oneof![Just(CHUNK_SIZE), 1usize..=CHUNK_SIZE];
     let chunks_per_request = prop_oneof![Just(CHUNKS_PER_REQUEST), 1usize..=CHUNKS_PER_REQUEST];
+    let buffered_chunks_per_request =
+        prop_oneof![Just(CHUNKS_PER_REQUEST), 1usize..=CHUNKS_PER_REQUEST];
     let existing = proptest::option::weighted(0.3, proptest::collection::vec(any::<u8>(), 0..64));
     let reply_fault = prop_oneof![
         Just(ReplyFault::Missing),
@@ -556,13 +597,20 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
     (
         data,
         chunk_size,
-        chunks_per_request,
-        any::<bool>(),
+        (chunks_per_request, buffered_chunks_per_request),
+        (any::<bool>(), any::<bool>()),
         existing,
         fault,
     )
         .prop_map(
-            |(data, chunk_size, chunks_per_request, overwrite, existing_destination, fault)| {
+            |(
+                data,
+                chunk_size,
+                (chunks_per_request, buffered_chunks_per_request),
+                (overwrite, reply_buffers),
+                existing_destination,
+                fault,
+            )| {
                 // Keep the number of steps small enough for quick runs.
                 let chunk_size = chunk_size.max(data.len() / 48).clamp(1, CHUNK_SIZE);
                 Scenario {
@@ -572,6 +620,8 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
                     overwrite,
                     existing_destination,
                     max_bytes: DEFAULT_MAX_BYTES,
+                    reply_buffers,
+                    buffered_chunks_per_request,
                     fault,
                 }
             },
@@ -625,6 +675,8 @@ fn download_world(scenario: &Scenario) -> (Download, SimKernel, SimHost) {
         chunk_size: scenario.chunk_size,
         chunks_per_request: scenario.chunks_per_request,
         max_bytes: scenario.max_bytes,
+        reply_buffers: scenario.reply_buffers,
+        buffered_chunks_per_request: scenario.buffered_chunks_per_request,
         ..DownloadConfig::new(DEST_HOST, KERNEL_FILE, NONCE)
     };
     let mut kernel = SimKernel::default();
@@ -641,13 +693,28 @@ fn download_world(scenario: &Scenario) -> (Download, SimKernel, SimHost) {
 /// Counts the steps of a fault-free run, so faults can be pinned to steps that happen:
 /// `kernel_steps` besides one per batch of chunks, one host action per batch and `host_fixed`
 /// others.
-fn counts(kernel_steps: usize, scenario: &Scenario, host_fixed: usize) -> (usize, usize, usize) {
-    let batches = scenario
-        .data
-        .len()
-        .div_ceil(scenario.chunk_size * scenario.chunks_per_request);
+fn counts(kernel_steps: usize, batches: usize, host_fixed: usize) -> (usize, usize, usize) {
     let host = batches + host_fixed;
     (kernel_steps + batches, host, kernel_steps + batches + host)
+}
+
+/// The batches of a fault-free upload.
+fn upload_batches(scenario: &Scenario) -> usize {
+    scenario
+        .data
+        .len()
+        .div_ceil(scenario.chunk_size * scenario.chunks_per_request)
+}
+
+/// The batches of a fault-free download: the first of `chunks_per_request` chunks, the rest of
+/// `buffered_chunks_per_request` when the kernel sends buffers.
+fn download_batches(scenario: &Scenario) -> usize {
+    let len = scenario.data.len();
+    let first = scenario.chunk_size * scenario.chunks_per_request;
+    if !scenario.reply_buffers || len <= first {
+        return len.div_ceil(first);
+    }
+    1 + (len - first).div_ceil(scenario.chunk_size * scenario.buffered_chunks_per_request)
 }
 
 /// The model: what the destination and temp files may look like after an outcome.
@@ -736,7 +803,7 @@ proptest! {
 
     #[test]
     fn uploads_round_trip_or_fail_safely(scenario in scenario(700_000)) {
-        let (kernel_steps, host_actions, actions) = counts(2, &scenario, 0);
+        let (kernel_steps, host_actions, actions) = counts(2, upload_batches(&scenario), 0);
         let fault = pin_fault(&scenario.fault, kernel_steps, host_actions, actions);
         let (upload, kernel, host) = upload_world(&scenario);
         let temp = upload.temp_path().to_owned();
@@ -762,7 +829,8 @@ proptest! {
 
     #[test]
     fn downloads_round_trip_or_fail_safely(scenario in scenario(700_000)) {
-        let (kernel_steps, host_actions, actions) = counts(2, &scenario, 2 + usize::from(!scenario.overwrite));
+        let (kernel_steps, host_actions, actions) =
+            counts(2, download_batches(&scenario), 2 + usize::from(!scenario.overwrite));
         let fault = pin_fault(&scenario.fault, kernel_steps, host_actions, actions);
         let (download, kernel, host) = download_world(&scenario);
         let run = run(download, kernel, host, KernelBudget::new(), &fault);
@@ -771,15 +839,28 @@ proptest! {
             KernelOperation::InspectSource { .. } | KernelOperation::ReadChunks { .. } | KernelOperation::HashSource { .. }
         ));
         prop_assert!(read_only, "a download changed the kernel's files");
-        // Batches were asked for at increasing offsets, in chunks of the chunk size.
-        let mut expected_offset = 0;
-        for operation in &run.kernel.executed {
-            if let KernelOperation::ReadChunks { offset, len, chunk_size, .. } = operation {
-                prop_assert_eq!(*offset, expected_offset);
-                prop_assert_eq!(*chunk_size, scenario.chunk_size as u64);
-                prop_assert!(*len > 0 && *len <= (scenario.chunk_size * scenario.chunks_per_request) as u64);
-                expected_offset += len;
+        // Batches were asked for at increasing offsets, in chunks of the chunk size: the first of
+        // `chunks_per_request` chunks, after a buffered reply of `buffered_chunks_per_request`,
+        // every one but the last full.
+        let batches: Vec<(u64, u64)> = run.kernel.executed.iter().filter_map(|operation| match operation {
+            KernelOperation::ReadChunks { offset, len, chunk_size, .. } => {
+                assert_eq!(*chunk_size, scenario.chunk_size as u64);
+                Some((*offset, *len))
             }
+            _ => None,
+        }).collect();
+        let mut expected_offset = 0;
+        for (index, (offset, len)) in batches.iter().enumerate() {
+            prop_assert_eq!(*offset, expected_offset);
+            let chunks = if scenario.reply_buffers && index > 0 {
+                scenario.buffered_chunks_per_request
+            } else {
+                scenario.chunks_per_request
+            };
+            let full = (scenario.chunk_size * chunks) as u64;
+            let last = index + 1 == batches.len();
+            prop_assert!(*len == full || (last && *len > 0 && *len < full), "batch {} of {} bytes, expected {}", index, len, full);
+            expected_offset += len;
         }
         let temps = temp_files(&run.host.files);
         check_outcome(&run, &scenario, &fault, run.host.files.get(DEST_HOST), temps)?;
@@ -814,7 +895,7 @@ proptest! {
 
     #[test]
     fn restarts_invalidate_and_silence_the_kernel(scenario in scenario(200_000), step in any::<usize>(), ran in any::<bool>()) {
-        let (kernel_steps, _, _) = counts(2, &scenario, 0);
+        let (kernel_steps, _, _) = counts(2, upload_batches(&scenario), 0);
         let fault = Fault::Kernel { step: step % kernel_steps, failure: KernelFailure::Restarted, ran };
         let (upload, kernel, host) = upload_world(&scenario);
         // `SimKernel::execute` panics if anything is sent after the restart.
@@ -823,6 +904,8 @@ proptest! {
         prop_assert!(invalidated, "{:?}", upload_run.outcome);
         prop_assert_eq!(upload_run.kernel_steps, step % kernel_steps + 1);
 
+        let (download_steps, _, _) = counts(2, download_batches(&scenario), 0);
+        let fault = Fault::Kernel { step: step % download_steps, failure: KernelFailure::Restarted, ran };
         let (download, kernel, host) = download_world(&scenario);
         let download_run = run(download, kernel, host, KernelBudget::new(), &fault);
         let is_failure = matches!(&download_run.outcome, Action::Failed(TransferError::Failed { .. }));
@@ -838,7 +921,7 @@ proptest! {
     #[test]
     fn damaged_receipts_never_panic(json in "\\{(\"[a-z]{1,8}\":(-?[0-9]{1,20}|\"[A-Za-z0-9+/=]{0,12}\"|true|null|\\[\\]),?){0,6}\\}") {
         let nonce = Nonce::parse("fuzz-nonce").unwrap();
-        drive_with_constant_reply(&format!("{RECEIPT_MARKER}fuzz-nonce:{json}\n"), &nonce);
+        drive_with_constant_reply(&format!("{RECEIPT_MARKER}fuzz-nonce:{json}\n").into(), &nonce);
         check_reply_parsing(format!("{RECEIPT_MARKER}fuzz-nonce:{json}").as_bytes());
     }
 }
@@ -865,6 +948,8 @@ fn small_scenario(fault: Fault) -> Scenario {
         overwrite: false,
         existing_destination: None,
         max_bytes: DEFAULT_MAX_BYTES,
+        reply_buffers: false,
+        buffered_chunks_per_request: 2,
         fault,
     }
 }
@@ -957,6 +1042,23 @@ fn outcomes_read_well() {
         }),
     );
     download(
+        "clean, chunks as buffers",
+        Scenario {
+            reply_buffers: true,
+            ..small_scenario(Fault::None)
+        },
+    );
+    download(
+        "chunk buffer corrupted",
+        Scenario {
+            reply_buffers: true,
+            ..small_scenario(Fault::Reply {
+                step: 1,
+                fault: ReplyFault::CorruptData,
+            })
+        },
+    );
+    download(
         "wrong nonce",
         small_scenario(Fault::Reply {
             step: 2,
@@ -1006,6 +1108,8 @@ fn outcomes_read_well() {
         download, clean: done: 10 bytes, sha256 1797cf887cb7
         download, destination exists: download failed before destination commit during promote destination: the destination already exists; pass overwrite: true to replace it
         download, chunk data corrupted: download failed before destination commit during verify remote source: the kernel's SHA-256 of the source differs from the transferred bytes; the source changed or data was corrupted
+        download, clean, chunks as buffers: done: 10 bytes, sha256 1797cf887cb7
+        download, chunk buffer corrupted: download failed before destination commit during verify remote source: the kernel's SHA-256 of the source differs from the transferred bytes; the source changed or data was corrupted
         download, wrong nonce: download failed before destination commit during transfer chunk: invalid receipt: no receipt line for this transfer
         download, chunk left out: download failed before destination commit during transfer chunk: invalid receipt: field "chunks" is 1, expected 2
         download, temp cleanup after commit failed: download was committed to /host/dest.bin but temporary-file cleanup could not be confirmed: the host temporary file /host/dest.bin.jupyter-mcp-6f1c2a9e-5b0d-4c1e-9a53-0d8f2b7c4e11.part may remain
@@ -1112,6 +1216,15 @@ fn invalid_arguments_are_refused_up_front() {
         invalid chunksPerRequest: it must be between 1 and 8
         invalid hostPath: it is empty
     "#]].assert_eq(&(errors.join("\n") + "\n"));
+    let refused = Download::new(DownloadConfig {
+        buffered_chunks_per_request: 0,
+        ..DownloadConfig::new("/h", "/k", NONCE)
+    })
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    expect_test::expect!["invalid bufferedChunksPerRequest: it must be between 1 and 8"]
+        .assert_eq(&refused);
 }
 
 #[test]

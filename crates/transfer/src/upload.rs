@@ -283,7 +283,7 @@ impl Upload {
         let phase = Phase::InitializeRemoteTemporaryFile;
         match event {
             Event::KernelReply(output) => {
-                match receipt::parse_create(&output, &self.common.nonce) {
+                match receipt::parse_create(&output.stdout, &self.common.nonce) {
                     Ok(Reply::Receipt(())) => self.after_chunk(0),
                     Ok(Reply::Exception { class_name, .. }) => {
                         // Exclusive creation raised, so the temp file (if any) is not ours.
@@ -330,7 +330,8 @@ impl Upload {
         let phase = Phase::TransferChunk;
         match event {
             Event::KernelReply(output) => {
-                match receipt::parse_append(&output, &self.common.nonce, offset, len, count) {
+                match receipt::parse_append(&output.stdout, &self.common.nonce, offset, len, count)
+                {
                     Ok(Reply::Receipt(())) => self.after_chunk(offset + len),
                     Ok(Reply::Exception { class_name, .. }) => {
                         self.fail(phase, Cause::KernelException { class_name })
@@ -351,7 +352,7 @@ impl Upload {
         match event {
             Event::KernelReply(output) => {
                 match receipt::parse_promote(
-                    &output,
+                    &output.stdout,
                     &self.common.nonce,
                     self.file_size,
                     &self.sha256,
@@ -403,7 +404,7 @@ impl Upload {
         let removed = match event {
             Event::KernelReply(output) => {
                 matches!(
-                    receipt::parse_remove(&output, &self.common.nonce),
+                    receipt::parse_remove(&output.stdout, &self.common.nonce),
                     Ok(Reply::Receipt(_))
                 )
             }

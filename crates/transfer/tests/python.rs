@@ -22,8 +22,8 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 use transfer::{
-    Action, Cause, Download, DownloadConfig, Event, KernelBudget, KernelFailure, KernelStep,
-    TransferError, TransferMachine, TransferReceipt, Upload, UploadConfig,
+    Action, Cause, Download, DownloadConfig, Event, KernelBudget, KernelFailure, KernelOutput,
+    KernelStep, TransferError, TransferMachine, TransferReceipt, Upload, UploadConfig,
 };
 
 /// Reads one JSON command per line, answers one JSON line. `run` executes a cell the way
@@ -45,12 +45,27 @@ for line in sys.stdin:
     if command["op"] == "run":
         # The request's buffers, as ipykernel hands them out: the parent message's memoryviews.
         parent = {"buffers": [memoryview(base64.b64decode(b)) for b in command.get("buffers", [])]}
-        shell.kernel = types.SimpleNamespace(get_parent=lambda channel=None: parent)
+        kernel = types.SimpleNamespace(get_parent=lambda channel=None: parent)
+        sent = []
+        if command.get("session", True):
+            # ipykernel's Session.send on the IOPub socket: the display messages a step sends
+            # answering this request, whose buffers a host hands back with the stdout.
+            def send(socket, msg_type, content, parent=None, buffers=None):
+                if socket is kernel.iopub_socket and msg_type == "display_data" and parent is parent_of_run:
+                    sent.extend(bytes(buffer) for buffer in buffers or [])
+            kernel.session = types.SimpleNamespace(send=send)
+            kernel.iopub_socket = object()
+        parent_of_run = parent
+        shell.kernel = kernel
         captured = io.StringIO()
         with contextlib.redirect_stdout(captured):
             result = shell.run_cell(command["code"], store_history=command["store_history"])
         error = result.error_in_exec or result.error_before_exec
-        answer({"stdout": captured.getvalue(), "error": type(error).__name__ if error else None})
+        answer({
+            "stdout": captured.getvalue(),
+            "buffers": [base64.b64encode(buffer).decode() for buffer in sent],
+            "error": type(error).__name__ if error else None,
+        })
     elif command["op"] == "user_ns":
         answer({"keys": sorted(shell.user_ns)})
     elif command["op"] == "linecache_hits":
@@ -68,6 +83,11 @@ struct StandIn {
     store_history: bool,
     /// Whether steps are sent as source only (`KernelRequest::to_python`), without buffers.
     source_only: bool,
+    /// Whether the stand-in's kernel has no session to send display messages with (a kernel
+    /// other than ipykernel): downloads then inline their chunks.
+    no_session: bool,
+    /// How many binary buffers display messages have carried back so far.
+    buffers_received: usize,
 }
 
 impl StandIn {
@@ -98,6 +118,8 @@ impl StandIn {
             answers,
             store_history: false,
             source_only: false,
+            no_session: false,
+            buffers_received: 0,
         }
     }
 
@@ -125,7 +147,13 @@ impl StandIn {
     fn execute(&mut self, code: &str, buffers: &[Vec<u8>], deadline: std::time::Duration) -> Event {
         let buffers: Vec<String> = buffers.iter().map(|buffer| BASE64.encode(buffer)).collect();
         match self.ask(
-            json!({"op": "run", "code": code, "buffers": buffers, "store_history": self.store_history}),
+            json!({
+                "op": "run",
+                "code": code,
+                "buffers": buffers,
+                "store_history": self.store_history,
+                "session": !self.no_session,
+            }),
             deadline,
         ) {
             Ok(answer) => match answer["error"].as_str() {
@@ -133,7 +161,17 @@ impl StandIn {
                     ename: ename.to_owned(),
                 }),
                 None => {
-                    Event::KernelReply(answer["stdout"].as_str().unwrap_or_default().to_owned())
+                    let buffers: Vec<Vec<u8>> = answer["buffers"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|buffer| BASE64.decode(buffer.as_str().unwrap_or_default()).unwrap())
+                        .collect();
+                    self.buffers_received += buffers.len();
+                    Event::KernelReply(KernelOutput {
+                        stdout: answer["stdout"].as_str().unwrap_or_default().to_owned(),
+                        buffers,
+                    })
                 }
             },
             Err(RecvTimeoutError::Timeout) => Event::KernelFailed(KernelFailure::Timeout),
@@ -421,6 +459,9 @@ fn generated_python_round_trips_files_through_ipython() {
     for (name, data) in &cases {
         world.round_trip(name, data);
     }
+    // Downloads came back as display buffers: one per chunk of the random and the compressible
+    // file (12 + 20 chunks of 256 KiB) and one for the 17 bytes.
+    assert_eq!(world.kernel.buffers_received, 33);
     assert_eq!(
         world.budget.used(),
         2 * (17 + 3 * 1024 * 1024 + 5 * 1024 * 1024)
@@ -495,6 +536,14 @@ fn generated_python_round_trips_files_through_ipython() {
     world.kernel.source_only = true;
     world.round_trip("source-only.bin", &random_bytes(600 * 1024));
     world.kernel.source_only = false;
+
+    // A kernel without ipykernel's session (another kernel flavour) gets the same files, its
+    // download chunks inlined in the receipt.
+    world.kernel.no_session = true;
+    let before = world.kernel.buffers_received;
+    world.round_trip("no-session.bin", &random_bytes(600 * 1024));
+    assert_eq!(world.kernel.buffers_received, before);
+    world.kernel.no_session = false;
 
     // The check above can fail: IPython does cache ordinary cells in this stand-in.
     assert!(matches!(

@@ -413,7 +413,20 @@ async fn execute_step(
         Err(_) => Event::KernelFailed(KernelFailure::Timeout),
         Ok(Ok(summary)) => match summary.error {
             Some(error) => Event::KernelFailed(KernelFailure::Exception { ename: error.ename }),
-            None => Event::KernelReply(summary.stdout),
+            None => {
+                // Download chunks come back as binary buffers in both WebSocket protocols.
+                if let transfer::KernelOperation::ReadChunks { len, .. } = step.request.operation {
+                    let received: usize = summary.display_buffers.iter().map(Vec::len).sum();
+                    assert!(
+                        len > 0 && received > 0 && received as u64 <= len + len / 20,
+                        "a batch of {len} bytes came back as {received} bytes of buffers"
+                    );
+                }
+                Event::KernelReply(transfer::KernelOutput {
+                    stdout: summary.stdout,
+                    buffers: summary.display_buffers,
+                })
+            }
         },
         Ok(Err(kernels::Error::KernelRestarted)) => Event::KernelFailed(KernelFailure::Restarted),
         Ok(Err(_)) => Event::KernelFailed(KernelFailure::Died),
@@ -556,8 +569,8 @@ async fn both_protocols_transfer_a_10_mib_file_and_oversized_requests_fail_clean
     )
     .unwrap();
     let binary = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
-    // Incompressible bytes: each download reply then carries a full batch of raw chunks (1.4 MB
-    // of base64), which must pass the server's default IOPub rate limit (3 MB between idles).
+    // Incompressible bytes: each download reply then carries a full batch of raw chunks (1 MiB of
+    // binary buffers, which the server's IOPub data rate limit does not count).
     let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 11);
     for (server, expected) in [
         (&json_only, "json"),

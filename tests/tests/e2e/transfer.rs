@@ -195,14 +195,15 @@ async fn round_trips_are_verified_and_leave_nothing_behind() {
         let local = std::fs::read(setup.root.path().join("out").join(name)).unwrap();
         assert_eq!(sha256_hex(&local), expected, "{name}");
 
-        // Chunks travel compressed only when that pays: random data goes up as it is (binary
-        // buffers) and comes back as base64 (a third more), the CSV less than its size.
+        // Chunks travel compressed only when that pays, and as binary buffers both ways:
+        // random data goes up and comes back as it is (base64 would be a third more), the CSV
+        // less than its size.
         let size = bytes.len() as u64;
         let up = uploaded["wireBytes"].as_u64().unwrap();
         let down = downloaded["wireBytes"].as_u64().unwrap();
         if name.starts_with("random") {
             assert!(up > size && up < size + size / 20, "{name}: {up}");
-            assert!(down > size * 4 / 3, "{name}: {down}");
+            assert!(down > size && down < size + size / 20, "{name}: {down}");
         }
         if name.starts_with("compressible") {
             assert!(up < size && down < size, "{name}: {up} {down}");

@@ -14,13 +14,15 @@ impl WireMessage {
         let header: Value = serde_json::from_slice(header).ok()?;
         let parent: Value = serde_json::from_slice(parent).unwrap_or(Value::Null);
         let content: Value = serde_json::from_slice(content).ok()?;
-        WireMessage::from_parts(&header, &parent, content)
+        let buffers = raw.jparts[4..].iter().map(|part| part.to_vec()).collect();
+        Some(WireMessage::from_parts(&header, &parent, content)?.with_buffers(buffers))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::execute::ExecuteEvent;
     use crate::wire::{IopubItem, iopub_item};
     use bytes::Bytes;
     use serde_json::json;
@@ -47,6 +49,24 @@ mod tests {
         .unwrap();
         assert_eq!(message.parent_msg_id, None);
         assert_eq!(iopub_item(&message), IopubItem::Ignored);
+    }
+
+    #[test]
+    fn frames_after_the_content_are_the_buffers_of_a_display() {
+        let mut message = raw(
+            json!({"msg_type": "display_data", "msg_id": "d"}),
+            json!({"msg_id": "request"}),
+            json!({"data": {}, "metadata": {}}),
+        );
+        message.jparts.push(Bytes::from_static(b"\x00\xff"));
+        message.jparts.push(Bytes::new());
+        let message = WireMessage::from_raw(&message).unwrap();
+        assert_eq!(message.buffers, vec![b"\x00\xff".to_vec(), Vec::new()]);
+        let IopubItem::Output(ExecuteEvent::DisplayData { buffers, .. }) = iopub_item(&message)
+        else {
+            panic!("a display_data is an output");
+        };
+        assert_eq!(buffers, message.buffers);
     }
 
     #[test]

@@ -216,15 +216,16 @@ pub(crate) fn decode_binary(protocol: Protocol, frame: &[u8]) -> Option<Incoming
     match protocol {
         Protocol::V1 => {
             let (channel, parts) = split_v1(frame)?;
-            let [header, parent, _metadata, content, ..] = parts.as_slice() else {
+            let [header, parent, _metadata, content, buffers @ ..] = parts.as_slice() else {
                 return None;
             };
             let header: Value = serde_json::from_slice(header).ok()?;
             let parent: Value = serde_json::from_slice(parent).unwrap_or(Value::Null);
             let content: Value = serde_json::from_slice(content).ok()?;
+            let buffers = buffers.iter().map(|buffer| buffer.to_vec()).collect();
             Some(Incoming {
                 channel: channel.to_owned(),
-                message: WireMessage::from_parts(&header, &parent, content)?,
+                message: WireMessage::from_parts(&header, &parent, content)?.with_buffers(buffers),
             })
         }
         Protocol::Json => {
@@ -236,11 +237,23 @@ pub(crate) fn decode_binary(protocol: Protocol, frame: &[u8]) -> Option<Incoming
             if count == 0 || count > frame.len() / 4 {
                 return None;
             }
-            let start = read_u32(4)?;
-            let end = if count > 1 { read_u32(8)? } else { frame.len() };
-            let json = frame.get(start..end)?;
-            let value: Value = serde_json::from_slice(json).ok()?;
-            from_json_message(value)
+            // Part `index` runs from its offset to the next part's (the last to the end).
+            let part = |index: usize| -> Option<&[u8]> {
+                let start = read_u32(4 + 4 * index)?;
+                let end = if index + 1 < count {
+                    read_u32(8 + 4 * index)?
+                } else {
+                    frame.len()
+                };
+                frame.get(start..end)
+            };
+            let value: Value = serde_json::from_slice(part(0)?).ok()?;
+            let buffers = (1..count)
+                .map(|index| part(index).map(<[u8]>::to_vec))
+                .collect::<Option<Vec<_>>>()?;
+            let mut incoming = from_json_message(value)?;
+            incoming.message.buffers = buffers;
+            Some(incoming)
         }
     }
 }
@@ -396,6 +409,7 @@ mod tests {
         assert_eq!(&frame[offsets[3]..], b"tail");
         let incoming = decode_binary(Protocol::Json, &frame).unwrap();
         assert_eq!(incoming.message.content["code"], "1 + 1");
+        assert_eq!(incoming.message.buffers, outgoing.buffers);
         // v1: header, parent, metadata, content, then the buffers.
         let Frame::Binary(frame) = outgoing.encode(Protocol::V1) else {
             panic!("v1 is binary");
@@ -406,6 +420,8 @@ mod tests {
         assert_eq!(parts[4], b"\x00\x01\x02");
         assert!(parts[5].is_empty());
         assert_eq!(parts[6], b"tail");
+        let incoming = decode_binary(Protocol::V1, &frame).unwrap();
+        assert_eq!(incoming.message.buffers, outgoing.buffers);
     }
 
     #[test]
@@ -429,7 +445,12 @@ mod tests {
         let incoming = decode_binary(Protocol::Json, &frame).unwrap();
         assert_eq!(incoming.channel, "iopub");
         assert_eq!(incoming.message.parent_msg_id.as_deref(), Some("msg-1"));
+        assert_eq!(incoming.message.buffers, vec![buffer.to_vec()]);
         assert_eq!(decode_binary(Protocol::Json, &frame[..10]), None);
+        // A buffer offset past the end of the frame is not a message.
+        let mut bad = frame.clone();
+        bad[8..12].copy_from_slice(&(frame.len() as u32 + 1).to_be_bytes());
+        assert_eq!(decode_binary(Protocol::Json, &bad), None);
     }
 
     #[test]

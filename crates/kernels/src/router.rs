@@ -159,13 +159,14 @@ impl Router {
     }
 
     /// Routes one IOPub message. Returns the kernel-wide busy/idle state it reports, if any.
-    pub(crate) fn on_iopub(&mut self, message: &WireMessage, now: Instant) -> Option<KernelStatus> {
+    pub(crate) fn on_iopub(&mut self, message: WireMessage, now: Instant) -> Option<KernelStatus> {
+        let parent = message.parent_msg_id.clone();
         let item = iopub_item(message);
         let reported = match &item {
             IopubItem::Status(status) => Some(status.clone()),
             _ => None,
         };
-        let Some(parent) = message.parent_msg_id.as_deref() else {
+        let Some(parent) = parent.as_deref() else {
             return reported;
         };
         let Some(request) = self.pending.get_mut(parent) else {
@@ -359,14 +360,14 @@ mod tests {
         let now = Instant::now();
         let chunk = "x".repeat(MAX_QUEUED_STREAM_BYTES / 2);
         for _ in 0..5 {
-            router.on_iopub(&stream("a", &chunk), now);
+            router.on_iopub(stream("a", &chunk), now);
         }
-        router.on_iopub(&stream("a", "last words\n"), now);
+        router.on_iopub(stream("a", "last words\n"), now);
         assert_eq!(backlog.load(Ordering::Relaxed), MAX_QUEUED_STREAM_BYTES);
         // The reader takes everything; the marker and the held tail come before what follows.
         while receiver.try_recv().is_ok() {}
         backlog.store(0, Ordering::Relaxed);
-        router.on_iopub(&status("a", "idle"), now);
+        router.on_iopub(status("a", "idle"), now);
         let dropped = 3 * chunk.len() + "last words\n".len() - HELD_TAIL_BYTES;
         let events = drain(&mut receiver);
         assert_eq!(events.len(), 2, "{events:?}");
@@ -385,11 +386,11 @@ mod tests {
     fn reply_before_idle_is_held_until_idle() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let now = Instant::now();
-        router.on_iopub(&status("a", "busy"), now);
-        router.on_iopub(&stream("a", "2\n"), now);
+        router.on_iopub(status("a", "busy"), now);
+        router.on_iopub(stream("a", "2\n"), now);
         router.on_shell(&reply("a"), now);
         assert_eq!(drain(&mut receivers[0]), ["busy", "stream:2\n"]);
-        router.on_iopub(&status("a", "idle"), now);
+        router.on_iopub(status("a", "idle"), now);
         assert_eq!(drain(&mut receivers[0]), ["idle", "reply:Ok"]);
         assert_eq!(router.pending_count(), 0);
     }
@@ -398,8 +399,8 @@ mod tests {
     fn idle_before_reply_passes_straight_through() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let now = Instant::now();
-        router.on_iopub(&status("a", "busy"), now);
-        router.on_iopub(&status("a", "idle"), now);
+        router.on_iopub(status("a", "busy"), now);
+        router.on_iopub(status("a", "idle"), now);
         router.on_shell(&reply("a"), now);
         assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Ok"]);
     }
@@ -408,12 +409,12 @@ mod tests {
     fn a_gap_is_marked_only_in_requests_the_kernel_is_working_on() {
         let (mut router, mut receivers) = router_with(&["running", "queued", "finishing"]);
         let now = Instant::now();
-        router.on_iopub(&status("running", "busy"), now);
-        router.on_iopub(&stream("running", "before\n"), now);
-        router.on_iopub(&status("finishing", "busy"), now);
-        router.on_iopub(&status("finishing", "idle"), now);
+        router.on_iopub(status("running", "busy"), now);
+        router.on_iopub(stream("running", "before\n"), now);
+        router.on_iopub(status("finishing", "busy"), now);
+        router.on_iopub(status("finishing", "idle"), now);
         router.mark_gap();
-        router.on_iopub(&stream("running", "after\n"), now);
+        router.on_iopub(stream("running", "after\n"), now);
         assert_eq!(
             drain(&mut receivers[0]),
             [
@@ -434,9 +435,9 @@ mod tests {
     fn messages_are_routed_by_parent_only() {
         let (mut router, mut receivers) = router_with(&["a", "b"]);
         let now = Instant::now();
-        router.on_iopub(&stream("b", "for b"), now);
-        router.on_iopub(&stream("unknown", "nobody"), now);
-        router.on_iopub(&stream("a", "for a"), now);
+        router.on_iopub(stream("b", "for b"), now);
+        router.on_iopub(stream("unknown", "nobody"), now);
+        router.on_iopub(stream("a", "for a"), now);
         assert_eq!(drain(&mut receivers[0]), ["stream:for a"]);
         assert_eq!(drain(&mut receivers[1]), ["stream:for b"]);
     }
@@ -445,7 +446,7 @@ mod tests {
     fn status_is_reported_for_any_parent() {
         let (mut router, _receivers) = router_with(&[]);
         assert_eq!(
-            router.on_iopub(&status("x", "busy"), Instant::now()),
+            router.on_iopub(status("x", "busy"), Instant::now()),
             Some(KernelStatus::Busy)
         );
     }
@@ -457,7 +458,7 @@ mod tests {
         router.on_shell(&reply("a"), start);
         assert_eq!(router.next_deadline(), Some(start + GRACE));
         let later = start + Duration::from_secs(3);
-        router.on_iopub(&stream("a", "late"), later);
+        router.on_iopub(stream("a", "late"), later);
         assert_eq!(router.next_deadline(), Some(later + GRACE));
         router.on_timer(start + GRACE);
         assert_eq!(drain(&mut receivers[0]), ["stream:late"]);
@@ -470,8 +471,8 @@ mod tests {
     fn idle_without_a_reply_ends_with_a_synthetic_abort() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let start = Instant::now();
-        router.on_iopub(&status("a", "busy"), start);
-        router.on_iopub(&status("a", "idle"), start);
+        router.on_iopub(status("a", "busy"), start);
+        router.on_iopub(status("a", "idle"), start);
         assert_eq!(router.next_deadline(), Some(start + GRACE));
         router.on_timer(start + GRACE);
         assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Aborted"]);
@@ -494,7 +495,7 @@ mod tests {
         let (mut router, mut receivers) = router_with(&["answered", "lost", "idle-only"]);
         let now = Instant::now();
         router.on_shell(&reply("answered"), now);
-        router.on_iopub(&status("idle-only", "idle"), now);
+        router.on_iopub(status("idle-only", "idle"), now);
         for id in ["answered", "lost", "idle-only", "unknown"] {
             router.end_if_unanswered(id, &ExecuteEvent::ConnectionLost);
         }
@@ -508,7 +509,7 @@ mod tests {
     fn reply_status_error_is_kept() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let now = Instant::now();
-        router.on_iopub(&status("a", "idle"), now);
+        router.on_iopub(status("a", "idle"), now);
         router.on_shell(
             &WireMessage::for_test(
                 "execute_reply",

@@ -70,9 +70,16 @@ pub(crate) enum IopubItem {
     Ignored,
 }
 
-pub(crate) fn iopub_item(message: &WireMessage) -> IopubItem {
-    let content = &message.content;
-    match message.msg_type.as_str() {
+/// Takes the message, so a display's buffers move into its event rather than being copied.
+pub(crate) fn iopub_item(message: WireMessage) -> IopubItem {
+    let WireMessage {
+        msg_type,
+        content,
+        buffers,
+        ..
+    } = message;
+    let content = &content;
+    match msg_type.as_str() {
         "status" => match str_field(content, "execution_state").as_str() {
             "busy" => IopubItem::Status(KernelStatus::Busy),
             "idle" => IopubItem::Status(KernelStatus::Idle),
@@ -99,7 +106,7 @@ pub(crate) fn iopub_item(message: &WireMessage) -> IopubItem {
             data: object_field(content, "data"),
             metadata: object_field(content, "metadata"),
             display_id: display_id(content),
-            buffers: message.buffers.clone(),
+            buffers,
         }),
         "update_display_data" => IopubItem::Output(ExecuteEvent::UpdateDisplayData {
             data: object_field(content, "data"),
@@ -207,7 +214,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(message.parent_msg_id, None);
-        assert_eq!(iopub_item(&message), IopubItem::Ignored);
+        assert_eq!(iopub_item(message), IopubItem::Ignored);
         assert_eq!(
             WireMessage::from_parts(&json!({"msg_id": "a"}), &json!({}), json!({})),
             None
@@ -228,7 +235,7 @@ mod tests {
             metadata,
             display_id,
             buffers,
-        }) = iopub_item(&message)
+        }) = iopub_item(message)
         else {
             panic!("not display data");
         };

@@ -810,7 +810,8 @@ async fn start_failures_say_what_went_wrong() {
 /// Stands in for a kernel that starts slowly while another program holds its IOPub port: on its
 /// first launch it listens on that port itself, answers every connection with an HTTP error (as
 /// a web server handed the same free port would), and only after three seconds starts the real
-/// kernel, which cannot bind the port and exits. Later launches are the real kernel.
+/// kernel, which cannot bind the port, says "Address already in use" and hangs (as ipykernel
+/// does). Later launches are the real kernel.
 const PORT_THIEF: &str = r#"
 import json, os, socket, subprocess, sys, threading, time
 connection_file, marker = sys.argv[1], sys.argv[2]
@@ -850,7 +851,7 @@ async fn a_port_held_by_another_program_is_waited_out_then_replaced() {
     };
     // The connects to the stolen port fail for longer than any fixed retry budget would allow;
     // the start must neither give up nor report a broken connection, but notice the kernel's
-    // "Address already in use" exit and start again on fresh ports.
+    // "Address already in use" and start again on fresh ports.
     let kernel = fixture
         .provider
         .start(&spec, &fixture.dir.path().join("work"))

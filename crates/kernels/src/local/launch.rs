@@ -499,8 +499,9 @@ const PORT_POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// with a reset or a handshake error. Either the kernel binds the port a moment later, or it
 /// fails to bind and reports "Address already in use" (ipykernel then hangs, other kernels
 /// exit), which the caller watches for and answers with fresh ports. So no attempt count ends
-/// this loop: the caller's start-up deadline, the kernel's exit and that report do. Each attempt is bounded, so a listener that never answers the ZeroMQ
-/// greeting does not hold the loop.
+/// this loop: the caller's start-up deadline, the kernel's exit and that report do. Each
+/// attempt is bounded, so a listener that never answers the ZeroMQ greeting does not hold the
+/// loop.
 async fn connect_retrying<T, F, Fut>(context: &'static str, mut connect: F) -> T
 where
     F: FnMut() -> Fut,

@@ -178,7 +178,7 @@ impl Pump {
                     None => return,
                 },
                 Some(Queued { message, .. }) = self.iopub.recv() => {
-                    let reported = router.on_iopub(&message, Instant::now());
+                    let reported = router.on_iopub(message, Instant::now());
                     if let Some(status) = reported && stop.is_none() {
                         self.hub.report_activity(self.epoch, status);
                     }

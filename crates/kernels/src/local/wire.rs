@@ -48,7 +48,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(message.parent_msg_id, None);
-        assert_eq!(iopub_item(&message), IopubItem::Ignored);
+        assert_eq!(iopub_item(message), IopubItem::Ignored);
     }
 
     #[test]
@@ -61,12 +61,13 @@ mod tests {
         message.jparts.push(Bytes::from_static(b"\x00\xff"));
         message.jparts.push(Bytes::new());
         let message = WireMessage::from_raw(&message).unwrap();
-        assert_eq!(message.buffers, vec![b"\x00\xff".to_vec(), Vec::new()]);
-        let IopubItem::Output(ExecuteEvent::DisplayData { buffers, .. }) = iopub_item(&message)
+        let expected = vec![b"\x00\xff".to_vec(), Vec::new()];
+        assert_eq!(message.buffers, expected);
+        let IopubItem::Output(ExecuteEvent::DisplayData { buffers, .. }) = iopub_item(message)
         else {
             panic!("a display_data is an output");
         };
-        assert_eq!(buffers, message.buffers);
+        assert_eq!(buffers, expected);
     }
 
     #[test]

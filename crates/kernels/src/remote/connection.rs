@@ -490,7 +490,7 @@ impl Pump {
                         _ => {}
                     }
                 }
-                if let Some(status) = self.router.on_iopub(&message, Instant::now()) {
+                if let Some(status) = self.router.on_iopub(message, Instant::now()) {
                     self.context.hub.report_activity(self.epoch, status);
                 }
             }

@@ -126,7 +126,10 @@ async fn next_event(handle: &mut ExecuteHandle) -> ExecuteEvent {
 }
 
 /// Prints a marker once the user's code runs, then sleeps for a minute.
-const SLEEPER: &str = "import time\nprint('sleeping', flush=True)\ntime.sleep(60)";
+/// Prints its marker and sleeps in one statement: IPython compiles each top-level statement just
+/// before running it, so with the sleep on a line of its own an interrupt sent on the marker
+/// could land in that compile, where IPython fails to format the traceback and sends no `error`.
+const SLEEPER: &str = "import time\nprint('sleeping', flush=True) or time.sleep(60)";
 
 /// Waits for the marker: an interrupt sent earlier may hit ipykernel's own code instead of the
 /// user's.

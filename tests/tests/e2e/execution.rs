@@ -106,7 +106,7 @@ async fn runs_stop_at_the_first_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_stops_a_sleeping_cell() {
     let (root, _server, client) = serve(&[
-        "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
+        "import time\nprint('sleeping', flush=True) or time.sleep(60)",
         "after = True",
     ])
     .await;
@@ -141,7 +141,7 @@ async fn interrupt_stops_a_sleeping_cell() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_invalidates_the_running_run() {
     let (_root, _server, client) = serve(&[
-        "import time\nprint('sleeping', flush=True)\ntime.sleep(60)",
+        "import time\nprint('sleeping', flush=True) or time.sleep(60)",
         "after = True",
     ])
     .await;

@@ -130,7 +130,9 @@ fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
 const PRINT_CWD: &str = "import os\nprint('cwd=' + os.getcwd(), flush=True)";
 const TICKS: &str =
     "import time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.4)";
-const SLEEP: &str = "import time\nprint('sleeping', flush=True)\ntime.sleep(120)";
+// One statement, so an interrupt sent on the marker cannot land in IPython's compile of the
+// next one (see `kernels`' SLEEPER).
+const SLEEP: &str = "import time\nprint('sleeping', flush=True) or time.sleep(120)";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {

@@ -1,0 +1,187 @@
+//! What a VS Code host's DOM driver reports of the kernel picker, and the labels the setup looks
+//! for in it.
+//!
+//! The driver projects the open quick pick or input box into a [`PickerView`]: bounded labels,
+//! no DOM tree, no screenshot. Every label the setup matches lives in [`PickerLabels`], the one
+//! place to change when VS Code or the Colab extension renames a row.
+
+use crate::servers::{Availability, ServerRow};
+
+/// The labels of VS Code's and the Colab extension's picker rows and prompts (Colab 0.9.x, VS
+/// Code 1.14x).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PickerLabels {
+    /// VS Code's row that leaves the suggested kernels for the source picker.
+    pub select_another_kernel: &'static str,
+    /// The Colab extension's kernel source.
+    pub colab_source: &'static str,
+    /// The server picker's row for a new server.
+    pub new_server: &'static str,
+    /// The accelerator row for a CPU server (never a GPU or TPU).
+    pub cpu: &'static str,
+    /// The machine-shape row, when that prompt appears.
+    pub standard_shape: &'static str,
+    /// The runtime-version row, when that prompt appears.
+    pub latest_version: &'static str,
+    /// What the alias input box must name: the kind of server being named.
+    pub alias_prompt_server: &'static str,
+}
+
+impl PickerLabels {
+    /// The labels of the Colab extension 0.9.x in VS Code 1.14x.
+    pub const COLAB_0_9: PickerLabels = PickerLabels {
+        select_another_kernel: "Select Another Kernel...",
+        colab_source: "Colab",
+        new_server: "New Colab Server",
+        cpu: "CPU",
+        standard_shape: "Standard",
+        latest_version: "Latest",
+        alias_prompt_server: "Colab CPU",
+    };
+}
+
+impl Default for PickerLabels {
+    fn default() -> Self {
+        PickerLabels::COLAB_0_9
+    }
+}
+
+/// One row of a quick pick, as the driver read it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PickerRow {
+    /// The row's label text (icons removed by the driver).
+    pub label: String,
+    /// Whether the row can be chosen.
+    pub enabled: bool,
+}
+
+impl PickerRow {
+    /// An enabled row.
+    pub fn new(label: impl Into<String>) -> Self {
+        PickerRow {
+            label: label.into(),
+            enabled: true,
+        }
+    }
+}
+
+/// A prompt that needs the user rather than the setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UserPrompt {
+    /// Google sign-in (including MFA).
+    SignIn,
+    /// A consent dialog (for example the Jupyter extension's code-execution consent).
+    Consent,
+    /// Any other modal Colab or VS Code prompt.
+    Other,
+}
+
+/// What the picker shows at one moment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PickerView {
+    /// No quick pick or input box is open.
+    Closed,
+    /// A quick pick.
+    QuickPick {
+        /// Its title (or placeholder), bounded.
+        title: String,
+        /// Its rows, in order.
+        rows: Vec<PickerRow>,
+        /// Whether it shows its busy indicator (rows still loading).
+        busy: bool,
+    },
+    /// An input box.
+    InputBox {
+        /// Its title, bounded.
+        title: String,
+        /// Its prompt (the text under the input), bounded.
+        prompt: String,
+        /// The text currently in it.
+        value: String,
+    },
+    /// A prompt for the user (sign-in, consent, …).
+    Prompt(UserPrompt),
+}
+
+/// Whether two labels are the same, allowing VS Code's "…" for "...".
+pub(crate) fn same_label(observed: &str, expected: &str) -> bool {
+    observed == expected || observed.replace('…', "...") == expected
+}
+
+/// How many rows carry `label`, and the position of the first enabled one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowMatch {
+    /// No row has the label.
+    Absent,
+    /// Exactly one row has it, enabled.
+    One,
+    /// Several rows have it, or the one row is disabled: it cannot be chosen safely.
+    Unusable,
+}
+
+pub(crate) fn find_row(rows: &[PickerRow], label: &str) -> RowMatch {
+    let mut matching = rows.iter().filter(|row| same_label(&row.label, label));
+    match (matching.next(), matching.next()) {
+        (None, _) => RowMatch::Absent,
+        (Some(row), None) if row.enabled => RowMatch::One,
+        _ => RowMatch::Unusable,
+    }
+}
+
+/// The picker rows as server rows, for exact alias resolution.
+pub(crate) fn server_rows(rows: &[PickerRow]) -> Vec<ServerRow> {
+    rows.iter()
+        .map(|row| ServerRow {
+            name: row.label.clone(),
+            availability: if row.enabled {
+                Availability::Available
+            } else {
+                Availability::Disabled
+            },
+            endpoint: None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ellipsis_forms_match_and_nothing_else_does() {
+        assert!(same_label(
+            "Select Another Kernel…",
+            "Select Another Kernel..."
+        ));
+        assert!(same_label(
+            "Select Another Kernel...",
+            "Select Another Kernel..."
+        ));
+        assert!(!same_label(
+            "Select Another Kernel",
+            "Select Another Kernel..."
+        ));
+        assert!(!same_label("colab", "Colab"));
+        assert!(!same_label(" Colab", "Colab"));
+    }
+
+    #[test]
+    fn a_row_is_usable_only_when_single_and_enabled() {
+        let rows = vec![
+            PickerRow::new("Colab"),
+            PickerRow::new("Python Environments..."),
+            PickerRow {
+                label: "Existing Jupyter Server...".into(),
+                enabled: false,
+            },
+        ];
+        assert_eq!(find_row(&rows, "Colab"), RowMatch::One);
+        assert_eq!(find_row(&rows, "New Colab Server"), RowMatch::Absent);
+        assert_eq!(
+            find_row(&rows, "Existing Jupyter Server..."),
+            RowMatch::Unusable
+        );
+        let doubled = vec![PickerRow::new("Colab"), PickerRow::new("Colab")];
+        assert_eq!(find_row(&doubled, "Colab"), RowMatch::Unusable);
+    }
+}

@@ -27,14 +27,15 @@
 //! # What a host does
 //!
 //! ```text
-//! let mut setup = Setup::new(id, request, entropy, config, now);
-//! perform(setup.start(now));              // each Perform(command) is answered exactly once:
-//! setup.apply(SetupEvent::Reply { command: id, reply }, now)?;
-//! setup.apply(SetupEvent::Tick, now)?;    // about every 250 ms while the setup is unsettled
-//! setup.apply(SetupEvent::ListChoices { token }, now)?;       // list_setup_kernels
-//! setup.apply(SetupEvent::SelectChoice { choice_id }, now)?;  // select_setup_kernel
-//! setup.apply(SetupEvent::Cancel, now)?;                      // cancel_kernel_setup
-//! setup.receipt();                        // the tool result, as-is
+//! let Admitted { setup_id, actions } = registry.admit(request, entropy, now)?;
+//! perform(actions);                       // each Perform(command) is answered exactly once:
+//! registry.apply(notebook, &setup_id, SetupEvent::Reply { command: id, reply }, now)?;
+//! registry.tick(now);                     // about every 250 ms while a setup is unsettled
+//! registry.apply(.., SetupEvent::ListChoices { token }, now)?;       // list_setup_kernels
+//! registry.apply(.., SetupEvent::SelectChoice { choice_id }, now)?;  // select_setup_kernel
+//! registry.apply(.., SetupEvent::Cancel, now)?;                      // cancel_kernel_setup
+//! registry.receipt(notebook, &setup_id)?; // the tool result, as-is
+//! registry.guard(notebook, GuardedOperation::Run)?;  // before run_cells, transfers, edits…
 //! ```
 //!
 //! Commands: check the provider; read the sessions file; probe a runtime; look up, create or
@@ -59,7 +60,8 @@
 //!   server that existed before is never touched; an unconfirmed creation is reported as
 //!   `serverMayRemain`.
 //! - A setup is unsettled until it is terminal and every command it dispatched has been
-//!   answered ([`Setup::is_settled`]).
+//!   answered; while unsettled it blocks its notebook ([`SetupRegistry::guard`]). The registry
+//!   keeps at most 16 setups and never evicts an unsettled one.
 //!
 //! [`check_setup_sequence`] is the body of a fuzz target:
 //! `fuzz_target!(|data: &[u8]| colab_setup::check_setup_sequence(data));`.
@@ -73,6 +75,7 @@ mod names;
 mod picker;
 mod probe;
 mod receipt;
+mod registry;
 mod servers;
 mod setup;
 mod sim;
@@ -92,6 +95,10 @@ pub use probe::{
     IdentityEvidence, KernelFailure, select_root,
 };
 pub use receipt::{ActionRequired, RetainReason, RouteKind, SetupReceipt};
+pub use registry::{
+    Admitted, DEFAULT_POLL_WAIT_MS, DEFAULT_START_WAIT_MS, MAX_WAIT_MS, RegistryConfig,
+    SetupRegistry, wait_budget,
+};
 pub use servers::{Availability, ServerRow, resolve_server};
 pub use setup::{
     AssignRefusal, CellRun, Command, CommandId, CommandKind, Failure, Reply, Route,

@@ -150,7 +150,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// What the host is about to do on a notebook that a setup may be blocking.
+    /// What the host is about to do on a notebook, for [`crate::SetupRegistry::guard`].
     pub enum GuardedOperation {
         /// `run_cells`, or `edit_cells` with a rerun.
         Run => "run",

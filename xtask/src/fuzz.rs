@@ -76,6 +76,11 @@ const TARGETS: &[Target] = &[
         function: "condense::check_format_outputs",
         seeds: RealSeeds::Files("crates/condense/tests/fixtures", "json"),
     },
+    Target {
+        name: "colab_setup",
+        function: "colab_setup::check_setup_sequence",
+        seeds: RealSeeds::None,
+    },
 ];
 
 struct Options {

@@ -37,6 +37,7 @@ const DOMAIN_CRATES: &[&str] = &[
     "transfer",
     "dataflow",
     "condense",
+    "colab-setup",
 ];
 
 /// Packages a domain crate must never depend on, directly or through others.

@@ -14,8 +14,8 @@ use mcp_server::http::{Body, ExtraRoutes, json_response};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use host_core::refs::{self, RefKind};
-use host_core::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
+use mcp_contract::refs::{self, RefKind};
+use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
 
 use crate::Timings;
 use crate::client::{Call, LoopbackClient};

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use mcp_server::http::{Body, ExtraRoutes, json_response};
 
-use host_core::{BoxFuture, CallContext, ToolDispatch};
+use mcp_contract::{BoxFuture, CallContext, ToolDispatch};
 
 use crate::protocol::{Invocation, InvocationResult, MAX_INVOKE_BODY_BYTES, PEER_TOKEN_HEADER};
 use crate::secret::Secret;

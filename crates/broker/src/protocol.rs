@@ -11,7 +11,7 @@
 //! - `POST /peer/invoke` with [`Invocation`], authenticated by [`PEER_TOKEN_HEADER`] (the peer
 //!   token, derived from the broker secret, the peer's id and its port) → [`InvocationResult`].
 
-use host_core::{ImageContent, ToolOutput};
+use mcp_contract::{ImageContent, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -1,7 +1,5 @@
 //! `format_outputs`: a cell's nbformat outputs → bounded, condensed text plus images.
 
-use std::str::FromStr;
-
 use serde_json::Value;
 
 use crate::CondenseError;
@@ -15,43 +13,7 @@ use crate::terminal::{group_thousands, render_terminal};
 use crate::traceback::{TracebackOptions, condense_traceback};
 use crate::truncate::{head_tail, marker_overhead};
 
-/// How much of each output to show. The names are those of the reference implementation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OutputMode {
-    /// One line per output: its type, MIME types and byte sizes. Nothing is decoded.
-    Summary,
-    /// Condensed: one preferred representation per output, tables as CSV, trimmed tracebacks,
-    /// images returned as images.
-    #[default]
-    Text,
-    /// Every textual representation (raw HTML included) and whole tracebacks, still with ANSI
-    /// and carriage returns condensed and the whole bounded by `max_chars`.
-    Full,
-}
-
-impl OutputMode {
-    /// The name used on the wire: `summary`, `text` or `full`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutputMode::Summary => "summary",
-            OutputMode::Text => "text",
-            OutputMode::Full => "full",
-        }
-    }
-}
-
-impl FromStr for OutputMode {
-    type Err = CondenseError;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        match name {
-            "summary" => Ok(OutputMode::Summary),
-            "text" => Ok(OutputMode::Text),
-            "full" => Ok(OutputMode::Full),
-            other => Err(CondenseError::UnknownOutputMode(other.to_owned())),
-        }
-    }
-}
+pub use mcp_contract::params::OutputMode;
 
 /// Options of [`format_outputs`]. `FormatOptions::default()` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

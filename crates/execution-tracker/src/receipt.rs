@@ -12,7 +12,7 @@
 //! formats each cell once per mode and keeps only as much text as any receipt could show
 //! ([`CapturedOutput`]), then drops the raw outputs, which the host has already persisted.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::id::ExecutionId;
@@ -40,25 +40,14 @@ const LEAST_RECEIPT_SHARE: usize = MIN_MAX_OUTPUT_CHARS - 100;
 /// Below this many characters a cut is not worth it and the omission marker is used instead.
 const SMALLEST_USEFUL_CUT: usize = 2 * OMISSION_RESERVE;
 
-/// How outputs are rendered as text (`outputMode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputMode {
-    Summary,
-    #[default]
-    Text,
-    Full,
-}
+pub use mcp_contract::params::OutputMode;
 
-impl OutputMode {
-    pub const ALL: [OutputMode; 3] = [OutputMode::Summary, OutputMode::Text, OutputMode::Full];
-
-    fn slot(self) -> usize {
-        match self {
-            OutputMode::Summary => 0,
-            OutputMode::Text => 1,
-            OutputMode::Full => 2,
-        }
+/// The index of a mode in per-mode arrays.
+fn slot(mode: OutputMode) -> usize {
+    match mode {
+        OutputMode::Summary => 0,
+        OutputMode::Text => 1,
+        OutputMode::Full => 2,
     }
 }
 
@@ -182,10 +171,10 @@ impl CapturedOutput {
                 let by_mode = OutputMode::ALL.map(|mode| {
                     let text = formatter.format(&cell_outputs, mode, MAX_MAX_OUTPUT_CHARS);
                     let total_chars = text.chars().count();
-                    let keep = total_chars.min(CELL_OUTPUT_CAP).min(remaining[mode.slot()]);
-                    remaining[mode.slot()] -= total_chars
+                    let keep = total_chars.min(CELL_OUTPUT_CAP).min(remaining[slot(mode)]);
+                    remaining[slot(mode)] -= total_chars
                         .min(LEAST_RECEIPT_SHARE)
-                        .min(remaining[mode.slot()]);
+                        .min(remaining[slot(mode)]);
                     CapturedText {
                         head: take_chars(&text, keep).to_owned(),
                         total_chars,
@@ -273,7 +262,7 @@ pub(crate) fn build_receipt(
                         (live.as_str(), live.chars().count())
                     }
                     (None, Some(captured)) => {
-                        let captured = &captured.by_mode[options.output_mode.slot()];
+                        let captured = &captured.by_mode[slot(options.output_mode)];
                         (captured.head.as_str(), captured.total_chars)
                     }
                     (None, None) => ("", 0),

@@ -3,18 +3,13 @@
 //! editor documents. Tools never touch files or editors directly.
 
 use std::future::Future;
-use std::io;
 use std::sync::Arc;
+
+use mcp_contract::ErrorCode;
+pub use mcp_contract::WindowInfo;
 
 use notebook_model::{DocChange, Notebook};
 use thiserror::Error;
-
-/// The host ("window") as clients see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WindowInfo {
-    pub id: String,
-    pub label: String,
-}
 
 /// Where a notebook is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -130,20 +125,20 @@ pub enum HostError {
 
 impl HostError {
     /// The contract error code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            HostError::NotFound { .. } => "notebook_not_found",
-            HostError::OutsideRoot { .. } => "path_outside_root",
-            HostError::NotANotebook { .. } => "not_a_notebook",
-            HostError::Unreadable { .. } => "notebook_unreadable",
-            HostError::ChangedOnDisk { .. } => "notebook_changed_on_disk",
-            HostError::AlreadyExists { .. } => "already_exists",
-            HostError::Io { .. } => "io_error",
-            HostError::NothingToUndo { .. } => "nothing_to_undo",
-            HostError::WindowNotConnected { .. } => "window_not_connected",
-            HostError::NotSupported { .. } => "not_supported",
-            HostError::InvalidPath { .. } => "invalid_argument",
-            HostError::TooLarge { .. } => "too_large",
+            HostError::NotFound { .. } => ErrorCode::NotebookNotFound,
+            HostError::OutsideRoot { .. } => ErrorCode::PathOutsideRoot,
+            HostError::NotANotebook { .. } => ErrorCode::NotANotebook,
+            HostError::Unreadable { .. } => ErrorCode::NotebookUnreadable,
+            HostError::ChangedOnDisk { .. } => ErrorCode::NotebookChangedOnDisk,
+            HostError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
+            HostError::Io { .. } => ErrorCode::IoError,
+            HostError::NothingToUndo { .. } => ErrorCode::NothingToUndo,
+            HostError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
+            HostError::NotSupported { .. } => ErrorCode::NotSupported,
+            HostError::InvalidPath { .. } => ErrorCode::InvalidArgument,
+            HostError::TooLarge { .. } => ErrorCode::TooLarge,
         }
     }
 }
@@ -212,31 +207,15 @@ pub trait NotebookHost: Send + Sync + 'static {
         contents: Vec<u8>,
     ) -> impl Future<Output = Result<String, HostError>> + Send;
 
-    /// The kernels of this host's notebooks; `None` for a host that runs no code (the kernel
-    /// tools are then not listed).
-    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
+    /// The kernels of this host's notebooks, handed out once; `None` for a host that runs no
+    /// code (the kernel tools are then not listed).
+    fn kernels(&self) -> Option<crate::kernel::SharedKernels> {
         None
     }
 
-    /// Kernels the host's editor provides for this notebook (VS Code's Jupyter extension), used
-    /// instead of [`NotebookHost::kernel_manager`] for it; `None` (the default) for the manager's.
-    fn external_kernels(
-        &self,
-        location: &NotebookLocation,
-    ) -> impl Future<Output = Option<crate::external::SharedExternalKernels>> + Send {
-        let _ = location;
-        async { None }
-    }
-
-    /// The key of a notebook's kernel: the notebook file, whose folder is the kernel's working
-    /// directory.
-    fn kernel_key(&self, location: &NotebookLocation) -> Option<std::path::PathBuf> {
-        let _ = location;
-        None
-    }
-
-    /// The folder kernels are discovered from besides the notebook's own (a project `.venv`).
-    fn kernel_root(&self) -> Option<std::path::PathBuf> {
+    /// The files a transfer reads and writes on this host's side; `None` (the default) when
+    /// it has none (the transfer tools are then not listed).
+    fn files(&self) -> Option<Arc<dyn crate::files::HostFiles>> {
         None
     }
 
@@ -244,81 +223,4 @@ pub trait NotebookHost: Send + Sync + 'static {
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None
     }
-
-    /// Resolves a file transfer's `hostPath` (root-relative, absolute or a `file:` URI) to the
-    /// absolute path of a file inside the allowed roots, refusing anything outside them and
-    /// folders. The file need not exist.
-    fn resolve_host_file(
-        &self,
-        reference: &str,
-    ) -> impl Future<Output = Result<String, HostError>> + Send {
-        let _ = reference;
-        async {
-            Err(HostError::NotSupported {
-                what: "file transfer".to_owned(),
-            })
-        }
-    }
-
-    /// Opens an existing regular file (a path from [`NotebookHost::resolve_host_file`]) for an
-    /// upload to read.
-    fn open_host_file(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<Box<dyn HostFileReader>, HostError>> + Send {
-        let _ = path;
-        async {
-            Err(HostError::NotSupported {
-                what: "file transfer".to_owned(),
-            })
-        }
-    }
-
-    /// Creates a download's temporary file exclusively (`AlreadyExists` if anything is there),
-    /// creating missing folders inside the allowed roots, and keeps it open for writing.
-    fn create_host_file(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = io::Result<Box<dyn HostFileWriter>>> + Send {
-        let _ = path;
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-
-    /// Promotes a synced temporary file to `destination`: with `overwrite` an atomic rename over
-    /// it; without, a hard link (failing with `AlreadyExists` when the destination exists, so an
-    /// existing file is never replaced, even in a race) and the temporary file stays for
-    /// [`NotebookHost::remove_host_file`]. A failure leaves the destination untouched.
-    fn promote_host_file(
-        &self,
-        temp: &str,
-        destination: &str,
-        overwrite: bool,
-    ) -> impl Future<Output = io::Result<()>> + Send {
-        let _ = (temp, destination, overwrite);
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-
-    /// Deletes a transfer's temporary file; a missing file counts as removed.
-    fn remove_host_file(&self, path: &str) -> impl Future<Output = io::Result<()>> + Send {
-        let _ = path;
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-}
-
-/// A host file opened for an upload.
-pub trait HostFileReader: Send {
-    /// The opened file's size.
-    fn size(&self) -> u64;
-
-    /// Reads `len` bytes at `offset` (fewer only at the end of the file).
-    fn read_at(&mut self, offset: u64, len: usize) -> crate::BoxFuture<'_, io::Result<Vec<u8>>>;
-}
-
-/// A download's temporary file, open for writing in order.
-pub trait HostFileWriter: Send {
-    /// Writes all of `bytes` at `offset`.
-    fn write_at(&mut self, offset: u64, bytes: Vec<u8>) -> crate::BoxFuture<'_, io::Result<()>>;
-
-    /// Flushes and syncs the written bytes to disk and closes the file.
-    fn sync_and_close(self: Box<Self>) -> crate::BoxFuture<'static, io::Result<()>>;
 }

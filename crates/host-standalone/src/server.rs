@@ -78,15 +78,12 @@ impl ServeConfig {
 pub fn local_kernels(
     root: &std::path::Path,
     idle_ttl: Option<std::time::Duration>,
-) -> Arc<kernels::KernelManager> {
+) -> kernels::KernelManager {
     let provider = kernels::LocalProvider::new(
         kernels::DiscoveryConfig::from_env(Some(root.to_path_buf())),
         kernels::LaunchConfig::default(),
     );
-    Arc::new(kernels::KernelManager::new(
-        Arc::new(provider),
-        kernels::ManagerConfig { idle_ttl },
-    ))
+    kernels::KernelManager::new(Arc::new(provider), kernels::ManagerConfig { idle_ttl })
 }
 
 /// The kernel manager of a standalone server rooted at `root` whose kernels run on `server`.
@@ -96,13 +93,13 @@ pub fn remote_kernels(
     root: &std::path::Path,
     idle_ttl: Option<std::time::Duration>,
     server: &KernelServer,
-) -> Arc<kernels::KernelManager> {
+) -> kernels::KernelManager {
     let mut config = kernels::RemoteConfig::new(server.url.clone(), server.token.clone());
     config.served_root = Some(root.to_path_buf());
-    Arc::new(kernels::KernelManager::new(
+    kernels::KernelManager::new(
         Arc::new(kernels::RemoteProvider::new(config)),
         kernels::ManagerConfig { idle_ttl },
-    ))
+    )
 }
 
 /// SIGINT and SIGTERM, installed before the server announces itself so that a signal sent as
@@ -157,12 +154,12 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         }
         None => local_kernels(&root, config.kernel_idle_ttl),
     });
-    let standalone = StandaloneHost {
-        files: Arc::new(host),
-        kernels: kernels.clone(),
-        summarizer: crate::summarizer::AnthropicSummarizer::from_env()
+    let standalone = StandaloneHost::new(
+        Arc::new(host),
+        kernels.clone(),
+        crate::summarizer::AnthropicSummarizer::from_env()
             .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
-    };
+    );
     let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     match config.transport {

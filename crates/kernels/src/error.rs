@@ -152,11 +152,12 @@ pub enum Error {
     )]
     MessageTooLarge { size: usize, limit: usize },
 
-    /// Sending a signal to the kernel's process group failed.
+    /// Sending a signal to the kernel's process group failed (or signals do not exist on this
+    /// platform: use a kernelspec whose `interrupt_mode` is `message`).
     #[error("could not signal the kernel process")]
     Signal {
         #[source]
-        source: nix::Error,
+        source: std::io::Error,
     },
 }
 

@@ -14,8 +14,14 @@ pub enum Capability {
     /// Reading and editing notebook documents (every host).
     Documents,
     /// Running code on kernels.
-    Kernels,
-    /// Moving files through a kernel.
+    Execute,
+    /// Interrupting a kernel.
+    Interrupt,
+    /// Restarting a kernel.
+    Restart,
+    /// Listing, selecting and setting up kernels.
+    ChooseKernel,
+    /// Moving files through a kernel (kernels that can, and files on the host's side).
     Transfer,
 }
 
@@ -284,7 +290,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "get_kernel_info",
             "Kernel info",
-            Documents,
+            Execute,
             READ,
             NotebookRefParams,
             schema_object::<KernelInfoResult>,
@@ -293,7 +299,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "list_kernels",
             "List kernels",
-            Kernels,
+            ChooseKernel,
             READ,
             NotebookRefParams,
             schema_object::<ListKernelsResult>,
@@ -302,7 +308,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "select_kernel",
             "Select a kernel",
-            Kernels,
+            ChooseKernel,
             WRITE,
             SelectKernelParams,
             schema_object::<SelectKernelResult>,
@@ -311,7 +317,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "configure_kernel",
             "Start the kernel",
-            Kernels,
+            ChooseKernel,
             IDEMPOTENT_WRITE,
             NotebookRefParams,
             schema_object::<ConfigureKernelResult>,
@@ -320,7 +326,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "run_cells",
             "Run cells",
-            Kernels,
+            Execute,
             EXECUTE,
             RunCellsParams,
             receipt_schema,
@@ -329,7 +335,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "get_execution",
             "Follow a run",
-            Documents,
+            Execute,
             READ,
             GetExecutionParams,
             receipt_schema,
@@ -338,7 +344,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "interrupt_kernels",
             "Interrupt kernels",
-            Kernels,
+            Interrupt,
             EXECUTE,
             NotebookRefsParams,
             schema_object::<KernelRequestsResult>,
@@ -347,7 +353,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "restart_kernels",
             "Restart kernels",
-            Kernels,
+            Restart,
             DESTRUCTIVE,
             NotebookRefsParams,
             schema_object::<KernelRequestsResult>,
@@ -356,7 +362,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "inspect_variable",
             "Inspect a variable",
-            Kernels,
+            Execute,
             READ,
             InspectVariableParams,
             free_object,

@@ -101,7 +101,7 @@ pub fn coerce(value: &mut Value, schema: &Map<String, Value>) {
 
 fn invalid_arguments(problem: &str) -> ToolError {
     ToolError {
-        code: "invalid_arguments".to_owned(),
+        code: crate::errors::ErrorCode::InvalidArguments,
         message: format!(
             "{}. Check the tool's input schema (tools/list); unknown or obsolete keys are rejected",
             shorten(problem, 600)
@@ -333,7 +333,7 @@ mod tests {
             &schema,
         )
         .unwrap_err();
-        assert_eq!(error.code, "invalid_arguments");
+        assert_eq!(error.code, crate::errors::ErrorCode::InvalidArguments);
         assert!(error.message.contains("filePath"), "{}", error.message);
         let error = parse_arguments::<ReadNotebookParams>(
             arguments(json!({"notebookRef": "a", "view": "everything"})),
@@ -368,7 +368,7 @@ mod tests {
             &schema,
         )
         .unwrap_err();
-        assert_eq!(error.code, "invalid_arguments");
+        assert_eq!(error.code, crate::errors::ErrorCode::InvalidArguments);
         assert!(
             error
                 .message

@@ -425,10 +425,27 @@ pub struct TransferResult {
 #[serde(rename_all = "camelCase")]
 pub struct ToolError {
     /// Stable snake_case code (see the README's error table).
-    pub code: String,
+    pub code: crate::errors::ErrorCode,
     /// What went wrong and what to do next.
     pub message: String,
     /// Extra facts for the caller (for a rev mismatch: the cell's current rev and source).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+}
+
+impl ToolError {
+    /// A failure with `code` and a message that says what to do next.
+    pub fn new(code: crate::errors::ErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// The same failure with `details`.
+    pub fn with_details(mut self, details: Value) -> ToolError {
+        self.details = Some(details);
+        self
+    }
 }

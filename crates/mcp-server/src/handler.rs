@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use host_core::{CallContext, ProgressSink, ToolDispatch, ToolOutput};
 use mcp_contract::ToolSpec;
+use mcp_contract::{CallContext, ProgressSink, ToolDispatch, ToolOutput};
 #[expect(
     deprecated,
     reason = "logging/setLevel still belongs to the 2025 protocol versions"

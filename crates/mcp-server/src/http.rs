@@ -2,8 +2,8 @@
 //! DNS-rebinding defence (its `Host` and any `Origin` must be loopback, else 403) and, when a token
 //! is configured, the token check (else 401). Nothing reaches a tool before both pass.
 
+use core::net::SocketAddr;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ pub trait ExtraRoutes: Send + Sync + 'static {
     fn handle(
         &self,
         request: Request<Incoming>,
-    ) -> host_core::BoxFuture<'_, Result<Response<Body>, Request<Incoming>>>;
+    ) -> mcp_contract::BoxFuture<'_, Result<Response<Body>, Request<Incoming>>>;
 }
 
 /// How the HTTP endpoint is protected.

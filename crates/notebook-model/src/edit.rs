@@ -169,13 +169,6 @@ pub struct EditError {
     pub current: Option<Box<CurrentCell>>,
 }
 
-impl EditError {
-    /// The stable error code of this failure in the tool contract.
-    pub fn code(&self) -> &'static str {
-        self.kind.code()
-    }
-}
-
 /// The specific problem.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EditErrorKind {
@@ -218,26 +211,6 @@ pub enum EditErrorKind {
     NameTaken { name: String, index: usize },
     #[error("a {kind} cell has no outputs to set")]
     NotACodeCell { kind: &'static str },
-}
-
-impl EditErrorKind {
-    pub fn code(&self) -> &'static str {
-        match self {
-            EditErrorKind::CellRef(error) => error.code(),
-            EditErrorKind::RevMismatch { .. } => "rev_mismatch",
-            EditErrorKind::ExpectedRevRequired { .. } => "expected_rev_required",
-            EditErrorKind::OldTextEmpty => "invalid_argument",
-            EditErrorKind::OldTextNotFound => "old_text_not_found",
-            EditErrorKind::OldTextAmbiguous => "old_text_ambiguous",
-            EditErrorKind::NothingToChange => "invalid_argument",
-            EditErrorKind::DuplicateTarget { .. } => "duplicate_cell",
-            EditErrorKind::NoTargets => "invalid_argument",
-            EditErrorKind::ToIndexOutOfRange { .. } => "index_out_of_range",
-            EditErrorKind::InvalidName { .. } => "invalid_name",
-            EditErrorKind::NameTaken { .. } => "name_taken",
-            EditErrorKind::NotACodeCell { .. } => "not_a_code_cell",
-        }
-    }
 }
 
 /// Finds the single occurrence of `needle` (non-overlapping search, as the reference does).
@@ -823,7 +796,7 @@ mod tests {
         ];
         let error = apply_edits(&notebook, &ops, strict()).unwrap_err();
         assert_eq!(error.op_index, 1);
-        assert_eq!(error.code(), "rev_mismatch");
+        assert!(matches!(error.kind, EditErrorKind::RevMismatch { .. }));
         let current = error.current.unwrap();
         assert_eq!(current.source, "# show\nprint(x)");
         assert_eq!(current.rev, notebook.cells()[2].rev());
@@ -862,7 +835,10 @@ mod tests {
             strict(),
         )
         .unwrap_err();
-        assert_eq!(error.code(), "expected_rev_required");
+        assert!(matches!(
+            error.kind,
+            EditErrorKind::ExpectedRevRequired { .. }
+        ));
     }
 
     #[test]
@@ -880,14 +856,14 @@ mod tests {
         assert_eq!(
             apply_edits(&notebook, &[replace("a = 1")], policy)
                 .unwrap_err()
-                .code(),
-            "old_text_ambiguous"
+                .kind,
+            EditErrorKind::OldTextAmbiguous
         );
         assert_eq!(
             apply_edits(&notebook, &[replace("zzz")], policy)
                 .unwrap_err()
-                .code(),
-            "old_text_not_found"
+                .kind,
+            EditErrorKind::OldTextNotFound
         );
         let outcome = apply_edits(&notebook, &[replace("1\na")], policy).unwrap();
         assert_eq!(outcome.notebook.cells()[3].source(), "a = b = 1");
@@ -912,12 +888,12 @@ mod tests {
             targets: vec![CellRef::Index(0)],
             to_index: 3,
         }];
-        assert_eq!(
+        assert!(matches!(
             apply_edits(&notebook, &too_far, EditPolicy::default())
                 .unwrap_err()
-                .code(),
-            "index_out_of_range"
-        );
+                .kind,
+            EditErrorKind::ToIndexOutOfRange { .. }
+        ));
     }
 
     #[test]
@@ -977,7 +953,7 @@ mod tests {
             EditPolicy::default(),
         )
         .unwrap_err();
-        assert_eq!(explicit.code(), "name_taken");
+        assert!(matches!(explicit.kind, EditErrorKind::NameTaken { .. }));
     }
 
     #[test]

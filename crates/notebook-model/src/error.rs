@@ -73,16 +73,3 @@ pub enum CellRefError {
     )]
     Invalid { reference: String },
 }
-
-impl CellRefError {
-    /// The stable error code of this failure in the tool contract.
-    pub fn code(&self) -> &'static str {
-        match self {
-            CellRefError::IndexOutOfRange { .. } | CellRefError::EmptyNotebook { .. } => {
-                "cell_index_out_of_range"
-            }
-            CellRefError::NotFound { .. } => "cell_not_found",
-            CellRefError::Invalid { .. } => "invalid_cell_ref",
-        }
-    }
-}

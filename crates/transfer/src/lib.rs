@@ -90,7 +90,7 @@ pub use download::{Download, DownloadConfig};
 pub use error::{
     Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError, TransferReceipt,
 };
-pub use machine::{Action, Deadline, Event, KernelOutput, KernelStep, TransferMachine};
+pub use machine::{Action, Deadline, Event, KernelOutput, KernelStep, KernelWire, TransferMachine};
 pub use names::{KernelPath, Nonce, temp_file_path, temp_file_suffix};
 pub use receipt::{RECEIPT_MARKER, ReceiptProblem, check_reply_parsing};
 pub use request::{

@@ -160,11 +160,7 @@ async fn notebook_model_bench(report: &mut String, quick: bool) -> anyhow::Resul
         root: folder.path().to_path_buf(),
         snapshot_folder: folder.path().join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: None,
-        summarizer: None,
-    }));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(Arc::new(host), None, None)));
     // The whole outline (no reply budget), as the target was set for.
     let arguments = json!({"notebookRef": "large.ipynb", "maxResponseChars": 0})
         .as_object()
@@ -249,11 +245,11 @@ fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
     })?;
-    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: None,
-        summarizer: None,
-    }))))
+    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost::new(
+        Arc::new(host),
+        None,
+        None,
+    )))))
 }
 
 async fn timed_read(client: &Client, arguments: &Value) -> Duration {
@@ -316,7 +312,7 @@ async fn broker_bench(report: &mut String, quick: bool) -> anyhow::Result<()> {
     routed.call("list_notebooks", json!({})).await.ok();
     let notebook_ref = host_core::refs::notebook_ref(
         &owner_window.id,
-        &host_standalone::paths::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
+        &host_files::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
     );
     let arguments = json!({"notebookRef": notebook_ref});
     let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
@@ -425,7 +421,7 @@ async fn transfer_bench(report: &mut String, quick: bool) -> anyhow::Result<()> 
 const TRANSFER_TARGET_MB_S: f64 = 50.0;
 
 async fn transfer_rows(
-    kernels: Arc<kernels::KernelManager>,
+    kernels: kernels::KernelManager,
     root: &Path,
     size_mib: usize,
     runs: usize,
@@ -438,11 +434,11 @@ async fn transfer_rows(
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: Some(kernels.clone()),
-        summarizer: None,
-    }));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(
+        Arc::new(host),
+        Some(kernels.clone()),
+        None,
+    )));
     let notebook = json!({"notebookRef": "bench.ipynb"});
     call_tool(&tools, "configure_kernel", notebook.clone()).await?;
     let megabytes_per_second = |duration: Duration| size as f64 / 1e6 / duration.as_secs_f64();
@@ -579,7 +575,7 @@ async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats 
 /// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
 /// to the notebook file, receipt).
 async fn trivial_run(
-    manager: Arc<kernels::KernelManager>,
+    manager: kernels::KernelManager,
     root: &Path,
     runs: usize,
 ) -> anyhow::Result<Stats> {
@@ -594,11 +590,11 @@ async fn trivial_run(
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: Some(Arc::clone(&manager)),
-        summarizer: None,
-    }));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(
+        Arc::new(host),
+        Some(manager.clone()),
+        None,
+    )));
     let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
         .as_object()
         .cloned();

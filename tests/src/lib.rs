@@ -60,6 +60,12 @@ pub fn server_binary() -> PathBuf {
     if let Some(binary) = std::env::var_os("JUPYTER_MCP_SERVER_BINARY") {
         return PathBuf::from(binary);
     }
+    workspace_binary("host-standalone", "jupyter-mcp")
+}
+
+/// The binary `bin` of workspace package `package`, of this executable's profile, built first
+/// (once per process) unless `JUPYTER_MCP_SKIP_BUILD` says everything was just built.
+pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
     let executable = std::env::current_exe().expect("test executable path");
     let mut profile_dir = executable
         .parent()
@@ -71,34 +77,29 @@ pub fn server_binary() -> PathBuf {
     let release = profile_dir
         .file_name()
         .is_some_and(|name| name == "release");
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
-            return;
-        }
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_none() && !built.iter().any(|name| name == bin)
+    {
         // Through the rustup proxy on PATH: called directly, a toolchain's own cargo would let
         // rustc pick up the rust-toolchain.toml files some dependencies ship.
         let mut build = Command::new("cargo");
         build
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "host-standalone",
-                "--bin",
-                "jupyter-mcp",
-            ])
+            .args(["build", "--quiet", "-p", package, "--bin", bin])
             .current_dir(workspace_root());
         if release {
             build.arg("--release");
         }
         let status = build.status().expect("cargo runs");
-        assert!(status.success(), "building jupyter-mcp failed");
-    });
-    let binary = profile_dir.join("jupyter-mcp");
+        assert!(status.success(), "building {bin} failed");
+        built.push(bin.to_owned());
+    }
+    let binary = profile_dir.join(bin);
     assert!(
         binary.exists(),
-        "{} is missing: build it first (`cargo build -p host-standalone`; `cargo xtask ci` does)",
+        "{} is missing: build it first (`cargo build -p {package}`; `cargo xtask ci` does)",
         binary.display()
     );
     binary
@@ -563,6 +564,11 @@ impl Client {
             .arg(root)
             .arg("--cache-dir")
             .arg(cache);
+        Client::stdio_command(command).await
+    }
+
+    /// A client of the MCP server that `command` starts, speaking over its stdin and stdout.
+    pub async fn stdio_command(command: tokio::process::Command) -> Result<Client> {
         let transport = TokioChildProcess::new(command)?;
         let recorder = Recorder::default();
         let service = recorder

@@ -408,6 +408,12 @@ pub enum KernelLookup {
         /// starts one".
         reason: String,
     },
+    /// None is seen, but one may run where the host cannot look (an editor that reports no
+    /// active kernel, or could not be asked).
+    Unobserved {
+        /// Why none is seen, and what to do.
+        reason: String,
+    },
 }
 
 impl std::fmt::Debug for KernelLookup {
@@ -421,6 +427,10 @@ impl std::fmt::Debug for KernelLookup {
                 .debug_struct("Absent")
                 .field("reason", reason)
                 .finish(),
+            KernelLookup::Unobserved { reason } => formatter
+                .debug_struct("Unobserved")
+                .field("reason", reason)
+                .finish(),
         }
     }
 }
@@ -430,7 +440,7 @@ impl KernelLookup {
     pub fn session(self) -> Option<SharedSession> {
         match self {
             KernelLookup::Running(session) => Some(session),
-            KernelLookup::Absent { .. } => None,
+            KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => None,
         }
     }
 }
@@ -628,7 +638,7 @@ pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError>
                 collected.reply = Some(reply);
                 return Ok(collected);
             }
-            KernelEvent::Ended(execution_tracker::KernelLifecycle::Restarted) => {
+            KernelEvent::Ended(KernelLifecycle::Restarted) => {
                 return Err(KernelError::Restarted);
             }
             KernelEvent::Ended(_) | KernelEvent::NotebookClosed | KernelEvent::Lost => {

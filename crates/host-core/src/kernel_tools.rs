@@ -42,33 +42,27 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
                 pid: info.pid,
             }
         }
-        KernelLookup::Absent { reason } => KernelState {
-            label: None,
-            id: None,
-            language: language.to_owned(),
-            status: "not-started".to_owned(),
-            runtime: "none".to_owned(),
-            runtime_reason: Some(reason.clone()),
-            implementation: None,
-            language_version: None,
-            epoch: None,
-            pid: None,
-        },
-    }
-}
-
-fn unknown_kernel(kernel_id: &str, available: &[&str]) -> ToolError {
-    error(
-        ErrorCode::KernelNotFound,
-        format!(
-            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-            if available.is_empty() {
-                "(none)".to_owned()
-            } else {
-                available.join(", ")
+        KernelLookup::Absent { reason } | KernelLookup::Unobserved { reason } => {
+            let seen_nothing = matches!(lookup, KernelLookup::Unobserved { .. });
+            KernelState {
+                label: None,
+                id: None,
+                language: language.to_owned(),
+                status: if seen_nothing {
+                    "unknown"
+                } else {
+                    "not-started"
+                }
+                .to_owned(),
+                runtime: if seen_nothing { "unknown" } else { "none" }.to_owned(),
+                runtime_reason: Some(reason.clone()),
+                implementation: None,
+                language_version: None,
+                epoch: None,
+                pid: None,
             }
-        ),
-    )
+        }
+    }
 }
 
 /// The metadata that makes a notebook use `record` on its next start.
@@ -209,7 +203,7 @@ impl<H: NotebookHost> Tools<H> {
         let lookup = kernels.lookup(&location).await;
         let ready = match &lookup {
             KernelLookup::Running(session) => probe_alive(session).await,
-            KernelLookup::Absent { .. } => false,
+            KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => false,
         };
         to_json(&ConfigureKernelResult {
             notebook: location.uri,

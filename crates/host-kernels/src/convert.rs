@@ -152,7 +152,7 @@ mod tests {
             assert_eq!(super::event(event).unwrap().is_terminal(), terminal);
         }
         assert_eq!(
-            super::event(ExecuteEvent::Input {
+            event(ExecuteEvent::Input {
                 code: "1".into(),
                 execution_count: None
             }),
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn display_buffers_ride_with_their_output() {
-        let converted = super::event(ExecuteEvent::DisplayData {
+        let converted = event(ExecuteEvent::DisplayData {
             data: Default::default(),
             metadata: Default::default(),
             display_id: Some("d".into()),

@@ -26,7 +26,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use host_core::kernel::{
     CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvents,
     KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord, KernelSelection,
@@ -52,6 +51,8 @@ pub struct ManagedKernels {
     key: Box<KernelKey>,
     /// The session handed out for each notebook's current kernel object.
     sessions: Mutex<HashMap<PathBuf, Arc<ManagedSession>>>,
+    /// What sessions say of themselves.
+    features: SessionFeatures,
 }
 
 impl std::fmt::Debug for ManagedKernels {
@@ -78,7 +79,16 @@ impl ManagedKernels {
             root,
             key: Box::new(key),
             sessions: Mutex::new(HashMap::new()),
+            features: SessionFeatures::JUPYTER,
         }
+    }
+
+    /// The same kernels, whose sessions say they take code only (no binary buffers, no user
+    /// expressions), as an editor's kernel API does: for measuring the code-only transfer wire
+    /// against the same kernel as the message one.
+    pub fn code_only(mut self) -> ManagedKernels {
+        self.features.messages = false;
+        self
     }
 
     /// The manager (for shutting every kernel down on exit).
@@ -101,7 +111,10 @@ impl ManagedKernels {
         {
             return session.clone();
         }
-        let session = Arc::new(ManagedSession { kernel: handle });
+        let session = Arc::new(ManagedSession {
+            kernel: handle,
+            features: self.features,
+        });
         sessions.insert(key.to_path_buf(), session.clone());
         session
     }
@@ -359,6 +372,7 @@ impl NotebookKernels for ManagedKernels {
 /// One kernel object of the manager, as host-core sees it.
 struct ManagedSession {
     kernel: Arc<dyn KernelHandle>,
+    features: SessionFeatures,
 }
 
 impl KernelSession for ManagedSession {
@@ -380,7 +394,7 @@ impl KernelSession for ManagedSession {
     }
 
     fn features(&self) -> SessionFeatures {
-        SessionFeatures::JUPYTER
+        self.features
     }
 
     fn epoch(&self) -> Option<u64> {

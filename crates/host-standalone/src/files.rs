@@ -101,19 +101,17 @@ impl StandaloneHost {
         manager: Option<kernels::KernelManager>,
         summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
     ) -> StandaloneHost {
+        let kernels = manager.map(|manager| Arc::new(files.kernels(manager)));
+        StandaloneHost::with_kernels(files, kernels, summarizer)
+    }
+
+    /// The host of `files` with these kernels (see [`FileHost::kernels`]).
+    pub fn with_kernels(
+        files: Arc<FileHost>,
+        kernels: Option<Arc<host_kernels::ManagedKernels>>,
+        summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+    ) -> StandaloneHost {
         let transfers = host_files::ConfinedFiles::from_roots(vec![files.root.clone()]);
-        let kernels = manager.map(|manager| {
-            let root = files.root.clone();
-            Arc::new(host_kernels::ManagedKernels::new(
-                manager,
-                Some(root.path().to_path_buf()),
-                move |location| {
-                    root.resolve_notebook(&location.uri)
-                        .ok()
-                        .map(|rooted| rooted.absolute)
-                },
-            ))
-        });
         StandaloneHost {
             files,
             kernels,
@@ -294,6 +292,21 @@ impl FileHost {
 
     pub fn root(&self) -> &Path {
         self.root.path()
+    }
+
+    /// The notebooks' kernels from `manager`: one per notebook file under the root, discovered
+    /// also from the root (a project `.venv`).
+    pub fn kernels(&self, manager: kernels::KernelManager) -> host_kernels::ManagedKernels {
+        let root = self.root.clone();
+        host_kernels::ManagedKernels::new(
+            manager,
+            Some(root.path().to_path_buf()),
+            move |location| {
+                root.resolve_notebook(&location.uri)
+                    .ok()
+                    .map(|rooted| rooted.absolute)
+            },
+        )
     }
 
     fn location(&self, rooted: &RootedPath) -> NotebookLocation {
@@ -584,15 +597,6 @@ async fn blocking<T: Send + 'static>(
                 reason: join_error.to_string(),
             })
         })
-}
-
-/// Syncs a folder so that a link or rename in it survives a crash (best effort).
-fn sync_folder(path: &Path) {
-    if let Some(folder) = path.parent()
-        && let Ok(directory) = File::open(folder)
-    {
-        let _ = directory.sync_all();
-    }
 }
 
 impl NotebookHost for StandaloneHost {

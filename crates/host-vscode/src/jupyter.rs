@@ -353,7 +353,7 @@ impl JupyterKernels {
             });
         match reply.kernel {
             Some(kernel) => KernelLookup::Running(self.session(&location.uri, &kernel)),
-            None => KernelLookup::Absent {
+            None => KernelLookup::Unobserved {
                 reason: lookup_reason(reply.lookup_failure.as_deref()).to_owned(),
             },
         }

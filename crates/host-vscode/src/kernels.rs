@@ -121,7 +121,7 @@ impl NotebookKernels for WindowKernels {
                 // The editor starts its kernel when the first cell runs; the session follows it.
                 return Ok(match self.jupyter.lookup(location).await {
                     KernelLookup::Running(session) => session,
-                    KernelLookup::Absent { .. } => self
+                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => self
                         .jupyter
                         .session(&location.uri, &JupyterKernel::default())
                         as SharedSession,
@@ -209,10 +209,12 @@ impl NotebookKernels for WindowKernels {
                 .configure(location)
                 .await
                 .map_err(host_failure)?;
-            let info = match self.jupyter.lookup(location).await {
-                KernelLookup::Running(session) => Some(session.info()),
-                KernelLookup::Absent { .. } => None,
-            };
+            let info = self
+                .jupyter
+                .lookup(location)
+                .await
+                .session()
+                .map(|session| session.info());
             Ok(Configured {
                 kernel: KernelChoice {
                     id: info

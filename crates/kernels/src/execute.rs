@@ -222,6 +222,10 @@ impl ExecuteHandle {
         }
     }
 
+    #[cfg_attr(
+        not(any(feature = "local", feature = "remote")),
+        allow(dead_code, reason = "used by the kernel providers")
+    )]
     pub(crate) fn with_backlog(mut self, backlog: StreamBacklog) -> Self {
         self.backlog = Some(backlog);
         self

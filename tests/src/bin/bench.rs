@@ -402,15 +402,30 @@ async fn transfer_bench(report: &mut String, quick: bool) -> anyhow::Result<()> 
     let (size_mib, runs) = if quick { (4, 1) } else { (32, 3) };
     let root = jupyter_mcp_tests::example_root();
     let kernels = host_standalone::server::local_kernels(root.path(), None);
-    let rows = transfer_rows(kernels, root.path(), size_mib, runs, true).await?;
+    let mut rows = transfer_rows(kernels, root.path(), size_mib, runs, Wire::Messages).await?;
+    // The same kernel spoken to as an editor's kernel API is (VS Code's Jupyter extension):
+    // code in, printed output out, so chunks are base64 literals and receipts.
+    let kernels = host_standalone::server::local_kernels(root.path(), None);
+    rows.extend(transfer_rows(kernels, root.path(), size_mib, runs, Wire::CodeOnly).await?);
     print_rows(
         &format!(
-            "File transfer through a local ipykernel (median of {runs}, in-process tool calls)"
+            "File transfer through a local ipykernel (median of {runs}, in-process tool calls; buffers, then code only)"
         ),
         &rows,
         report,
     );
     Ok(())
+}
+
+/// How the transfer's kernel requests travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// Jupyter messages: chunks as binary buffers (held to the local-kernel target).
+    Messages,
+    /// Code only: base64 literals in the source, printed receipts (no target).
+    CodeOnly,
+    /// Jupyter messages through a kernel server (no target).
+    Remote,
 }
 
 /// Uploads and downloads of `size_mib` MiB of random and of compressible bytes through the
@@ -425,20 +440,29 @@ async fn transfer_rows(
     root: &Path,
     size_mib: usize,
     runs: usize,
-    judged: bool,
+    wire: Wire,
 ) -> anyhow::Result<Vec<Row>> {
+    let judged = wire == Wire::Messages;
     let size = size_mib * 1024 * 1024;
     jupyter_mcp_tests::write_code_notebook(root, "bench.ipynb", &["pass"]);
     let kernel_side = tempfile::tempdir()?;
-    let host = FileHost::new(FileHostConfig {
+    let host = Arc::new(FileHost::new(FileHostConfig {
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
-    })?;
-    let tools = Tools::new(Arc::new(StandaloneHost::new(
-        Arc::new(host),
-        Some(kernels.clone()),
+    })?);
+    let managed = match wire {
+        Wire::CodeOnly => host.kernels(kernels.clone()).code_only(),
+        Wire::Messages | Wire::Remote => host.kernels(kernels.clone()),
+    };
+    let tools = Tools::new(Arc::new(StandaloneHost::with_kernels(
+        host,
+        Some(Arc::new(managed)),
         None,
     )));
+    let wire_label = match wire {
+        Wire::CodeOnly => ", code only",
+        Wire::Messages | Wire::Remote => "",
+    };
     let notebook = json!({"notebookRef": "bench.ipynb"});
     call_tool(&tools, "configure_kernel", notebook.clone()).await?;
     let megabytes_per_second = |duration: Duration| size as f64 / 1e6 / duration.as_secs_f64();
@@ -509,7 +533,7 @@ async fn transfer_rows(
             let rate = megabytes_per_second(timing.median);
             rows.push((
                 format!(
-                    "{direction} {size_mib} MiB {kind} (wire {:.1} MB)",
+                    "{direction} {size_mib} MiB {kind} (wire {:.1} MB{wire_label})",
                     wire_bytes as f64 / 1e6
                 ),
                 format!(
@@ -746,7 +770,7 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
         transfer_root.path(),
         size_mib,
         transfer_runs,
-        false,
+        Wire::Remote,
     )
     .await?;
     print_rows(

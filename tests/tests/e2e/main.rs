@@ -4,6 +4,7 @@ mod bad_input;
 mod broker;
 mod budget;
 mod documents;
+mod embedding;
 mod execution;
 mod faults;
 mod intelligence;

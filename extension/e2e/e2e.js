@@ -50,6 +50,14 @@ async function main() {
   };
   let ref;
   let rev;
+  await step('tools/list lists what the window can do', async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    for (const name of ['read_notebook', 'run_cells', 'upload_file', 'download_file', 'list_kernels']) {
+      assert.ok(names.includes(name), `${name} missing: ${names}`);
+    }
+    assert.ok(!names.includes('undo_last'), 'undo is the editor\'s own here, so undo_last is not listed');
+  });
   await step('list_notebooks lists this window', async () => {
     const listing = await call('list_notebooks', {});
     assert.equal(listing.windows.length, 1);

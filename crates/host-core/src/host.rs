@@ -143,6 +143,20 @@ impl HostError {
     }
 }
 
+/// What a host can do with its documents beyond reading, editing and saving them; each decides
+/// whether a tool is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentCapabilities {
+    /// `undo_last`: the host snapshots what each change replaces and can restore it.
+    pub undo: bool,
+}
+
+impl Default for DocumentCapabilities {
+    fn default() -> Self {
+        DocumentCapabilities { undo: true }
+    }
+}
+
 /// A place that holds notebooks. Every method is async and cancel-safe from the caller's point
 /// of view: a dropped future leaves the document either changed completely or not at all.
 pub trait NotebookHost: Send + Sync + 'static {
@@ -206,6 +220,12 @@ pub trait NotebookHost: Send + Sync + 'static {
         path: &str,
         contents: Vec<u8>,
     ) -> impl Future<Output = Result<String, HostError>> + Send;
+
+    /// What this host can do with its documents beyond reading and editing them (default:
+    /// everything).
+    fn document_capabilities(&self) -> DocumentCapabilities {
+        DocumentCapabilities::default()
+    }
 
     /// The kernels of this host's notebooks, handed out once; `None` for a host that runs no
     /// code (the kernel tools are then not listed).

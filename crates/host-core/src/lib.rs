@@ -32,8 +32,8 @@ mod tests;
 
 pub use files::{HostFileReader, HostFileWriter, HostFiles};
 pub use host::{
-    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
-    Restored, WindowInfo,
+    Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing, NotebookHost,
+    NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
 pub use kernel::{
     KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, SharedKernels,

@@ -77,6 +77,7 @@ pub struct MemoryHost {
     versions: AtomicU64,
     kernels: Option<SharedKernels>,
     files: Option<Arc<MemoryFiles>>,
+    documents: crate::host::DocumentCapabilities,
     /// Files written by `write_new_file`, by path.
     written: Mutex<BTreeMap<String, Vec<u8>>>,
 }
@@ -99,6 +100,7 @@ impl MemoryHost {
             versions: AtomicU64::new(1),
             kernels: None,
             files: None,
+            documents: crate::host::DocumentCapabilities::default(),
             written: Mutex::new(BTreeMap::new()),
         }
     }
@@ -112,6 +114,15 @@ impl MemoryHost {
     /// The same host with these shared kernels (keep a clone to script them).
     pub fn with_shared_kernels(mut self, kernels: SharedKernels) -> MemoryHost {
         self.kernels = Some(kernels);
+        self
+    }
+
+    /// The same host, saying it can do only this with its documents.
+    pub fn with_document_capabilities(
+        mut self,
+        documents: crate::host::DocumentCapabilities,
+    ) -> MemoryHost {
+        self.documents = documents;
         self
     }
 
@@ -340,6 +351,10 @@ impl NotebookHost for MemoryHost {
         }
         written.insert(path.to_owned(), contents);
         Ok(format!("memory:///{path}"))
+    }
+
+    fn document_capabilities(&self) -> crate::host::DocumentCapabilities {
+        self.documents
     }
 
     fn kernels(&self) -> Option<SharedKernels> {

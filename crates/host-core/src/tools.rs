@@ -145,8 +145,10 @@ impl<H: NotebookHost> Tools<H> {
         let can = kernels
             .as_ref()
             .map_or(KernelCapabilities::NONE, |kernels| kernels.capabilities());
+        let documents = host.document_capabilities();
         let listed = |capability: Capability| match capability {
             Capability::Documents => true,
+            Capability::Undo => documents.undo,
             Capability::Execute => can.execute,
             Capability::Interrupt => can.interrupt,
             Capability::Restart => can.restart,

@@ -159,6 +159,11 @@ impl NotebookHost for VsCodeHost {
         }
     }
 
+    fn document_capabilities(&self) -> host_core::DocumentCapabilities {
+        // Every change is an edit of the live document, on the editor's own undo stack.
+        host_core::DocumentCapabilities { undo: false }
+    }
+
     fn kernels(&self) -> Option<host_core::SharedKernels> {
         Some(self.kernels.clone())
     }
@@ -315,6 +320,7 @@ impl NotebookHost for VsCodeHost {
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
+        // Not listed here (document_capabilities); a client that calls it anyway learns why.
         let _ = location;
         Err(HostError::NotSupported {
             what: "undo_last in VS Code (every change is on the editor's undo stack: use Undo \

@@ -13,6 +13,8 @@ use crate::results::*;
 pub enum Capability {
     /// Reading and editing notebook documents (every host).
     Documents,
+    /// Restoring the snapshot taken before the last change.
+    Undo,
     /// Running code on kernels.
     Execute,
     /// Interrupting a kernel.
@@ -281,7 +283,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "undo_last",
             "Undo the last change",
-            Documents,
+            Undo,
             DESTRUCTIVE,
             NotebookRefParams,
             schema_object::<UndoResult>,
@@ -384,7 +386,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             WRITE,
             TransferParams,
             schema_object::<TransferResult>,
-            "Copy a file from the server's machine (hostPath, inside the root) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
+            "Copy a file from the server's machine (hostPath, inside the root folder or the window's workspace folders) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
         ),
         tool!(
             "download_file",
@@ -393,7 +395,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             WRITE,
             TransferParams,
             schema_object::<TransferResult>,
-            "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
+            "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root folder or the window's workspace folders), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
         ),
     ]
 }

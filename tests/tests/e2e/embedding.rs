@@ -24,7 +24,7 @@ async fn the_embedded_example_answers_tools_list_and_read_notebook_over_stdio() 
     ] {
         assert!(
             !tools.iter().any(|tool| tool == kernel_tool),
-            "a host without kernels lists {kernel_tool}"
+            "a host without kernels or snapshots lists {kernel_tool}"
         );
     }
     let read = client

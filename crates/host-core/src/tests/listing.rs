@@ -90,6 +90,16 @@ fn each_capability_lists_its_own_tools() {
     }
 }
 
+#[test]
+fn undo_is_listed_only_where_the_host_keeps_snapshots() {
+    let with = Tools::new(Arc::new(MemoryHost::new()));
+    assert!(listed(&with).contains(&"undo_last"));
+    let without = Tools::new(Arc::new(
+        MemoryHost::new().with_document_capabilities(crate::DocumentCapabilities { undo: false }),
+    ));
+    assert!(!listed(&without).contains(&"undo_last"));
+}
+
 #[tokio::test]
 async fn a_tool_that_is_not_listed_answers_unknown_tool() {
     let tools = Tools::new(Arc::new(MemoryHost::new()));

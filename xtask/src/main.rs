@@ -527,7 +527,7 @@ fn tool_schemas() -> String {
                     "idempotentHint": spec.annotations.idempotent,
                     "openWorldHint": spec.annotations.open_world,
                 },
-                "inputSchema": (spec.input_schema)(),
+                "inputSchema": mcp_contract::catalog::portable_input_schema(spec),
                 "outputSchema": (spec.output_schema)(),
             })
         })

@@ -20,6 +20,7 @@ mod inspect;
 pub mod kernel;
 mod kernel_tools;
 mod render;
+mod resources;
 mod session;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]

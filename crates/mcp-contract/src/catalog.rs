@@ -100,6 +100,91 @@ fn schema_object<T: JsonSchema>() -> Map<String, Value> {
     }
 }
 
+/// The input schema as published in `tools/list`: portable to clients that map tool schemas
+/// onto a single-type dialect (Gemini-style function declarations). An optional property is
+/// simply not required (no `type: [T, "null"]`), a cell reference is a string (the server still
+/// reads a JSON number as an index, and `null` as an absent argument), and a union with `null`
+/// is its other branch. The schema the server checks arguments against
+/// ([`ToolSpec::input_schema`]) keeps the full types, so nothing it accepts changes.
+pub fn portable_input_schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut schema = Value::Object((spec.input_schema)());
+    make_portable(&mut schema);
+    match schema {
+        Value::Object(map) => map,
+        _ => unreachable!("still an object"),
+    }
+}
+
+/// Rewrites one schema node and everything under it (see [`portable_input_schema`]).
+fn make_portable(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    if let Some(Value::Array(types)) = map.get("type") {
+        let named: Vec<&str> = types
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|kind| *kind != "null")
+            .collect();
+        // One type remains, or a cell reference (an index or an id) that is read from a string.
+        let single = match named.as_slice() {
+            [one] => Some((*one).to_owned()),
+            many if many.contains(&"string") => Some("string".to_owned()),
+            _ => None,
+        };
+        if let Some(single) = single {
+            if single == "string" && named.len() > 1 {
+                // The numeric keywords of the dropped integer branch do not apply to a string.
+                for keyword in ["minimum", "maximum", "format"] {
+                    map.remove(keyword);
+                }
+            }
+            map.insert("type".to_owned(), Value::String(single));
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = map.get(key) else {
+            continue;
+        };
+        let kept: Vec<Value> = branches
+            .iter()
+            .filter(|branch| branch.get("type").and_then(Value::as_str) != Some("null"))
+            .cloned()
+            .collect();
+        if kept.len() == 1 && kept.len() < branches.len() {
+            // `anyOf: [X, {type: null}]` is X; the node's own description wins over X's.
+            map.remove(key);
+            if let Value::Object(only) = &kept[0] {
+                for (keyword, value) in only {
+                    map.entry(keyword.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        } else if kept.len() < branches.len() {
+            map.insert(key.to_owned(), Value::Array(kept));
+        }
+    }
+    for (key, child) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(children) = child {
+                    for grandchild in children.values_mut() {
+                        make_portable(grandchild);
+                    }
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(branches) = child {
+                    for branch in branches {
+                        make_portable(branch);
+                    }
+                }
+            }
+            "items" | "additionalProperties" | "not" | "contains" => make_portable(child),
+            _ => {}
+        }
+    }
+}
+
 /// Longest string accepted where a string names something (a notebook, path, cell, kernel,
 /// variable, run) or is a short text (a title, a search, a rev): longer ones are refused before
 /// any work, so a huge value never reaches a path lookup or an error message.

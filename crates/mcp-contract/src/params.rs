@@ -369,6 +369,11 @@ pub struct RunCellsParams {
     /// Return images as MCP image content (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_images: Option<bool>,
+    /// A key of your choice (up to 4,096 characters) that makes a retry safe: while a run
+    /// started with the same key on this notebook is still known (up to an hour), the call
+    /// reports that run instead of starting another. Omit it to start a new run every time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -209,7 +209,7 @@ impl HttpApp {
             .with_sse_keep_alive(Some(Duration::from_secs(15)))
             .with_cancellation_token(cancel);
         let mcp = StreamableHttpService::new(
-            move || Ok(handler.clone()),
+            move || Ok(handler.for_session()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

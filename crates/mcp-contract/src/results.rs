@@ -242,7 +242,8 @@ pub struct SearchMatchEntry {
     /// For a match in an output: the 0-based position of that output in the cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_index: Option<usize>,
-    /// For a match in an output: the MIME type of the text that matched.
+    /// For a match in an output: the MIME type of the text that matched; for a stream its name
+    /// (`stdout`, `stderr`), for an error `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime: Option<String>,
 }
@@ -256,7 +257,7 @@ pub struct SearchCellEntry {
     pub cell_id: String,
     /// The cell's kebab-case name.
     pub name: String,
-    /// Its matches, in source, name and output order.
+    /// Its matches: the name first, then source lines, then outputs.
     pub matches: Vec<SearchMatchEntry>,
 }
 

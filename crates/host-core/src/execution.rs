@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use execution_tracker::{
     CellCheck, CellState, ExecuteReply, Invalidation, KernelObservation, Registry, RegistryConfig,
-    ReplyStatus, RunAction, RunEvent, RunRequest, TrackerError,
+    RunAction, RunEvent, RunRequest, TrackerError,
 };
 use futures::StreamExt;
 use mcp_contract::params::{CellRefParam, OutputMode};
@@ -26,9 +26,7 @@ use notebook_model::{CellKind, CellRef, Notebook, Resolver};
 use serde_json::{Value, json};
 
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
-use crate::kernel::{
-    CellToRun, KernelError, KernelEvent, KernelPreference, SharedKernels, SharedSession,
-};
+use crate::kernel::{CellToRun, KernelEvent, KernelPreference, SharedKernels, SharedSession};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
 use crate::tools::{CallContext, ImageContent, Tools, error};

@@ -628,7 +628,7 @@ pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError>
                 collected.reply = Some(reply);
                 return Ok(collected);
             }
-            KernelEvent::Ended(execution_tracker::KernelLifecycle::Restarted) => {
+            KernelEvent::Ended(KernelLifecycle::Restarted) => {
                 return Err(KernelError::Restarted);
             }
             KernelEvent::Ended(_) | KernelEvent::NotebookClosed | KernelEvent::Lost => {

@@ -57,20 +57,6 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
     }
 }
 
-fn unknown_kernel(kernel_id: &str, available: &[&str]) -> ToolError {
-    error(
-        ErrorCode::KernelNotFound,
-        format!(
-            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-            if available.is_empty() {
-                "(none)".to_owned()
-            } else {
-                available.join(", ")
-            }
-        ),
-    )
-}
-
 /// The metadata that makes a notebook use `record` on its next start.
 fn record_metadata(record: &KernelRecord, ours: Option<&Map<String, Value>>) -> Map<String, Value> {
     let mut ours = ours.cloned().unwrap_or_default();

@@ -141,6 +141,8 @@ impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
 }
 
 impl<H: NotebookHost> Tools<H> {
+    /// The tools for `host`, listing those its kernels and files can serve. Takes the host's
+    /// kernels and files once, here.
     pub fn new(host: Arc<H>) -> Tools<H> {
         let kernels = host.kernels();
         let files = host.files();
@@ -187,6 +189,7 @@ impl<H: NotebookHost> Tools<H> {
         }
     }
 
+    /// The host the tools act on.
     pub fn host(&self) -> &Arc<H> {
         &self.host
     }

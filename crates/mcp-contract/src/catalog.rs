@@ -30,9 +30,15 @@ pub enum Capability {
 /// MCP tool annotations (hints for clients).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Annotations {
+    /// The tool only reads: it changes no notebook, kernel or file (`readOnlyHint`).
     pub read_only: bool,
+    /// The tool may delete or overwrite something a client cannot get back by another call
+    /// (`destructiveHint`).
     pub destructive: bool,
+    /// Calling the tool again with the same arguments changes nothing more (`idempotentHint`).
     pub idempotent: bool,
+    /// The tool reaches beyond the notebook documents, into a kernel that runs arbitrary code
+    /// (`openWorldHint`).
     pub open_world: bool,
 }
 
@@ -70,12 +76,19 @@ const EXECUTE: Annotations = Annotations {
 /// One tool of the contract.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
+    /// The snake_case name a client calls the tool by.
     pub name: &'static str,
+    /// A short human-readable title for clients' tool lists.
     pub title: &'static str,
+    /// What the tool does and how to use it, as `tools/list` shows it to the model.
     pub description: &'static str,
+    /// The MCP hints sent with the tool.
     pub annotations: Annotations,
+    /// What the host must provide for the tool to be listed.
     pub capability: Capability,
+    /// Builds the JSON Schema of the tool's arguments (strict, self-contained, strings bounded).
     pub input_schema: fn() -> Map<String, Value>,
+    /// Builds the JSON Schema of the tool's `structuredContent`.
     pub output_schema: fn() -> Map<String, Value>,
 }
 
@@ -550,6 +563,52 @@ mod tests {
                 spec.name
             );
         }
+    }
+
+    /// Paths of the properties under `schema` (nested objects, array items and alternatives
+    /// included) that have no description, each written `tool.property.nested`.
+    fn undescribed_properties(schema: &Map<String, Value>, path: &str, found: &mut Vec<String>) {
+        if let Some(Value::Object(properties)) = schema.get("properties") {
+            for (key, property) in properties {
+                let property_path = format!("{path}.{key}");
+                let described = property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|text| !text.trim().is_empty());
+                if !described {
+                    found.push(property_path.clone());
+                }
+                if let Value::Object(property) = property {
+                    undescribed_properties(property, &property_path, found);
+                }
+            }
+        }
+        if let Some(Value::Object(items)) = schema.get("items") {
+            undescribed_properties(items, &format!("{path}[]"), found);
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            for alternative in schema
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object)
+            {
+                undescribed_properties(alternative, path, found);
+            }
+        }
+    }
+
+    #[test]
+    fn every_input_property_is_described() {
+        let mut undescribed = Vec::new();
+        for spec in all_tools() {
+            undescribed_properties(&(spec.input_schema)(), spec.name, &mut undescribed);
+        }
+        assert!(
+            undescribed.is_empty(),
+            "input properties without a description (give the params field a doc comment): {undescribed:?}"
+        );
     }
 
     #[test]

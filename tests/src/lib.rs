@@ -445,6 +445,10 @@ pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
     /// Notified after every recorded notification.
     pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+    /// The URIs of `notifications/resources/updated` received, in order.
+    pub updates: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Notified after every recorded resource update.
+    pub updated: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Recorder {
@@ -467,7 +471,38 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Waits until `count` resource updates have arrived; false after `timeout`.
+    pub async fn wait_for_updates(&self, count: usize, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.updated.notified();
+            if self.updates.lock().unwrap().len() >= count {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
 impl rmcp::ClientHandler for Recorder {
+    /// A 2025-11-25 client (the tests' 2026-07-28 client is the Python SDK).
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updates.lock().unwrap().push(params.uri);
+        self.updated.notify_waiters();
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -577,6 +612,11 @@ impl Client {
             .await
             .context("MCP handshake over stdio")?;
         Ok(Client { service, recorder })
+    }
+
+    /// The session, for requests beyond tool calls (resources, prompts, subscriptions).
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.service.peer()
     }
 
     pub fn server_info(&self) -> Option<(String, String)> {

@@ -92,7 +92,20 @@ pub struct ToolSpec {
     pub output_schema: fn() -> Map<String, Value>,
 }
 
+/// The schema of a tool's arguments: strings bounded (see [`MAX_NAME_CHARS`]).
 fn schema_object<T: JsonSchema>() -> Map<String, Value> {
+    let mut root = Value::Object(result_schema::<T>());
+    // The root is an object: this bounds the strings of its properties.
+    bound_strings("", &mut root);
+    let Value::Object(map) = root else {
+        unreachable!("still the object it was")
+    };
+    map
+}
+
+/// The schema of a tool's `structuredContent`: what the server sends is not bounded, so no
+/// `maxLength` (a client that validates results would refuse a long output).
+fn result_schema<T: JsonSchema>() -> Map<String, Value> {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| settings.inline_subschemas = true)
         .into_generator();
@@ -101,12 +114,6 @@ fn schema_object<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
-            let mut root = Value::Object(map);
-            // The root is an object: this bounds the strings of its properties.
-            bound_strings("", &mut root);
-            let Value::Object(map) = root else {
-                unreachable!("still the object it was")
-            };
             map
         }
         other => panic!("schema of a tool type is not an object: {other}"),
@@ -294,7 +301,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ListNotebooksParams,
-            schema_object::<ListNotebooksResult>,
+            result_schema::<ListNotebooksResult>,
             "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."
         ),
         tool!(
@@ -303,7 +310,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             IDEMPOTENT_WRITE,
             OpenNotebooksParams,
-            schema_object::<OpenNotebooksResult>,
+            result_schema::<OpenNotebooksResult>,
             "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."
         ),
         tool!(
@@ -312,7 +319,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             WRITE,
             CreateNotebookParams,
-            schema_object::<CreateNotebookResult>,
+            result_schema::<CreateNotebookResult>,
             "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."
         ),
         tool!(
@@ -321,7 +328,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ReadNotebookParams,
-            schema_object::<ReadNotebookResult>,
+            result_schema::<ReadNotebookResult>,
             "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked. A reply fits maxResponseChars (default 60000): cells past it are left out, and `notice` and `nextCellOffset` say how to read them (pass `cellOffset`)."
         ),
         tool!(
@@ -330,7 +337,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             SearchCellsParams,
-            schema_object::<SearchCellsResult>,
+            result_schema::<SearchCellsResult>,
             "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."
         ),
         tool!(
@@ -339,7 +346,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             DESTRUCTIVE,
             EditCellsParams,
-            schema_object::<EditCellsResult>,
+            result_schema::<EditCellsResult>,
             "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."
         ),
         tool!(
@@ -348,7 +355,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             WRITE,
             MoveCellsParams,
-            schema_object::<MoveCellsResult>,
+            result_schema::<MoveCellsResult>,
             "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."
         ),
         tool!(
@@ -357,7 +364,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             DESTRUCTIVE,
             ClearCellOutputsParams,
-            schema_object::<ClearCellOutputsResult>,
+            result_schema::<ClearCellOutputsResult>,
             "Clear the outputs and execution counts of cells, keeping their source, id and metadata."
         ),
         tool!(
@@ -366,7 +373,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             IDEMPOTENT_WRITE,
             NotebookRefsParams,
-            schema_object::<SaveNotebooksResult>,
+            result_schema::<SaveNotebooksResult>,
             "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"
         ),
         tool!(
@@ -375,7 +382,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ExportNotebookParams,
-            schema_object::<ExportNotebookResult>,
+            result_schema::<ExportNotebookResult>,
             "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."
         ),
         tool!(
@@ -384,7 +391,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Undo,
             DESTRUCTIVE,
             NotebookRefParams,
-            schema_object::<UndoResult>,
+            result_schema::<UndoResult>,
             "Restore the snapshot taken before the last change made through this server (at most 20 kept per notebook, across restarts), and say what changed."
         ),
         tool!(
@@ -393,7 +400,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Execute,
             READ,
             NotebookRefParams,
-            schema_object::<KernelInfoResult>,
+            result_schema::<KernelInfoResult>,
             "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."
         ),
         tool!(
@@ -402,7 +409,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             READ,
             NotebookRefParams,
-            schema_object::<ListKernelsResult>,
+            result_schema::<ListKernelsResult>,
             "List the kernels this notebook can use (installed kernelspecs and project virtual environments with ipykernel), with exact ids. Read-only."
         ),
         tool!(
@@ -411,7 +418,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             WRITE,
             SelectKernelParams,
-            schema_object::<SelectKernelResult>,
+            result_schema::<SelectKernelResult>,
             "Select an exact kernel id from list_kernels for a notebook and record it in the notebook's metadata. No fallback, no start."
         ),
         tool!(
@@ -420,7 +427,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             IDEMPOTENT_WRITE,
             NotebookRefParams,
-            schema_object::<ConfigureKernelResult>,
+            result_schema::<ConfigureKernelResult>,
             "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."
         ),
         tool!(
@@ -447,7 +454,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Interrupt,
             EXECUTE,
             NotebookRefsParams,
-            schema_object::<KernelRequestsResult>,
+            result_schema::<KernelRequestsResult>,
             "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."
         ),
         tool!(
@@ -456,7 +463,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Restart,
             DESTRUCTIVE,
             NotebookRefsParams,
-            schema_object::<KernelRequestsResult>,
+            result_schema::<KernelRequestsResult>,
             "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."
         ),
         tool!(
@@ -483,7 +490,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Transfer,
             WRITE,
             TransferParams,
-            schema_object::<TransferResult>,
+            result_schema::<TransferResult>,
             "Copy a file from the server's machine (hostPath, inside the root folder or the window's workspace folders) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
         ),
         tool!(
@@ -492,7 +499,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Transfer,
             WRITE,
             TransferParams,
-            schema_object::<TransferResult>,
+            result_schema::<TransferResult>,
             "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root folder or the window's workspace folders), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
         ),
     ]
@@ -560,6 +567,13 @@ mod tests {
                 output.get("type"),
                 Some(&Value::from("object")),
                 "{}",
+                spec.name
+            );
+            // Results carry output text of any length: a bound would make validating clients
+            // refuse them.
+            assert!(
+                !Value::Object(output).to_string().contains("maxLength"),
+                "{} result schema bounds a string",
                 spec.name
             );
         }

@@ -9,6 +9,7 @@ mod execution;
 mod faults;
 mod intelligence;
 mod load;
+mod mcp_features;
 mod remote;
 mod summaries;
 mod transfer;

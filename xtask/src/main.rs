@@ -528,7 +528,7 @@ fn tool_schemas() -> String {
                     "openWorldHint": spec.annotations.open_world,
                 },
                 "inputSchema": mcp_contract::catalog::portable_input_schema(spec),
-                "outputSchema": (spec.output_schema)(),
+                "outputSchema": mcp_contract::catalog::portable_output_schema(spec),
             })
         })
         .collect();

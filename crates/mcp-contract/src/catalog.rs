@@ -135,6 +135,87 @@ pub fn portable_input_schema(spec: &ToolSpec) -> Map<String, Value> {
     }
 }
 
+/// The output schema as published in `tools/list`: a nullable value is written as `anyOf` a
+/// single type and `null` instead of a `type` array, which single-type dialects read. What it
+/// accepts is unchanged.
+pub fn portable_output_schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut schema = Value::Object((spec.output_schema)());
+    split_type_unions(&mut schema);
+    match schema {
+        Value::Object(map) => map,
+        _ => unreachable!("still an object"),
+    }
+}
+
+/// Rewrites `{type: [a, b], ...}` as `{anyOf: [{type: a, ...}, {type: b}]}` (the keywords that
+/// constrain a value go with its non-null branches), in this node and everything under it.
+fn split_type_unions(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    for child in schema_children(map) {
+        split_type_unions(child);
+    }
+    let Some(Value::Array(types)) = map.get("type").cloned() else {
+        return;
+    };
+    map.remove("type");
+    // Annotations stay on the node; the rest constrains the typed branches.
+    let mut constraints = Map::new();
+    for key in map.keys().cloned().collect::<Vec<_>>() {
+        if !matches!(
+            key.as_str(),
+            "description" | "title" | "default" | "examples" | "anyOf"
+        ) {
+            constraints.insert(key.clone(), map.remove(&key).expect("listed"));
+        }
+    }
+    let branches: Vec<Value> = types
+        .iter()
+        .map(|kind| {
+            let mut branch = Map::new();
+            branch.insert("type".to_owned(), kind.clone());
+            if kind != "null" {
+                branch.extend(constraints.clone());
+            }
+            Value::Object(branch)
+        })
+        .collect();
+    match map.remove("anyOf") {
+        Some(existing) => {
+            map.insert(
+                "allOf".to_owned(),
+                serde_json::json!([{"anyOf": existing}, {"anyOf": branches}]),
+            );
+        }
+        None => {
+            map.insert("anyOf".to_owned(), Value::Array(branches));
+        }
+    }
+}
+
+/// The subschemas directly under a schema node.
+fn schema_children(map: &mut Map<String, Value>) -> Vec<&mut Value> {
+    let mut children = Vec::new();
+    for (key, child) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(named) = child {
+                    children.extend(named.values_mut());
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(branches) = child {
+                    children.extend(branches.iter_mut());
+                }
+            }
+            "items" | "additionalProperties" | "not" | "contains" => children.push(child),
+            _ => {}
+        }
+    }
+    children
+}
+
 /// Rewrites one schema node and everything under it (see [`portable_input_schema`]).
 fn make_portable(node: &mut Value) {
     let Value::Object(map) = node else {
@@ -183,25 +264,8 @@ fn make_portable(node: &mut Value) {
             map.insert(key.to_owned(), Value::Array(kept));
         }
     }
-    for (key, child) in map.iter_mut() {
-        match key.as_str() {
-            "properties" | "$defs" | "definitions" | "patternProperties" => {
-                if let Value::Object(children) = child {
-                    for grandchild in children.values_mut() {
-                        make_portable(grandchild);
-                    }
-                }
-            }
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                if let Value::Array(branches) = child {
-                    for branch in branches {
-                        make_portable(branch);
-                    }
-                }
-            }
-            "items" | "additionalProperties" | "not" | "contains" => make_portable(child),
-            _ => {}
-        }
+    for child in schema_children(map) {
+        make_portable(child);
     }
 }
 
@@ -577,6 +641,76 @@ mod tests {
                 spec.name
             );
         }
+    }
+
+    /// Where `node` (at `path`) breaks a rule of single-type dialects: a `type` array, a bare
+    /// boolean schema, or a schema with no keyword that constrains it.
+    fn unportable_nodes(node: &Value, path: &str, found: &mut Vec<String>) {
+        let Value::Object(map) = node else {
+            found.push(format!("{path}: bare {node}"));
+            return;
+        };
+        if map.get("type").is_some_and(Value::is_array) {
+            found.push(format!("{path}: type array"));
+        }
+        let constraining = map.keys().any(|key| {
+            !matches!(
+                key.as_str(),
+                "description" | "title" | "default" | "examples" | "format"
+            )
+        });
+        if !constraining {
+            found.push(format!("{path}: accepts anything"));
+        }
+        let mut copy = map.clone();
+        for (index, child) in schema_children(&mut copy).into_iter().enumerate() {
+            if child.is_boolean() {
+                // `additionalProperties: false|true` is the one place a boolean belongs.
+                continue;
+            }
+            unportable_nodes(child, &format!("{path}/{index}"), found);
+        }
+    }
+
+    #[test]
+    fn published_schemas_use_one_type_per_node() {
+        let mut found = Vec::new();
+        for spec in all_tools() {
+            let input = Value::Object(portable_input_schema(&spec));
+            unportable_nodes(&input, &format!("{}.input", spec.name), &mut found);
+            let output = Value::Object(portable_output_schema(&spec));
+            unportable_nodes(&output, &format!("{}.output", spec.name), &mut found);
+        }
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn a_nullable_value_becomes_two_branches_that_keep_its_constraints() {
+        let mut node = serde_json::json!({
+            "description": "a path",
+            "type": ["string", "null"],
+            "maxLength": 8,
+        });
+        split_type_unions(&mut node);
+        assert_eq!(
+            node,
+            serde_json::json!({
+                "description": "a path",
+                "anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}],
+            })
+        );
+        let mut nested = serde_json::json!({
+            "type": "object",
+            "properties": {"list": {"type": ["array", "null"], "items": {"type": "integer"}}},
+        });
+        split_type_unions(&mut nested);
+        assert_eq!(
+            nested["properties"]["list"],
+            serde_json::json!({"anyOf": [
+                {"type": "array", "items": {"type": "integer"}},
+                {"type": "null"},
+            ]})
+        );
     }
 
     /// Paths of the properties under `schema` (nested objects, array items and alternatives

@@ -313,8 +313,9 @@ pub struct EditCellsResult {
     pub applied: Vec<AppliedEdit>,
     /// Number of cells after the batch.
     pub cell_count: usize,
-    /// Present when the call also ran cells.
+    /// Present when the call also ran cells: the run's receipt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub execution: Option<Value>,
 }
 

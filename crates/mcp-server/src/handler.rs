@@ -23,7 +23,7 @@ use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
     CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ExtensionCapabilities,
-    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult,
+    GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult, Icon,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
@@ -81,6 +81,23 @@ impl std::fmt::Debug for McpHandler {
     }
 }
 
+/// The server's icon: a notebook page, drawn without external references.
+const ICON_SVG: &str = include_str!("icon.svg");
+
+/// `svg` as a `data:` URI, the characters a URI cannot carry percent-encoded.
+fn svg_data_uri(svg: &str) -> String {
+    let mut uri = String::from("data:image/svg+xml,");
+    for character in svg.trim().chars() {
+        match character {
+            '<' | '>' | '"' | '#' | '%' | '{' | '}' | '|' | '\\' | '^' | '`' | ' ' | '\n' => {
+                uri.push_str(&format!("%{:02X}", character as u32));
+            }
+            other => uri.push(other),
+        }
+    }
+    uri
+}
+
 /// The rmcp description of a contract tool: its portable input schema, its output schema,
 /// annotations, and for the tools whose outputs the viewer shows, the viewer's URI.
 pub fn rmcp_tool(spec: &ToolSpec) -> Tool {
@@ -97,7 +114,9 @@ pub fn rmcp_tool(spec: &ToolSpec) -> Tool {
         Arc::new(mcp_contract::catalog::portable_input_schema(spec)),
     )
     .with_title(spec.title)
-    .with_raw_output_schema(Arc::new((spec.output_schema)()))
+    .with_raw_output_schema(Arc::new(mcp_contract::catalog::portable_output_schema(
+        spec,
+    )))
     .with_annotations(annotations);
     if VIEWED_TOOLS.contains(&spec.name) {
         let mut meta = serde_json::Map::new();
@@ -246,8 +265,13 @@ impl ServerHandler for McpHandler {
                 .enable_logging()
                 .build(),
         );
-        config.server_info =
-            Implementation::new("jupyter-mcp", env!("CARGO_PKG_VERSION")).with_title("Jupyter MCP");
+        config.server_info = Implementation::new("jupyter-mcp", env!("CARGO_PKG_VERSION"))
+            .with_title("Jupyter MCP")
+            .with_icons(vec![
+                Icon::new(svg_data_uri(ICON_SVG))
+                    .with_mime_type("image/svg+xml")
+                    .with_sizes(vec!["any".to_owned()]),
+            ]);
         config.instructions = Some(INSTRUCTIONS.to_owned());
         config
     }
@@ -592,5 +616,27 @@ impl ServerHandler for McpHandler {
         let info = CompletionInfo::new(values)
             .map_err(|problem| McpError::internal_error(problem.to_string(), None))?;
         Ok(CompleteResult::new(info))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_icon_uri_decodes_to_the_svg_and_carries_no_reserved_characters() {
+        let uri = svg_data_uri(ICON_SVG);
+        let body = uri.strip_prefix("data:image/svg+xml,").unwrap();
+        assert!(!body.contains(['<', '>', '"', '#', ' ']), "{body}");
+        let mut decoded = String::new();
+        let mut rest = body;
+        while let Some(at) = rest.find('%') {
+            decoded.push_str(&rest[..at]);
+            let code = u8::from_str_radix(&rest[at + 1..at + 3], 16).unwrap();
+            decoded.push(char::from(code));
+            rest = &rest[at + 3..];
+        }
+        decoded.push_str(rest);
+        assert_eq!(decoded, ICON_SVG.trim());
     }
 }

@@ -39,7 +39,11 @@ fn prepare(root: &Path) -> String {
         root.join("tasks.ipynb"),
         notebook(json!([
             code("quick", "print('done')", json!([])),
-            code("slow", "import time\nprint('sleeping', flush=True) or time.sleep(60)", json!([])),
+            code(
+                "slow",
+                "import time\nprint('sleeping', flush=True) or time.sleep(60)",
+                json!([])
+            ),
             code(
                 "count",
                 &format!("open({:?}, 'a').write('x')", counter.display().to_string()),
@@ -108,8 +112,14 @@ async fn a_2026_client_runs_tasks_reads_resources_follows_changes_and_renders_pr
     assert_eq!(findings["cancelled_status"], "cancelled", "{findings}");
     let cancelled = &findings["cancelled_receipt"];
     let interrupted = cancelled["reasonCode"] == "invalidated_by_interrupt"
-        || cancelled["text"].as_str().unwrap().contains("KeyboardInterrupt");
-    assert!(interrupted, "the receipt says the run was interrupted: {cancelled}");
+        || cancelled["text"]
+            .as_str()
+            .unwrap()
+            .contains("KeyboardInterrupt");
+    assert!(
+        interrupted,
+        "the receipt says the run was interrupted: {cancelled}"
+    );
 
     // The retry with the same key got the same task, and the cell ran once.
     assert_eq!(findings["same_task"], true);
@@ -121,11 +131,10 @@ async fn a_2026_client_runs_tasks_reads_resources_follows_changes_and_renders_pr
     let resources = findings["resources"].as_array().unwrap();
     for name in ["tasks.ipynb", "plot.ipynb", "log.ipynb", "watched.ipynb"] {
         assert!(
-            resources.iter().any(|entry| entry[0]
-                .as_str()
-                .unwrap()
-                .ends_with(name)
-                && entry[1] == "application/x-ipynb+json"),
+            resources
+                .iter()
+                .any(|entry| entry[0].as_str().unwrap().ends_with(name)
+                    && entry[1] == "application/x-ipynb+json"),
             "{name} is listed as a notebook: {resources:?}"
         );
     }
@@ -135,7 +144,10 @@ async fn a_2026_client_runs_tasks_reads_resources_follows_changes_and_renders_pr
             .any(|entry| entry[0] == "ui://jupyter-mcp/output-viewer")
     );
     assert_eq!(findings["templates"].as_array().unwrap().len(), 2);
-    assert_eq!(findings["png_blob"], PNG, "the PNG output is the file's bytes");
+    assert_eq!(
+        findings["png_blob"], PNG,
+        "the PNG output is the file's bytes"
+    );
 
     let links = findings["log_links"].as_array().unwrap();
     assert_eq!(links.len(), 1, "one link for the condensed log: {findings}");
@@ -215,7 +227,9 @@ async fn a_2025_client_subscribes_reads_and_retries_runs_without_tasks() {
         .await
         .unwrap();
     let blob = png.contents.iter().find_map(|content| match content {
-        ResourceContents::BlobResourceContents { blob, mime_type, .. } => {
+        ResourceContents::BlobResourceContents {
+            blob, mime_type, ..
+        } => {
             assert_eq!(mime_type.as_deref(), Some("image/png"));
             Some(blob.clone())
         }
@@ -248,8 +262,8 @@ async fn a_2025_client_subscribes_reads_and_retries_runs_without_tasks() {
         .unwrap();
     let path = root.path().join("watched.ipynb");
     for (round, source) in ["x = 2\n", "x = 3\n"].into_iter().enumerate() {
-        let mut changed: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap())
-            .unwrap();
+        let mut changed: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         changed["cells"][0]["source"] = json!(source);
         std::fs::write(&path, changed.to_string()).unwrap();
         assert!(
@@ -275,12 +289,19 @@ async fn a_2025_client_subscribes_reads_and_retries_runs_without_tasks() {
     let rendered = subscriber
         .peer()
         .get_prompt(
-            GetPromptRequestParams::new("make-reproducible")
-                .with_arguments(json!({"notebook": "tasks.ipynb"}).as_object().unwrap().clone()),
+            GetPromptRequestParams::new("make-reproducible").with_arguments(
+                json!({"notebook": "tasks.ipynb"})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            ),
         )
         .await
         .unwrap();
     let text = serde_json::to_string(&rendered.messages).unwrap();
-    assert!(text.contains("restart_kernels") && text.contains("tasks.ipynb"), "{text}");
+    assert!(
+        text.contains("restart_kernels") && text.contains("tasks.ipynb"),
+        "{text}"
+    );
     server.stop().unwrap();
 }

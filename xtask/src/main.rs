@@ -420,6 +420,8 @@ fn ci(arguments: &[String]) -> Result<()> {
         fuzz::remove_build()?;
         report_free_space("ci: fuzz targets built and removed");
     }
+    // The output viewer's test drives Chromium.
+    vscode::system_packages()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())

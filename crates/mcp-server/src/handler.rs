@@ -446,7 +446,11 @@ impl ServerHandler for McpHandler {
         let uri = request.uri;
         let contents = if uri == VIEWER_URI {
             let mut meta = serde_json::Map::new();
-            meta.insert("ui".to_owned(), json!({"prefersBorder": true}));
+            // No origin to connect to or load from: everything it shows comes through the host.
+            meta.insert(
+                "ui".to_owned(),
+                json!({"prefersBorder": true, "csp": {"connectDomains": [], "resourceDomains": []}}),
+            );
             vec![
                 ResourceContents::text(VIEWER_HTML, uri.clone())
                     .with_mime_type(APP_MIME)

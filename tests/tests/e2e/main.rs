@@ -13,3 +13,4 @@ mod mcp_features;
 mod remote;
 mod summaries;
 mod transfer;
+mod viewer;

@@ -303,5 +303,12 @@ async fn a_2025_client_subscribes_reads_and_retries_runs_without_tasks() {
         text.contains("restart_kernels") && text.contains("tasks.ipynb"),
         "{text}"
     );
+    // The prompts' notebook argument completes to the notebooks whose names contain the text.
+    let completed = subscriber
+        .peer()
+        .complete_prompt_simple("orient", "notebook", "TAS")
+        .await
+        .unwrap();
+    assert_eq!(completed, ["tasks.ipynb"]);
     server.stop().unwrap();
 }

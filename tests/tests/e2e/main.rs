@@ -6,6 +6,7 @@ mod budget;
 mod documents;
 mod execution;
 mod faults;
+mod hub;
 mod intelligence;
 mod load;
 mod remote;

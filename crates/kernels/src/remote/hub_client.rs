@@ -351,7 +351,7 @@ impl JupyterHub {
                 None => deadline,
             };
             if Instant::now() >= give_up {
-                return Err(self.spawn_failure(failed_start, None, &last_message, token.as_ref()));
+                return Err(self.spawn_failure(failed_start, None, &last_message));
             }
             // The stream: 400 while the hub has not registered the spawn yet (or any more).
             let response =
@@ -379,12 +379,7 @@ impl JupyterHub {
                             ServerState::Ready { path } => return Ok(self.running_at(&path)),
                             ServerState::Spawning => {}
                             _ => {
-                                return Err(self.spawn_failure(
-                                    None,
-                                    None,
-                                    &last_message,
-                                    token.as_ref(),
-                                ));
+                                return Err(self.spawn_failure(None, None, &last_message));
                             }
                         }
                     }
@@ -422,7 +417,6 @@ impl JupyterHub {
                             failed_start,
                             Some(&message),
                             &last_message,
-                            token.as_ref(),
                         ));
                     }
                     progress::report(event.progress.unwrap_or(0.0) / 100.0, message);
@@ -446,7 +440,7 @@ impl JupyterHub {
                 ServerState::Spawning if Instant::now() < deadline => {
                     tokio::time::sleep(Duration::from_millis(250)).await;
                 }
-                _ => return Err(self.spawn_failure(None, None, "", None)),
+                _ => return Err(self.spawn_failure(None, None, "")),
             }
         }
     }
@@ -456,7 +450,6 @@ impl JupyterHub {
         status: Option<u16>,
         failed_message: Option<&str>,
         last_message: &str,
-        _token: Option<&ServerToken>,
     ) -> Error {
         let label = self.label();
         let message = match (failed_message, status) {

@@ -135,11 +135,18 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
     let relayed = client
         .recorder
         .wait_for_progress(Duration::from_secs(10), |progress| {
-            progress.iter().any(|item| {
-                item.message
-                    .as_deref()
-                    .is_some_and(|message| message.contains("Server ready at /user/alice/main/"))
-            })
+            let said = |wanted: &dyn Fn(&str) -> bool| {
+                progress
+                    .iter()
+                    .any(|item| item.message.as_deref().is_some_and(wanted))
+            };
+            // The hub's own words, and the end: the hub's ready event, or ours when the start
+            // request's answer came before it.
+            said(&|message| message.contains("Spawning server") || message == "Server requested")
+                && said(&|message| {
+                    message.contains("/user/alice/main/")
+                        && message.to_lowercase().contains("ready")
+                })
         })
         .await;
     assert!(

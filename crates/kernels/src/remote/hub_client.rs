@@ -328,7 +328,7 @@ impl JupyterHub {
             if let Some(answer) = answer {
                 match answer? {
                     StartAnswer::Ready | StartAnswer::AlreadyThere => {
-                        return self.ready_url(deadline).await;
+                        return self.ready_url(deadline, true).await;
                     }
                     StartAnswer::Pending => {}
                     StartAnswer::Forbidden { message } => {
@@ -389,13 +389,18 @@ impl JupyterHub {
             }
             let mut body = response.into_body();
             let mut events = EventStream::default();
+            // Once the start request is answered, the stream has a moment to bring its last
+            // events (the hub's ready or failed event and its words); then the outer loop acts
+            // on the answer.
+            let mut grace: Option<Instant> = None;
             loop {
+                let until = grace.map_or(give_up, |grace| grace.min(give_up));
                 let frame = tokio::select! {
-                    frame = tokio::time::timeout_at(give_up, body.frame()) => frame,
+                    frame = tokio::time::timeout_at(until, body.frame()) => frame,
                     answer = wait_finished(&mut post), if post.is_some() => {
-                        // The outer loop acts on it.
                         answered = Some(answer);
-                        break;
+                        grace = Some(Instant::now() + FAILURE_GRACE);
+                        continue;
                     }
                 };
                 let chunk = match frame {
@@ -421,20 +426,27 @@ impl JupyterHub {
                     }
                     progress::report(event.progress.unwrap_or(0.0) / 100.0, message);
                     if event.ready {
-                        return self.ready_url(deadline).await;
+                        return self.ready_url(deadline, false).await;
                     }
                 }
             }
         }
     }
 
-    /// The server's URL once the hub says it is ready.
-    async fn ready_url(&self, deadline: Instant) -> Result<ServerUrl> {
+    /// The server's URL once the hub says it is ready; `announce` reports that as the last
+    /// progress when the stream did not (the start request's answer came first).
+    async fn ready_url(&self, deadline: Instant, announce: bool) -> Result<ServerUrl> {
         loop {
             let (_, state) = self.state().await?;
             match state {
                 ServerState::Ready { path } => {
                     tracing::info!(hub = %self.rest.url, server = %self.label(), "the JupyterHub server is ready");
+                    if announce {
+                        progress::report(
+                            1.0,
+                            format!("your JupyterHub server {} is ready at {path}", self.label()),
+                        );
+                    }
                     return Ok(self.running_at(&path));
                 }
                 ServerState::Spawning if Instant::now() < deadline => {

@@ -50,6 +50,14 @@ async function main() {
   };
   let ref;
   let rev;
+  await step('tools/list lists what the window can do', async () => {
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    for (const name of ['read_notebook', 'run_cells', 'upload_file', 'download_file', 'list_kernels']) {
+      assert.ok(names.includes(name), `${name} missing: ${names}`);
+    }
+    assert.ok(!names.includes('undo_last'), 'undo is the editor\'s own here, so undo_last is not listed');
+  });
   await step('list_notebooks lists this window', async () => {
     const listing = await call('list_notebooks', {});
     assert.equal(listing.windows.length, 1);
@@ -113,6 +121,32 @@ async function main() {
     assert.equal([].concat(load.outputs[0].text).join(''), '42\n');
     assert.equal(load.execution_count, 1);
     assert.equal(onDisk.cells[2].outputs[0].output_type, 'execute_result');
+  });
+  await step('a 10 MiB file goes to our controller\'s kernel and back, SHA-256 equal', async () => {
+    const crypto = require('crypto');
+    const bytes = crypto.randomBytes(10 * 1024 * 1024);
+    const digest = crypto.createHash('sha256').update(bytes).digest('hex');
+    fs.writeFileSync(path.join(folder, 'payload.bin'), bytes);
+    const kernelDir = fs.mkdtempSync(path.join(require('os').tmpdir(), 'jupyter-mcp-e2e-kernel-'));
+    const kernelPath = path.join(kernelDir, 'payload.bin');
+    const up = await call('upload_file', { notebookRef: ref, hostPath: 'payload.bin', kernelPath });
+    assert.equal(up.sha256, digest);
+    assert.equal(crypto.createHash('sha256').update(fs.readFileSync(kernelPath)).digest('hex'), digest);
+    const down = await call('download_file', { notebookRef: ref, hostPath: 'returned/payload.bin', kernelPath });
+    assert.equal(down.sha256, digest);
+    const back = fs.readFileSync(path.join(folder, 'returned', 'payload.bin'));
+    assert.equal(crypto.createHash('sha256').update(back).digest('hex'), digest);
+  });
+  await step('a hostPath outside the workspace folders is refused and nothing is written', async () => {
+    const outside = path.join(path.dirname(folder), `outside-${process.pid}.bin`);
+    const result = await client.callTool({
+      name: 'download_file',
+      arguments: { notebookRef: ref, hostPath: outside, kernelPath: '/etc/hostname' },
+    });
+    assert.equal(result.isError, true);
+    const body = JSON.parse(result.content[0].text);
+    assert.equal(body.error.code, 'path_outside_root', JSON.stringify(body));
+    assert.equal(fs.existsSync(outside), false);
   });
   await client.close();
 }

@@ -156,6 +156,8 @@ export interface JupyterAnswer {
   detail?: string
   /** A rejected command's error class name (`error.name`), never its message. */
   errorName?: string
+  /** `executeCode`: every output it yielded, in order. */
+  outputs?: Array<JsOutput>
 }
 
 /**
@@ -169,6 +171,8 @@ export interface JupyterCall {
   id?: string
   extension?: string
   command?: string
+  /** `executeCode`: the code to run. */
+  code?: string
 }
 
 /** How the server starts. */

@@ -43,6 +43,8 @@ export class JupyterShell {
         return this.command(request.command ?? '', request.uri);
       case 'execute':
         return this.execute(request.uri, request.index ?? 0);
+      case 'executeCode':
+        return this.executeCode(request.uri, request.code ?? '');
       default:
         return { errorName: 'UnknownRequest' };
     }
@@ -54,7 +56,8 @@ export class JupyterShell {
     return { installed, ownControllerSelected: document !== undefined && this.controller.isSelectedFor(document) };
   }
 
-  private async kernel(uri: string): Promise<Answer> {
+  /** The notebook's kernel through the Jupyter extension's API, or why there is none. */
+  private async activeKernel(uri: string): Promise<{ kernel?: any; lookupFailure?: string }> {
     const extension = vscode.extensions.getExtension(JUPYTER_EXTENSION_ID);
     if (!extension) return { lookupFailure: 'unavailable' };
     let api: any;
@@ -71,9 +74,39 @@ export class JupyterShell {
     } catch {
       return { lookupFailure: 'lookup-failed' };
     }
-    if (!kernel) return { lookupFailure: 'no-kernel' };
+    return kernel ? { kernel } : { lookupFailure: 'no-kernel' };
+  }
+
+  private async kernel(uri: string): Promise<Answer> {
+    const { kernel, lookupFailure } = await this.activeKernel(uri);
+    if (!kernel) return { lookupFailure };
     const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
     return { kernel: { label: text(kernel.label) ?? text(kernel.name), language: text(kernel.language), status: text(kernel.status) } };
+  }
+
+  /** `kernel.executeCode(code)`: every output it yields, gathered until the iteration ends. */
+  private async executeCode(uri: string, code: string): Promise<Answer> {
+    const { kernel, lookupFailure } = await this.activeKernel(uri);
+    if (!kernel) return { errorName: lookupFailure === 'no-kernel' ? 'NoActiveKernel' : 'KernelLookupFailed' };
+    if (typeof kernel.executeCode !== 'function') return { errorName: 'NoExecuteCode' };
+    const cancellation = new vscode.CancellationTokenSource();
+    try {
+      const outputs: Native.JsOutput[] = [];
+      for await (const output of kernel.executeCode(code, cancellation.token)) {
+        outputs.push({
+          items: (output?.items ?? []).map((item: any) => ({
+            mime: String(item.mime),
+            dataBase64: Buffer.from(item.data ?? []).toString('base64'),
+          })),
+          metadata: output?.metadata,
+        });
+      }
+      return { outputs };
+    } catch (error) {
+      return { errorName: errorName(error) };
+    } finally {
+      cancellation.dispose();
+    }
   }
 
   private async controllers(uri: string): Promise<Answer> {

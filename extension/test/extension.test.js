@@ -265,6 +265,54 @@ test('stand-in vscode: run_cells runs on a real ipykernel and writes outputs thr
   }
 });
 
+/** `size` random bytes in a new file under `folder`, with their SHA-256. */
+function randomFile(folder, name, size) {
+  const bytes = require('crypto').randomBytes(size);
+  fs.writeFileSync(path.join(folder, name), bytes);
+  return require('crypto').createHash('sha256').update(bytes).digest('hex');
+}
+
+function sha256(file) {
+  return require('crypto').createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+test('stand-in vscode: files move through our controller\'s kernel within the workspace folders', { timeout: 120000 }, async () => {
+  const { folder, uri } = workspace();
+  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } });
+  const client = await connect(api.url);
+  try {
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    const digest = randomFile(folder, 'data.bin', 2 * 1024 * 1024 + 17);
+    const kernelPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-kernel-')), 'data.bin');
+    const refused = await call(client, 'upload_file', { notebookRef: uri, hostPath: 'data.bin', kernelPath });
+    assert.equal(refused.isError, true, 'a transfer never starts a kernel');
+    assert.equal(refused.body.error.code, 'kernel_unavailable');
+    await ok(client, 'configure_kernel', { notebookRef: uri });
+    const up = await ok(client, 'upload_file', { notebookRef: uri, hostPath: 'data.bin', kernelPath });
+    assert.equal(up.sha256, digest);
+    assert.equal(up.verified, true);
+    assert.equal(sha256(kernelPath), digest);
+    const down = await ok(client, 'download_file', { notebookRef: uri, hostPath: 'back/data.bin', kernelPath });
+    assert.equal(down.sha256, digest);
+    assert.equal(sha256(path.join(folder, 'back', 'data.bin')), digest);
+    // Binary buffers: the wire carries about the file's size, not a third more of base64.
+    assert.ok(down.wireBytes < 1.05 * down.bytes + 65536, JSON.stringify(down));
+
+    const outside = path.join(os.tmpdir(), `jupyter-mcp-outside-${process.pid}.bin`);
+    for (const hostPath of [outside, '../escape.bin', vscode.Uri.file(outside).toString()]) {
+      const escaped = await call(client, 'download_file', { notebookRef: uri, hostPath, kernelPath });
+      assert.equal(escaped.isError, true, hostPath);
+      assert.equal(escaped.body.error.code, 'path_outside_root', JSON.stringify(escaped.body));
+    }
+    assert.equal(fs.existsSync(outside), false, 'nothing was written outside the workspace');
+    const again = await call(client, 'download_file', { notebookRef: uri, hostPath: 'data.bin', kernelPath });
+    assert.equal(again.body.error.code, 'already_exists', 'never overwritten without overwrite');
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+});
+
 test('stand-in vscode: create_notebook without a folder makes an untitled notebook', async () => {
   const api = await activate();
   const client = await connect(api.url);
@@ -412,6 +460,26 @@ test('stand-in Jupyter extension: a rejected dispatch fails the run with a sanit
     process.off('unhandledRejection', onUnhandled);
   }
   assert.deepEqual(unhandled, []);
+});
+
+test('stand-in Jupyter extension: a 3 MiB file moves through executeCode as base64 in the source and printed receipts', { timeout: 180000 }, async () => {
+  await withJupyter({}, async ({ client, uri, jupyter }) => {
+    const folder = path.dirname(vscode.Uri.parse(uri).fsPath);
+    const size = 3 * 1024 * 1024;
+    const digest = randomFile(folder, 'upload.bin', size);
+    const kernelPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-kernel-')), 'upload.bin');
+    const up = await ok(client, 'upload_file', { notebookRef: uri, hostPath: 'upload.bin', kernelPath });
+    assert.equal(up.sha256, digest);
+    assert.equal(sha256(kernelPath), digest, 'the kernel holds the same bytes');
+    // Code only: the chunks travelled as base64 literals in the source (about 4/3 of the file).
+    assert.ok(up.wireBytes > 1.3 * size, JSON.stringify(up));
+    assert.ok(jupyter.executed_code.length >= 3, 'several requests, all through executeCode');
+    const down = await ok(client, 'download_file', { notebookRef: uri, hostPath: 'sub/back.bin', kernelPath });
+    assert.equal(down.sha256, digest);
+    assert.equal(sha256(path.join(folder, 'sub', 'back.bin')), digest);
+    const overwrite = await call(client, 'download_file', { notebookRef: uri, hostPath: 'sub/back.bin', kernelPath });
+    assert.equal(overwrite.body.error.code, 'already_exists');
+  });
 });
 
 test('stand-in Jupyter extension: restart_kernels is a request that invalidates the running observation', async () => {

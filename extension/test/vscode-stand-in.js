@@ -419,6 +419,49 @@ function controllerExtension(controller) {
 // says what `notebook.cell.execute` answers: `settle` (when the cell ends), `hang` (never) or
 // `reject` (at once, with an error whose message holds secret text, running nothing).
 
+/** A real ipykernel behind `executeCode`, through kernel-bridge.py (started on first use). */
+class BridgedKernel {
+  constructor() {
+    this.pending = new Map();
+    this.next = 0;
+    this.child = undefined;
+  }
+
+  start() {
+    const venv = process.env.JUPYTER_MCP_TEST_VENV ?? require('path').resolve(__dirname, '..', '..', '.venv');
+    this.child = require('child_process').spawn(require('path').join(venv, 'bin', 'python'), [require('path').join(__dirname, 'kernel-bridge.py')], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let buffered = '';
+    this.child.stdout.on('data', (chunk) => {
+      buffered += chunk.toString();
+      let newline;
+      while ((newline = buffered.indexOf('\n')) >= 0) {
+        const answer = JSON.parse(buffered.slice(0, newline));
+        buffered = buffered.slice(newline + 1);
+        this.pending.get(answer.id)?.(answer.outputs);
+        this.pending.delete(answer.id);
+      }
+    });
+  }
+
+  run(code) {
+    if (!this.child) this.start();
+    const id = ++this.next;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.child.stdin.write(JSON.stringify({ id, code }) + '\n');
+    });
+  }
+
+  stop() {
+    this.child?.kill();
+    this.child = undefined;
+  }
+}
+
+process.on('exit', () => state.jupyter?.kernel?.stop());
+
 function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
   let order = 0;
   let notifyExecuted;
@@ -472,6 +515,16 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
   jupyter.commands.set('jupyter.restartkernel', (uri) => jupyter.requests.push(['restart', uri.toString()]));
   jupyter.commands.set('jupyter.interruptkernel', (uri) => jupyter.requests.push(['interrupt', uri.toString()]));
   state.jupyter = jupyter;
+  // The public API's `executeCode(code, token)`: an async iterable of outputs, each with its
+  // items' bytes, as the Jupyter extension yields them.
+  jupyter.kernel = new BridgedKernel();
+  jupyter.executed_code = [];
+  async function* executeCode(code) {
+    jupyter.executed_code.push(code);
+    for (const items of await jupyter.kernel.run(code)) {
+      yield { items: items.map((item) => ({ mime: item.mime, data: new TextEncoder().encode(item.text) })) };
+    }
+  }
   state.extensions['ms-toolsai.jupyter'] = {
     id: 'ms-toolsai.jupyter',
     isActive: true,
@@ -479,7 +532,7 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
       kernels: {
         async getKernel(uri) {
           const controller = selected(uri);
-          return controller ? { label: controller.label, language: 'python', status: 'idle' } : undefined;
+          return controller ? { label: controller.label, language: 'python', status: 'idle', executeCode } : undefined;
         },
       },
     },
@@ -509,7 +562,20 @@ async function openNotebookDocument(target, data) {
   return document;
 }
 
+class CancellationTokenSource {
+  constructor() {
+    this.token = { isCancellationRequested: false, onCancellationRequested: () => ({ dispose() {} }) };
+  }
+
+  cancel() {
+    this.token.isCancellationRequested = true;
+  }
+
+  dispose() {}
+}
+
 const vscode = {
+  CancellationTokenSource,
   Uri,
   Range,
   NotebookRange,
@@ -639,6 +705,7 @@ function install() {
 
 /** Clears documents and settings between tests. */
 function reset({ folders = [], settings = {} } = {}) {
+  state.jupyter?.kernel?.stop();
   Object.assign(state, {
     documents: [],
     folders,

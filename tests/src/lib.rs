@@ -20,6 +20,8 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+pub mod browser;
+pub mod hub;
 pub mod kernel_server;
 
 /// The workspace root.
@@ -60,6 +62,12 @@ pub fn server_binary() -> PathBuf {
     if let Some(binary) = std::env::var_os("JUPYTER_MCP_SERVER_BINARY") {
         return PathBuf::from(binary);
     }
+    workspace_binary("host-standalone", "jupyter-mcp")
+}
+
+/// The binary `bin` of workspace package `package`, of this executable's profile, built first
+/// (once per process) unless `JUPYTER_MCP_SKIP_BUILD` says everything was just built.
+pub fn workspace_binary(package: &str, bin: &str) -> PathBuf {
     let executable = std::env::current_exe().expect("test executable path");
     let mut profile_dir = executable
         .parent()
@@ -71,34 +79,29 @@ pub fn server_binary() -> PathBuf {
     let release = profile_dir
         .file_name()
         .is_some_and(|name| name == "release");
-    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    BUILT.get_or_init(|| {
-        if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_some() {
-            return;
-        }
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if std::env::var_os("JUPYTER_MCP_SKIP_BUILD").is_none() && !built.iter().any(|name| name == bin)
+    {
         // Through the rustup proxy on PATH: called directly, a toolchain's own cargo would let
         // rustc pick up the rust-toolchain.toml files some dependencies ship.
         let mut build = Command::new("cargo");
         build
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "host-standalone",
-                "--bin",
-                "jupyter-mcp",
-            ])
+            .args(["build", "--quiet", "-p", package, "--bin", bin])
             .current_dir(workspace_root());
         if release {
             build.arg("--release");
         }
         let status = build.status().expect("cargo runs");
-        assert!(status.success(), "building jupyter-mcp failed");
-    });
-    let binary = profile_dir.join("jupyter-mcp");
+        assert!(status.success(), "building {bin} failed");
+        built.push(bin.to_owned());
+    }
+    let binary = profile_dir.join(bin);
     assert!(
         binary.exists(),
-        "{} is missing: build it first (`cargo build -p host-standalone`; `cargo xtask ci` does)",
+        "{} is missing: build it first (`cargo build -p {package}`; `cargo xtask ci` does)",
         binary.display()
     );
     binary
@@ -444,6 +447,10 @@ pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
     /// Notified after every recorded notification.
     pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+    /// The URIs of `notifications/resources/updated` received, in order.
+    pub updates: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Notified after every recorded resource update.
+    pub updated: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Recorder {
@@ -466,7 +473,38 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// Waits until `count` resource updates have arrived; false after `timeout`.
+    pub async fn wait_for_updates(&self, count: usize, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.updated.notified();
+            if self.updates.lock().unwrap().len() >= count {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
 impl rmcp::ClientHandler for Recorder {
+    /// A 2025-11-25 client (the tests' 2026-07-28 client is the Python SDK).
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updates.lock().unwrap().push(params.uri);
+        self.updated.notify_waiters();
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,
@@ -563,6 +601,11 @@ impl Client {
             .arg(root)
             .arg("--cache-dir")
             .arg(cache);
+        Client::stdio_command(command).await
+    }
+
+    /// A client of the MCP server that `command` starts, speaking over its stdin and stdout.
+    pub async fn stdio_command(command: tokio::process::Command) -> Result<Client> {
         let transport = TokioChildProcess::new(command)?;
         let recorder = Recorder::default();
         let service = recorder
@@ -571,6 +614,11 @@ impl Client {
             .await
             .context("MCP handshake over stdio")?;
         Ok(Client { service, recorder })
+    }
+
+    /// The session, for requests beyond tool calls (resources, prompts, subscriptions).
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.service.peer()
     }
 
     pub fn server_info(&self) -> Option<(String, String)> {

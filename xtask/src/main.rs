@@ -1,7 +1,8 @@
 //! Project automation. `cargo xtask <command>`:
 //!
-//! - `setup`: the project-local Python environment (`.venv`) with ipykernel, nbformat and the
-//!   test client, from `python/requirements.txt`.
+//! - `setup`: the project-local Python environment (`.venv`) with ipykernel, nbformat, the
+//!   test client, Jupyter Server, Kernel Gateway and JupyterHub, from
+//!   `python/requirements.txt`, and JupyterHub's proxy (`tests/hub`, from npm).
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
 //! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
@@ -69,6 +70,51 @@ const FORBIDDEN_SOURCE: &[&str] = &[
     "tokio::",
 ];
 
+/// Crates above the domain layer that must still stay clear of some packages and of some
+/// I/O in their own source: what each may not depend on (transitively, normal dependencies)
+/// and may not use outside tests.
+struct LayerRule {
+    crates: &'static [&'static str],
+    packages: &'static [&'static str],
+    source: &'static [&'static str],
+    why: &'static str,
+}
+
+const LAYER_RULES: &[LayerRule] = &[
+    LayerRule {
+        crates: &["host-core"],
+        packages: &[
+            "kernels",
+            "nix",
+            "zeromq",
+            "jupyter-zmq-client",
+            "hyper",
+            "rmcp",
+            "napi",
+        ],
+        source: &[
+            "std::process",
+            "tokio::process",
+            "std::fs",
+            "std::net",
+            "std::os::unix",
+        ],
+        why: "host-core holds the tools and the seams: no kernels, processes, files or sockets of its own",
+    },
+    LayerRule {
+        crates: &["mcp-server", "broker"],
+        packages: &["host-core", "kernels", "nix", "ruff_python_parser", "image"],
+        source: &[],
+        why: "transports move JSON: they compile without the tool layer",
+    },
+    LayerRule {
+        crates: &["mcp-server"],
+        packages: &[],
+        source: &["std::process", "tokio::process", "std::fs", "std::net"],
+        why: "the MCP binding touches no files or processes and binds through tokio",
+    },
+];
+
 /// Sub-folders of `.work/corpus` and the source distributions whose test notebooks they hold.
 const CORPUS: &[&str] = &[
     "nbformat==5.11.1",
@@ -105,9 +151,30 @@ pub(crate) fn venv_python() -> PathBuf {
     root().join(".venv/bin/python")
 }
 
-/// Creates `.venv` and installs `python/requirements.txt` when they changed.
+/// Creates `.venv` and installs `python/requirements.txt` when they changed, and JupyterHub's
+/// proxy for the hub tests (`tests/hub`, `npm ci` from its lock file).
 pub(crate) fn setup() -> Result<()> {
-    install_venv(".venv", "python/requirements.txt")
+    install_venv(".venv", "python/requirements.txt")?;
+    install_hub_proxy()
+}
+
+/// `npm ci` in `tests/hub/` when `node_modules` is older than the lock file: the
+/// configurable-http-proxy the JupyterHub of the end-to-end tests runs.
+fn install_hub_proxy() -> Result<()> {
+    let folder = root().join("tests/hub");
+    let lock = folder.join("package-lock.json");
+    let marker = folder.join("node_modules/.package-lock.json");
+    let fresh = match (std::fs::metadata(&lock), std::fs::metadata(&marker)) {
+        (Ok(lock), Ok(marker)) => marker.modified()? >= lock.modified()?,
+        _ => false,
+    };
+    if !fresh {
+        run(Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&folder))
+        .context("installing configurable-http-proxy for the JupyterHub tests needs node and npm (Debian: apt-get install nodejs npm)")?;
+    }
+    Ok(())
 }
 
 /// Creates the virtual environment `folder` and installs `requirements` into it when they
@@ -210,81 +277,73 @@ print(f"corpus: {count} notebooks in {target}")
 
 /// Checks that domain crates stay pure.
 fn deps() -> Result<()> {
-    let output = cargo()
-        .args(["metadata", "--format-version", "1"])
-        .output()
-        .context("cargo metadata")?;
-    if !output.status.success() {
-        bail!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)?;
-    let packages = metadata["packages"].as_array().context("packages")?;
-    let name_of = |id: &str| -> String {
-        packages
-            .iter()
-            .find(|package| package["id"] == id)
-            .and_then(|package| package["name"].as_str())
-            .unwrap_or("?")
-            .to_owned()
+    // `cargo tree -p` resolves features for that package alone, as a build of it would (the
+    // workspace's metadata unifies them across every member, tests included).
+    let check = |krate: &str,
+                 packages_forbidden: &[&str],
+                 source_forbidden: &[&str],
+                 problems: &mut Vec<String>|
+     -> Result<()> {
+        let output = cargo()
+            .args([
+                "tree", "-p", krate, "-e", "normal", "--prefix", "none", "--format", "{p}",
+            ])
+            .output()
+            .with_context(|| format!("cargo tree -p {krate}"))?;
+        if !output.status.success() {
+            bail!(
+                "cargo tree -p {krate} failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let tree = String::from_utf8_lossy(&output.stdout);
+        let mut found: Vec<&str> = tree
+            .lines()
+            .filter_map(|line| line.split_whitespace().next())
+            .filter(|name| packages_forbidden.contains(name))
+            .collect();
+        found.sort_unstable();
+        found.dedup();
+        for name in found {
+            problems.push(format!(
+                "{krate} depends on {name} (`cargo tree -p {krate} -e normal -i {name}` shows how)"
+            ));
+        }
+        let source = root().join("crates").join(krate).join("src");
+        scan_source(&source, krate, source_forbidden, problems)
     };
-    let nodes = metadata["resolve"]["nodes"].as_array().context("resolve")?;
     let mut problems = Vec::new();
     for domain in DOMAIN_CRATES {
-        let Some(start) = packages.iter().find(|package| package["name"] == *domain) else {
-            continue;
-        };
-        // Normal (non-dev, non-build) dependencies, transitively.
-        let mut pending = vec![(
-            start["id"].as_str().unwrap_or_default().to_owned(),
-            vec![(*domain).to_owned()],
-        )];
-        let mut seen = std::collections::HashSet::new();
-        while let Some((id, path)) = pending.pop() {
-            if !seen.insert(id.clone()) {
-                continue;
-            }
-            let Some(node) = nodes.iter().find(|node| node["id"] == id.as_str()) else {
-                continue;
-            };
-            for dependency in node["deps"].as_array().into_iter().flatten() {
-                let normal = dependency["dep_kinds"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|kind| kind["kind"].is_null());
-                if !normal {
-                    continue;
-                }
-                let dependency_id = dependency["pkg"].as_str().unwrap_or_default().to_owned();
-                let name = name_of(&dependency_id);
-                let mut chain = path.clone();
-                chain.push(name.clone());
-                if FORBIDDEN_PACKAGES.contains(&name.as_str()) {
-                    problems.push(format!(
-                        "{domain} depends on {name}: {}",
-                        chain.join(" -> ")
-                    ));
-                }
-                pending.push((dependency_id, chain));
+        check(domain, FORBIDDEN_PACKAGES, FORBIDDEN_SOURCE, &mut problems)?;
+    }
+    for rule in LAYER_RULES {
+        for krate in rule.crates {
+            let before = problems.len();
+            check(krate, rule.packages, rule.source, &mut problems)?;
+            for problem in &mut problems[before..] {
+                problem.push_str(&format!(": {}", rule.why));
             }
         }
-        let source = root().join("crates").join(domain).join("src");
-        scan_source(&source, domain, &mut problems)?;
     }
     if !problems.is_empty() {
         bail!(
-            "domain crates must stay pure (no tokio, I/O, clocks or randomness):\n  {}",
+            "the layers must stay as ARCHITECTURE.md says:\n  {}",
             problems.join("\n  ")
         );
     }
-    eprintln!("deps: {} domain crates are pure", DOMAIN_CRATES.len());
+    eprintln!(
+        "deps: {} domain crates are pure; host-core, mcp-server and broker keep their layers",
+        DOMAIN_CRATES.len()
+    );
     Ok(())
 }
 
-fn scan_source(folder: &Path, domain: &str, problems: &mut Vec<String>) -> Result<()> {
+fn scan_source(
+    folder: &Path,
+    domain: &str,
+    forbidden: &[&str],
+    problems: &mut Vec<String>,
+) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(folder) else {
         return Ok(());
     };
@@ -294,7 +353,7 @@ fn scan_source(folder: &Path, domain: &str, problems: &mut Vec<String>) -> Resul
             if path.file_name().is_some_and(|name| name == "tests") {
                 continue;
             }
-            scan_source(&path, domain, problems)?;
+            scan_source(&path, domain, forbidden, problems)?;
             continue;
         }
         if path.extension().is_none_or(|extension| extension != "rs")
@@ -305,7 +364,7 @@ fn scan_source(folder: &Path, domain: &str, problems: &mut Vec<String>) -> Resul
         let text = std::fs::read_to_string(&path)?;
         for (number, line) in production_lines(&text) {
             let code = line.split("//").next().unwrap_or_default();
-            for pattern in FORBIDDEN_SOURCE {
+            for pattern in forbidden {
                 if code.contains(pattern) {
                     problems.push(format!(
                         "{domain}: {}:{} uses `{pattern}`",
@@ -384,6 +443,8 @@ fn ci(arguments: &[String]) -> Result<()> {
         fuzz::remove_build()?;
         report_free_space("ci: fuzz targets built and removed");
     }
+    // The output viewer's test drives Chromium.
+    vscode::system_packages()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
@@ -491,8 +552,8 @@ fn tool_schemas() -> String {
                     "idempotentHint": spec.annotations.idempotent,
                     "openWorldHint": spec.annotations.open_world,
                 },
-                "inputSchema": (spec.input_schema)(),
-                "outputSchema": (spec.output_schema)(),
+                "inputSchema": mcp_contract::catalog::portable_input_schema(spec),
+                "outputSchema": mcp_contract::catalog::portable_output_schema(spec),
             })
         })
         .collect();

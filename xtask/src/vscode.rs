@@ -231,8 +231,9 @@ fn is_root() -> bool {
         .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
 }
 
-/// `libkrb5-dev` (code-server's `kerberos` module builds against it) and `chromium`.
-fn system_packages() -> Result<()> {
+/// `libkrb5-dev` (code-server's `kerberos` module builds against it) and `chromium` (also what
+/// the tests' browser drives).
+pub(crate) fn system_packages() -> Result<()> {
     let have_krb5 = Path::new("/usr/include/gssapi/gssapi.h").exists();
     let have_chromium = which("chromium").is_some();
     if have_krb5 && have_chromium {

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use host_core::{ToolDispatch, WindowInfo};
+use mcp_contract::{ToolDispatch, WindowInfo};
 
 use crate::broker::{BrokerDispatch, BrokerRoutes, BrokerState};
 use crate::client::{Call, LoopbackClient};

@@ -8,9 +8,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use host_core::ToolOutput;
-use host_core::refs::{self, RefKind};
 use mcp_contract::ToolError;
+use mcp_contract::refs::{self, RefKind};
+use mcp_contract::{ErrorCode, ToolOutput};
 use serde_json::{Map, Value, json};
 
 /// How a tool call is routed.
@@ -141,14 +141,14 @@ fn unanswered_note(unanswered: &[String]) -> String {
 
 impl RouteError {
     /// The contract error code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            RouteError::Malformed { .. } => "notebook_ref_malformed",
-            RouteError::UnknownRef { .. } => "notebook_ref_unknown",
-            RouteError::Ambiguous { .. } => "notebook_ambiguous",
-            RouteError::NotFound { .. } => "notebook_not_found",
-            RouteError::WindowNotConnected { .. } => "window_not_connected",
-            RouteError::WindowUnavailable { .. } => "window_unavailable",
+            RouteError::Malformed { .. } => ErrorCode::NotebookRefMalformed,
+            RouteError::UnknownRef { .. } => ErrorCode::NotebookRefUnknown,
+            RouteError::Ambiguous { .. } => ErrorCode::NotebookAmbiguous,
+            RouteError::NotFound { .. } => ErrorCode::NotebookNotFound,
+            RouteError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
+            RouteError::WindowUnavailable { .. } => ErrorCode::WindowUnavailable,
         }
     }
 
@@ -222,7 +222,7 @@ impl RouteError {
             ),
         };
         ToolError {
-            code: self.code().to_owned(),
+            code: self.code(),
             message,
             details,
         }
@@ -398,6 +398,7 @@ pub fn merge_batch(outputs: Vec<ToolOutput>) -> ToolOutput {
                 text: body.to_string(),
                 structured: None,
                 images: failure.images,
+                links: failure.links,
                 is_error: true,
             }
         }

@@ -9,7 +9,6 @@
 //! that squats the port.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ring::hmac;
@@ -148,9 +147,7 @@ impl TokenFile {
 
     fn folder(&self) -> Result<&Path, BrokerError> {
         let folder = self.path.parent().expect("a token file has a folder");
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
+        private_folder_builder()
             .create(folder)
             .map_err(|source| BrokerError::TokenFile {
                 path: folder.to_path_buf(),
@@ -169,11 +166,7 @@ impl TokenFile {
             problem: source.to_string(),
         };
         let result = (|| {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temporary)?;
+            let mut file = private_new_file().open(&temporary)?;
             file.write_all(contents.as_bytes())?;
             file.sync_all()?;
             std::fs::rename(&temporary, &self.path)
@@ -196,13 +189,8 @@ impl TokenFile {
         if !metadata.is_file() {
             return Err(problem("it is not a regular file".to_owned()));
         }
-        if metadata.uid() != nix::unistd::getuid().as_raw() {
-            return Err(problem("it belongs to another user".to_owned()));
-        }
-        if metadata.permissions().mode() & 0o077 != 0 {
-            return Err(problem(
-                "other users may read or change it (its mode must be 0600)".to_owned(),
-            ));
+        if let Some(unsafe_file) = exposure(&metadata) {
+            return Err(problem(unsafe_file.to_owned()));
         }
         let text = std::fs::read_to_string(&self.path)
             .map_err(|source| problem(format!("cannot read it: {source}")))?;
@@ -220,15 +208,10 @@ impl TokenFile {
         }
         self.folder()?;
         let value = make();
-        let created = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&self.path)
-            .and_then(|mut file| {
-                file.write_all(value.as_bytes())?;
-                file.sync_all()
-            });
+        let created = private_new_file().open(&self.path).and_then(|mut file| {
+            file.write_all(value.as_bytes())?;
+            file.sync_all()
+        });
         match created {
             Ok(()) => Ok(value),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => self.read(),
@@ -261,6 +244,42 @@ impl TokenFile {
     }
 }
 
+/// Creates folders only the user may enter (0700 on Unix; elsewhere the folder inherits the
+/// user profile's access rules, which is where the runtime folder lives there).
+fn private_folder_builder() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
+/// Opens a new file (failing if one exists) only the user may read (0600 on Unix).
+fn private_new_file() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+}
+
+/// Why a secret file cannot be trusted: another user owns it, or others may read or write it.
+#[cfg(unix)]
+fn exposure(metadata: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if metadata.uid() != rustix::process::getuid().as_raw() {
+        return Some("it belongs to another user");
+    }
+    (metadata.permissions().mode() & 0o077 != 0)
+        .then_some("other users may read or change it (its mode must be 0600)")
+}
+
+/// Elsewhere the user profile's access rules protect the runtime folder.
+#[cfg(not(unix))]
+fn exposure(_metadata: &std::fs::Metadata) -> Option<&'static str> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,8 +298,10 @@ mod tests {
         assert!(Secret::from_hex("abcd").is_none());
     }
 
+    #[cfg(unix)]
     #[test]
     fn secret_files_are_private_and_checked() {
+        use std::os::unix::fs::PermissionsExt;
         let folder = tempfile::tempdir().unwrap();
         let runtime = folder.path().join("run");
         let file = TokenFile::broker_secret(&runtime, 4242);

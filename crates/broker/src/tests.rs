@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use host_core::refs::notebook_ref;
-use host_core::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
 use http::Method;
 use mcp_contract::catalog::{self, ToolSpec};
+use mcp_contract::refs::notebook_ref;
+use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
 use serde_json::{Map, Value, json};
 
 use crate::client::{Call, LoopbackClient};
@@ -206,7 +206,10 @@ impl Trio {
 }
 
 fn code(output: &ToolOutput) -> String {
-    output.error_code().unwrap_or_default()
+    output
+        .error_code()
+        .map(|code| code.as_str().to_owned())
+        .unwrap_or_default()
 }
 
 fn message(output: &ToolOutput) -> String {

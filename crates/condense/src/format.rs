@@ -1,7 +1,5 @@
 //! `format_outputs`: a cell's nbformat outputs → bounded, condensed text plus images.
 
-use std::str::FromStr;
-
 use serde_json::Value;
 
 use crate::CondenseError;
@@ -15,47 +13,12 @@ use crate::terminal::{group_thousands, render_terminal};
 use crate::traceback::{TracebackOptions, condense_traceback};
 use crate::truncate::{head_tail, marker_overhead};
 
-/// How much of each output to show. The names are those of the reference implementation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum OutputMode {
-    /// One line per output: its type, MIME types and byte sizes. Nothing is decoded.
-    Summary,
-    /// Condensed: one preferred representation per output, tables as CSV, trimmed tracebacks,
-    /// images returned as images.
-    #[default]
-    Text,
-    /// Every textual representation (raw HTML included) and whole tracebacks, still with ANSI
-    /// and carriage returns condensed and the whole bounded by `max_chars`.
-    Full,
-}
-
-impl OutputMode {
-    /// The name used on the wire: `summary`, `text` or `full`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OutputMode::Summary => "summary",
-            OutputMode::Text => "text",
-            OutputMode::Full => "full",
-        }
-    }
-}
-
-impl FromStr for OutputMode {
-    type Err = CondenseError;
-
-    fn from_str(name: &str) -> Result<Self, Self::Err> {
-        match name {
-            "summary" => Ok(OutputMode::Summary),
-            "text" => Ok(OutputMode::Text),
-            "full" => Ok(OutputMode::Full),
-            other => Err(CondenseError::UnknownOutputMode(other.to_owned())),
-        }
-    }
-}
+pub use mcp_contract::params::OutputMode;
 
 /// Options of [`format_outputs`]. `FormatOptions::default()` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatOptions {
+    /// How much of each output to show: `summary`, `text` (condensed) or `full`. Default `text`.
     pub mode: OutputMode,
     /// Bound on the returned text, in characters (Unicode scalar values). The caller clamps it;
     /// below [`MIN_TEXT_BOUND`] the text may still take up to that many characters, the room for
@@ -107,7 +70,9 @@ pub struct ReturnedImage {
     pub mime: &'static str,
     /// The encoded image, base64 (standard alphabet, padded).
     pub base64: String,
+    /// Width in pixels of the image as returned (after any downscaling).
     pub width: u32,
+    /// Height in pixels of the image as returned (after any downscaling).
     pub height: u32,
     /// Size of the encoded image in bytes (before base64).
     pub byte_len: usize,
@@ -118,7 +83,10 @@ pub struct ReturnedImage {
 pub enum ImageOutcome {
     /// Returned as `images[image_number - 1]`.
     Returned {
+        /// 1-based position of the image among those returned by the call.
         image_number: usize,
+        /// Whether the image was resized (to fit `max_image_side` or the byte budget) and
+        /// re-encoded.
         downscaled: bool,
     },
     /// Images were not requested (`include_images` false).
@@ -136,6 +104,7 @@ pub enum ImageOutcome {
 /// Per-image information, for every image in the outputs (`text` and `full` modes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageReport {
+    /// 0-based index of the output the image is in.
     pub output_index: usize,
     /// The MIME type under which the output stored it.
     pub mime: String,
@@ -143,6 +112,7 @@ pub struct ImageReport {
     pub original_bytes: usize,
     /// Width and height, when known.
     pub original_size: Option<(u32, u32)>,
+    /// Whether the image was returned, and why not when it was not.
     pub outcome: ImageOutcome,
 }
 

@@ -71,10 +71,7 @@ fn load(path: &Path) -> (Vec<Value>, Vec<(OutputMode, FormatOptions)>) {
         Some(modes) => modes
             .iter()
             .map(|mode| {
-                mode.as_str()
-                    .expect("mode name")
-                    .parse()
-                    .expect("known mode")
+                OutputMode::from_word(mode.as_str().expect("mode name")).expect("known mode")
             })
             .collect(),
         None => vec![OutputMode::Text],

@@ -12,7 +12,7 @@
 //! formats each cell once per mode and keeps only as much text as any receipt could show
 //! ([`CapturedOutput`]), then drops the raw outputs, which the host has already persisted.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::id::ExecutionId;
@@ -40,31 +40,21 @@ const LEAST_RECEIPT_SHARE: usize = MIN_MAX_OUTPUT_CHARS - 100;
 /// Below this many characters a cut is not worth it and the omission marker is used instead.
 const SMALLEST_USEFUL_CUT: usize = 2 * OMISSION_RESERVE;
 
-/// How outputs are rendered as text (`outputMode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OutputMode {
-    Summary,
-    #[default]
-    Text,
-    Full,
-}
+pub use mcp_contract::params::OutputMode;
 
-impl OutputMode {
-    pub const ALL: [OutputMode; 3] = [OutputMode::Summary, OutputMode::Text, OutputMode::Full];
-
-    fn slot(self) -> usize {
-        match self {
-            OutputMode::Summary => 0,
-            OutputMode::Text => 1,
-            OutputMode::Full => 2,
-        }
+/// The index of a mode in per-mode arrays.
+fn slot(mode: OutputMode) -> usize {
+    match mode {
+        OutputMode::Summary => 0,
+        OutputMode::Text => 1,
+        OutputMode::Full => 2,
     }
 }
 
 /// Renders nbformat outputs as text. `max_chars` is a bound on the work, not the cap: the
 /// tracker cuts the result itself. Any `Fn(&[Value], OutputMode, usize) -> String` is one.
 pub trait OutputFormatter {
+    /// Renders `outputs` (nbformat dicts) in `mode`, doing work for about `max_chars` characters.
     fn format(&self, outputs: &[Value], mode: OutputMode, max_chars: usize) -> String;
 }
 
@@ -82,6 +72,7 @@ where
 pub struct ReceiptOptions {
     /// Add `cells[].output` for dispatched cells.
     pub include_outputs: bool,
+    /// How outputs are rendered.
     pub output_mode: OutputMode,
     /// The client's `maxOutputChars`, before clamping.
     pub max_output_chars: Option<u64>,
@@ -103,14 +94,21 @@ pub fn clamp_max_output_chars(requested: Option<u64>) -> usize {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
+    /// The run's id, to pass to `get_execution`.
     pub execution_id: ExecutionId,
     /// The notebook the run belongs to, as the host named it at admission.
     pub notebook_ref: String,
+    /// Where the run is: `requested`, `running`, or a terminal `completed`, `failed` or
+    /// `unavailable`.
     pub status: RunStatus,
+    /// Why the run stopped, in a sentence; `None` while it goes on and when it completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why the run stopped, as a stable code; `None` while it goes on and when it completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason_code: Option<ReasonCode>,
+    /// The kernel status last observed when tracking stopped early; `None` when none was observed
+    /// or the run did not stop early.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_status_at_stop: Option<KernelStatus>,
     /// Present (and `true`) only when the wait budget ran out before a terminal status.
@@ -118,7 +116,9 @@ pub struct Receipt {
     pub wait_timed_out: bool,
     /// Whether an execute request of this notebook has not had its reply yet.
     pub notebook_command_pending: bool,
+    /// How many cells have settled, out of how many.
     pub progress: Progress,
+    /// One entry per requested cell, in requested order.
     pub cells: Vec<CellReceipt>,
 }
 
@@ -126,19 +126,30 @@ pub struct Receipt {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CellReceipt {
+    /// The cell's nbformat id, as captured at admission.
     pub cell_id: String,
+    /// The cell's 0-based index at admission.
     pub requested_index: usize,
+    /// The cell's 0-based index when it was dispatched; `None` if it never was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_index: Option<usize>,
+    /// Where the cell is: `requested`, `dispatched`, `completed`, `failed`, `unavailable` or
+    /// `not-run`.
     pub state: CellState,
+    /// Why the cell failed, was not run or became unavailable, in a sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The kernel's execution count for the cell, from its reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_order: Option<u64>,
+    /// When the kernel started on the cell, in the host's milliseconds (its `now_ms` clock).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at_ms: Option<u64>,
+    /// How long the cell took, in milliseconds from its start to its reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The cell's output text, cut to the receipt's limits; present only when outputs were asked
+    /// for and the cell was dispatched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
 }
@@ -182,10 +193,10 @@ impl CapturedOutput {
                 let by_mode = OutputMode::ALL.map(|mode| {
                     let text = formatter.format(&cell_outputs, mode, MAX_MAX_OUTPUT_CHARS);
                     let total_chars = text.chars().count();
-                    let keep = total_chars.min(CELL_OUTPUT_CAP).min(remaining[mode.slot()]);
-                    remaining[mode.slot()] -= total_chars
+                    let keep = total_chars.min(CELL_OUTPUT_CAP).min(remaining[slot(mode)]);
+                    remaining[slot(mode)] -= total_chars
                         .min(LEAST_RECEIPT_SHARE)
-                        .min(remaining[mode.slot()]);
+                        .min(remaining[slot(mode)]);
                     CapturedText {
                         head: take_chars(&text, keep).to_owned(),
                         total_chars,
@@ -273,7 +284,7 @@ pub(crate) fn build_receipt(
                         (live.as_str(), live.chars().count())
                     }
                     (None, Some(captured)) => {
-                        let captured = &captured.by_mode[options.output_mode.slot()];
+                        let captured = &captured.by_mode[slot(options.output_mode)];
                         (captured.head.as_str(), captured.total_chars)
                     }
                     (None, None) => ("", 0),

@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use mcp_contract::ErrorCode;
+
 use crate::tools::{ToolOutput, error};
 
 /// The largest reply sent, in bytes as estimated by [`wire_estimate`]. The text goes out twice
@@ -49,7 +51,7 @@ pub fn cap_reply(tool: &str, output: ToolOutput) -> ToolOutput {
         _ => "ask for fewer items or smaller parts",
     };
     ToolOutput::failure(error(
-        "response_too_large",
+        ErrorCode::ResponseTooLarge,
         format!(
             "the reply of {tool} would be about {size} bytes, more than the {MAX_REPLY_BYTES} one message may carry; nothing was returned: {advice}"
         ),

@@ -12,21 +12,23 @@ use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use execution_tracker::{
-    CellCheck, CellState, ExecuteReply, Invalidation, IopubEvent, KernelLifecycle,
-    KernelObservation, Registry, RegistryConfig, ReplyStatus, RunAction, RunEvent, RunRequest,
-    TrackerError, Transient,
+    CellCheck, CellState, ExecuteReply, Invalidation, KernelObservation, Registry, RegistryConfig,
+    RunAction, RunEvent, RunRequest, TrackerError,
 };
-use kernels::{ExecuteEvent, ExecuteOptions, KernelHandle, SpecPreference};
+use futures::StreamExt;
 use mcp_contract::params::{CellRefParam, OutputMode};
-use mcp_contract::{ToolError, params::GetExecutionParams, params::RunCellsParams};
+use mcp_contract::{ErrorCode, ToolError, params::GetExecutionParams, params::RunCellsParams};
 use notebook_model::edit::EditOp;
 use notebook_model::{CellKind, CellRef, Notebook, Resolver};
 use serde_json::{Value, json};
 
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
+use crate::kernel::{
+    CellToRun, KernelEvent, KernelPreference, SharedKernels, SharedSession, StartProgress,
+};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
 use crate::tools::{CallContext, ImageContent, Tools, error};
@@ -109,18 +111,6 @@ fn random_u64() -> u64 {
 }
 
 fn tracker_error(failure: TrackerError) -> ToolError {
-    let code = match &failure {
-        TrackerError::EmptyRun => "invalid_argument",
-        TrackerError::TooManyCells { .. } => "too_many_cells",
-        TrackerError::NotebookBusy { .. } => "run_active",
-        TrackerError::CommandPending { .. } => "command_pending",
-        TrackerError::TooManyActiveRuns { .. } => "run_limit",
-        TrackerError::RegistryFull { .. } => "registry_full",
-        TrackerError::UnknownExecution { .. } | TrackerError::WrongNotebook { .. } => {
-            "execution_not_found"
-        }
-        TrackerError::NoRunForNotebook => "no_execution",
-    };
     let details = match &failure {
         TrackerError::NotebookBusy { active } => {
             Some(json!({"activeExecutionId": active.as_str()}))
@@ -130,110 +120,42 @@ fn tracker_error(failure: TrackerError) -> ToolError {
         }
         _ => None,
     };
-    let mut tool_error = error(code, failure.to_string());
+    let mut tool_error = error(crate::codes::tracker(&failure), failure.to_string());
     tool_error.details = details;
     tool_error
 }
 
-pub(crate) fn kernel_error(failure: &kernels::Error) -> ToolError {
-    let code = match failure {
-        kernels::Error::NoKernel { .. } | kernels::Error::IpykernelMissing { .. } => "no_kernel",
-        kernels::Error::UnknownSpec { .. } => "kernel_not_found",
-        kernels::Error::MessageTooLarge { .. } => "too_large",
-        _ => "kernel_unavailable",
-    };
-    error(code, failure.to_string())
-}
-
-fn tracker_status(status: &kernels::KernelStatus) -> execution_tracker::KernelStatus {
-    use execution_tracker::KernelStatus as Tracked;
-    match status {
-        kernels::KernelStatus::Starting => Tracked::Starting,
-        kernels::KernelStatus::Idle => Tracked::Idle,
-        kernels::KernelStatus::Busy => Tracked::Busy,
-        kernels::KernelStatus::Restarting => Tracked::Restarting,
-        kernels::KernelStatus::Dead { .. } => Tracked::Dead,
-        kernels::KernelStatus::Unreachable => Tracked::Unknown,
-    }
-}
-
 /// Maps one kernel event of the cell at `position` to a state machine event.
-fn run_event(position: usize, event: ExecuteEvent, kernel: &dyn KernelHandle) -> Option<RunEvent> {
-    let output = |event| Some(RunEvent::Output { position, event });
+fn run_event(
+    position: usize,
+    event: KernelEvent,
+    session: &dyn crate::kernel::KernelSession,
+) -> Option<RunEvent> {
     match event {
-        ExecuteEvent::Busy => Some(RunEvent::KernelBusy { position }),
-        ExecuteEvent::Input { .. } => None,
-        ExecuteEvent::Stream { name, text } => output(IopubEvent::Stream {
-            name: match name {
-                kernels::StreamName::Stdout => "stdout",
-                kernels::StreamName::Stderr => "stderr",
-            }
-            .to_owned(),
-            text,
-        }),
-        ExecuteEvent::ExecuteResult {
-            execution_count,
-            data,
-            metadata,
-        } => output(IopubEvent::ExecuteResult {
-            data: Value::Object(data),
-            metadata: Value::Object(metadata),
-            execution_count,
-            transient: None,
-        }),
-        ExecuteEvent::DisplayData {
-            data,
-            metadata,
-            display_id,
-            ..
-        } => output(IopubEvent::DisplayData {
-            data: Value::Object(data),
-            metadata: Value::Object(metadata),
-            transient: Some(Transient { display_id }),
-        }),
-        ExecuteEvent::UpdateDisplayData {
-            data,
-            metadata,
-            display_id,
-        } => output(IopubEvent::UpdateDisplayData {
-            data: Value::Object(data),
-            metadata: Value::Object(metadata),
-            transient: Some(Transient { display_id }),
-        }),
-        ExecuteEvent::Error(error_output) => output(IopubEvent::Error {
-            ename: error_output.ename,
-            evalue: error_output.evalue,
-            traceback: error_output.traceback,
-        }),
-        ExecuteEvent::ClearOutput { wait } => output(IopubEvent::ClearOutput { wait }),
-        ExecuteEvent::Idle => Some(RunEvent::KernelIdle { position }),
-        ExecuteEvent::Reply(reply) => Some(RunEvent::ExecuteReply {
+        KernelEvent::Busy => Some(RunEvent::KernelBusy { position }),
+        KernelEvent::Output { event, .. } => Some(RunEvent::Output { position, event }),
+        KernelEvent::Idle => Some(RunEvent::KernelIdle { position }),
+        KernelEvent::Reply(reply) => Some(RunEvent::ExecuteReply {
             position,
             reply: ExecuteReply {
-                status: match reply.status {
-                    kernels::ReplyStatus::Ok => ReplyStatus::Ok,
-                    kernels::ReplyStatus::Error => ReplyStatus::Error,
-                    kernels::ReplyStatus::Aborted => ReplyStatus::Aborted,
-                },
+                status: reply.status,
                 execution_count: reply.execution_count,
             },
         }),
-        ExecuteEvent::KernelRestarted => Some(RunEvent::Lifecycle {
-            lifecycle: KernelLifecycle::Restarted,
-            status: Some(tracker_status(&kernel.status().borrow())),
+        KernelEvent::Ended(lifecycle) => Some(RunEvent::Lifecycle {
+            lifecycle,
+            status: match lifecycle {
+                execution_tracker::KernelLifecycle::Died => {
+                    Some(execution_tracker::KernelStatus::Dead)
+                }
+                execution_tracker::KernelLifecycle::Disappeared => None,
+                _ => Some(session.status().borrow().tracked()),
+            },
         }),
-        ExecuteEvent::KernelDied { .. } => Some(RunEvent::Lifecycle {
-            lifecycle: KernelLifecycle::Died,
-            status: Some(execution_tracker::KernelStatus::Dead),
-        }),
-        ExecuteEvent::KernelShutdown => Some(RunEvent::Lifecycle {
-            lifecycle: KernelLifecycle::Terminated,
-            status: Some(tracker_status(&kernel.status().borrow())),
-        }),
-        ExecuteEvent::ConnectionLost => Some(RunEvent::Lifecycle {
-            lifecycle: KernelLifecycle::Disappeared,
-            status: None,
-        }),
+        KernelEvent::Refused { .. } => Some(RunEvent::DispatchFailed { position }),
+        KernelEvent::NotebookClosed => Some(RunEvent::NotebookClosed),
+        // The runner decides what a lost observation means (it knows about interrupts).
+        KernelEvent::Lost => None,
     }
 }
 
@@ -267,13 +189,14 @@ pub(crate) fn wait_ms(value: Option<f64>, default: u64) -> Result<u64, ToolError
             Ok(value as u64)
         }
         Some(value) => Err(error(
-            "invalid_argument",
+            ErrorCode::InvalidArgument,
             format!("waitMs must be a non-negative whole number of milliseconds, not {value}"),
         )),
     }
 }
 
-fn clamp_chars(value: Option<f64>) -> Option<u64> {
+/// `maxOutputChars` as the tracker takes it (the tracker clamps it, once, for every caller).
+pub(crate) fn requested_chars(value: Option<f64>) -> Option<u64> {
     value
         .filter(|value| value.is_finite())
         .map(|value| value.trunc().clamp(0.0, 1e12) as u64)
@@ -307,20 +230,20 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// The kernel preference a notebook's metadata expresses.
-    pub(crate) fn preference(notebook: &Notebook) -> SpecPreference {
+    pub(crate) fn preference(notebook: &Notebook) -> KernelPreference {
         let metadata = notebook.metadata();
         let spec = metadata.get("kernelspec");
-        SpecPreference {
-            spec_id: metadata
+        KernelPreference {
+            kernel_id: metadata
                 .get(notebook_model::identity::METADATA_KEY)
                 .and_then(|ours| ours.get("kernel_id"))
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            notebook_kernel_name: spec
+            kernel_name: spec
                 .and_then(|spec| spec.get("name"))
                 .and_then(Value::as_str)
                 .map(str::to_owned),
-            notebook_language: spec
+            language: spec
                 .and_then(|spec| spec.get("language"))
                 .or_else(|| {
                     metadata
@@ -332,21 +255,25 @@ impl<H: NotebookHost> Tools<H> {
         }
     }
 
-    /// The running kernel of a notebook, without starting one.
-    pub(crate) fn running_kernel(
-        &self,
-        location: &NotebookLocation,
-    ) -> Option<Arc<dyn KernelHandle>> {
-        let manager = self.host.kernel_manager()?;
-        let key = self.host.kernel_key(location)?;
-        manager.get(&key)
+    /// The host's kernels, or the error a kernel tool gives on a host without them (such a
+    /// host does not list those tools; this answers a client that calls one anyway).
+    pub(crate) fn kernels(&self) -> Result<&SharedKernels, ToolError> {
+        self.kernels
+            .as_ref()
+            .ok_or_else(|| error(ErrorCode::NotSupported, "this host runs no kernels"))
     }
 
-    /// The epoch of the live kernel, when one runs and is not dead.
+    /// The running kernel of a notebook, without starting one.
+    pub(crate) async fn running_session(
+        &self,
+        location: &NotebookLocation,
+    ) -> Option<SharedSession> {
+        self.kernels.as_ref()?.lookup(location).await.session()
+    }
+
+    /// The epoch of the live kernel, when one runs.
     pub(crate) fn live_epoch(&self, location: &NotebookLocation) -> Option<u64> {
-        let kernel = self.running_kernel(location)?;
-        let alive = !kernel.status().borrow().is_dead();
-        alive.then(|| kernel.epoch())
+        self.kernels.as_ref()?.live_epoch(location)
     }
 
     /// The notebook's kernel, started if needed.
@@ -354,21 +281,12 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         location: &NotebookLocation,
         notebook: &Notebook,
-    ) -> Result<Arc<dyn KernelHandle>, ToolError> {
-        let manager = self
-            .host
-            .kernel_manager()
-            .ok_or_else(|| error("not_supported", "this host runs no kernels"))?;
-        let key = self.host.kernel_key(location).ok_or_else(|| {
-            error(
-                "not_supported",
-                "this notebook has no kernel location on this host",
-            )
-        })?;
-        manager
-            .get_or_start(&key, &Self::preference(notebook))
+        progress: Option<Arc<dyn crate::ProgressSink>>,
+    ) -> Result<SharedSession, ToolError> {
+        self.kernels()?
+            .start_with_progress(location, Self::preference(notebook), progress)
             .await
-            .map_err(|failure| kernel_error(&failure))
+            .map_err(ToolError::from)
     }
 
     /// The dataflow view of a notebook against its live kernel.
@@ -412,7 +330,7 @@ impl<H: NotebookHost> Tools<H> {
             Some(cells) => {
                 if cells.is_empty() {
                     return Err(error(
-                        "invalid_argument",
+                        ErrorCode::InvalidArgument,
                         "cellIds must list at least one cell; omit it to run the stale cells",
                     ));
                 }
@@ -427,10 +345,36 @@ impl<H: NotebookHost> Tools<H> {
             wait_ms: wait_ms(params.wait_ms, 1_000)?,
             include_outputs: params.include_outputs.unwrap_or(true),
             output_mode: params.output_mode.unwrap_or_default(),
-            max_output_chars: clamp_chars(params.max_output_chars),
+            max_output_chars: requested_chars(params.max_output_chars),
             include_images: params.include_images.unwrap_or(true),
         };
-        self.start_run(&location, targets, request, context).await
+        if let Some(key) = &params.idempotency_key {
+            // A retry of a run that is still known reports it instead of starting another.
+            let known = self
+                .idempotency
+                .lock()
+                .expect("idempotency lock")
+                .get(&(location.uri.clone(), key.clone()))
+                .cloned();
+            let still_known = known.filter(|id| {
+                let mut registry = self.registry.lock().expect("registry lock");
+                registry.prune(now_ms());
+                registry.resolve(&location.uri, Some(id)).is_ok()
+            });
+            if let Some(id) = still_known {
+                return self.wait_and_report(&location, &id, request, context).await;
+            }
+        }
+        let reply = self.start_run(&location, targets, request, context).await?;
+        if let (Some(key), Some(id)) = (&params.idempotency_key, reply.0["executionId"].as_str()) {
+            let mut keys = self.idempotency.lock().expect("idempotency lock");
+            // Runs are kept at most an hour; so are their keys (bounded like the registry).
+            if keys.len() >= 1_024 {
+                keys.clear();
+            }
+            keys.insert((location.uri.clone(), key.clone()), id.to_owned());
+        }
+        Ok(reply)
     }
 
     /// Plans, admits and starts a run, then waits for it within the caller's budget.
@@ -443,7 +387,7 @@ impl<H: NotebookHost> Tools<H> {
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let document = self.host.load(location).await?;
         let notebook = &document.notebook;
-        let external = self.host.external_kernels(location).await;
+        let mut with_ancestors = false;
         let plan: Vec<usize> = match targets {
             RunTargets::Stale => self.flow_view(location, &document).stale_set.clone(),
             RunTargets::Cells { cells, fresh_deps } => {
@@ -456,11 +400,11 @@ impl<H: NotebookHost> Tools<H> {
                     };
                     let index = resolver
                         .resolve(&cell_ref)
-                        .map_err(|failure| error(failure.code(), failure.to_string()))?;
+                        .map_err(crate::tools::cell_ref_error)?;
                     let cell = notebook.cell(index).expect("resolved index");
                     if cell.kind() != CellKind::Code {
                         return Err(error(
-                            "not_a_code_cell",
+                            ErrorCode::NotACodeCell,
                             format!(
                                 "cell {index} (`{}`) is a {} cell; only code cells run",
                                 reference_text(reference),
@@ -470,12 +414,8 @@ impl<H: NotebookHost> Tools<H> {
                     }
                     indices.push(index);
                 }
-                // An editor's kernel has no epoch to judge staleness against: exactly these run.
-                if fresh_deps && external.is_none() {
-                    self.flow_view(location, &document).plan(&indices, true)
-                } else {
-                    indices
-                }
+                with_ancestors = fresh_deps;
+                indices
             }
         };
         if plan.is_empty() {
@@ -487,9 +427,28 @@ impl<H: NotebookHost> Tools<H> {
             });
             return Ok((body, Vec::new()));
         }
-        let backend = match external {
-            Some(external) => Backend::External(external),
-            None => Backend::Kernel(self.start_kernel(location, notebook).await?),
+        // A slow start (a JupyterHub spawning the user's server) reports progress first; the
+        // run's own progress then counts on after it.
+        let start = context.progress.clone().map(StartProgress::new);
+        let session = self
+            .start_kernel(location, notebook, start.as_ref().map(StartProgress::sink))
+            .await?;
+        let shifted;
+        let context = match &start {
+            Some(start) if start.reported() => {
+                shifted = CallContext {
+                    progress: Some(start.after()),
+                };
+                &shifted
+            }
+            _ => context,
+        };
+        // A kernel without epochs gives staleness nothing to judge against: exactly the targets
+        // run.
+        let plan = if with_ancestors && session.epoch().is_some() {
+            self.flow_view(location, &document).plan(&plan, true)
+        } else {
+            plan
         };
         let run_request = RunRequest {
             notebook: location.uri.clone(),
@@ -523,7 +482,7 @@ impl<H: NotebookHost> Tools<H> {
             self.clone(),
             id.clone(),
             location.clone(),
-            backend,
+            session,
             control,
             requests,
         ));
@@ -540,7 +499,7 @@ impl<H: NotebookHost> Tools<H> {
             wait_ms: wait_ms(params.wait_ms, 0)?,
             include_outputs: params.include_outputs.unwrap_or(false),
             output_mode: params.output_mode.unwrap_or_default(),
-            max_output_chars: clamp_chars(params.max_output_chars),
+            max_output_chars: requested_chars(params.max_output_chars),
             include_images: params.include_images.unwrap_or(false),
         };
         let id = {
@@ -565,7 +524,7 @@ impl<H: NotebookHost> Tools<H> {
         request: ReceiptRequest,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
-        let deadline = Instant::now() + Duration::from_millis(request.wait_ms);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(request.wait_ms);
         let mut changes = self.registry_changed.subscribe();
         let mut last_progress = None;
         let timed_out = loop {
@@ -599,7 +558,7 @@ impl<H: NotebookHost> Tools<H> {
             if terminal {
                 break false;
             }
-            let now = Instant::now();
+            let now = tokio::time::Instant::now();
             if now >= deadline {
                 break true;
             }
@@ -629,11 +588,7 @@ impl<H: NotebookHost> Tools<H> {
                 id,
                 &execution_tracker::ReceiptOptions {
                     include_outputs: request.include_outputs,
-                    output_mode: match request.output_mode {
-                        OutputMode::Summary => execution_tracker::OutputMode::Summary,
-                        OutputMode::Text => execution_tracker::OutputMode::Text,
-                        OutputMode::Full => execution_tracker::OutputMode::Full,
-                    },
+                    output_mode: request.output_mode,
                     max_output_chars: request.max_output_chars,
                     wait_timed_out: timed_out,
                 },
@@ -760,22 +715,16 @@ fn last_output_line(outputs: &[Value]) -> Option<String> {
     })
 }
 
-/// What runs a run's cells: a kernel of the host's manager, or the editor's kernels (whose
-/// outputs are in the document already, so the runner does not write them).
-enum Backend {
-    Kernel(Arc<dyn KernelHandle>),
-    External(crate::external::SharedExternalKernels),
-}
-
 /// Drives one run to its end.
 async fn drive_run<H: NotebookHost>(
     tools: Tools<H>,
     id: String,
     location: NotebookLocation,
-    backend: Backend,
+    session: SharedSession,
     control: Arc<RunControl>,
     mut requests: ControlRequests,
 ) {
+    let features = session.features();
     let mut runner = Runner {
         tools: &tools,
         id: &id,
@@ -783,7 +732,7 @@ async fn drive_run<H: NotebookHost>(
         dispatched: Default::default(),
         pending: Default::default(),
         interrupted: false,
-        writes_outputs: matches!(backend, Backend::Kernel(_)),
+        writes_outputs: !features.host_writes_outputs,
     };
     runner.step(RunEvent::Start).await;
     while let Some(action) = runner.pending.pop_front() {
@@ -820,60 +769,19 @@ async fn drive_run<H: NotebookHost>(
                 cell_id,
                 current_index,
             } => {
-                let kernel = match &backend {
-                    Backend::Kernel(kernel) => kernel,
-                    Backend::External(external) => {
-                        runner.dispatched.insert(position, (code.clone(), 0));
-                        let events = external.run_cell(&location, current_index, &cell_id);
-                        drive_external_cell(&mut runner, position, events, &mut requests).await;
-                        continue;
-                    }
-                };
                 runner
                     .dispatched
-                    .insert(position, (code.clone(), kernel.epoch()));
-                let Ok(mut handle) = kernel.execute(&code, ExecuteOptions::default()).await else {
+                    .insert(position, (code.clone(), session.epoch().unwrap_or(0)));
+                let cell = CellToRun {
+                    index: current_index,
+                    cell_id,
+                    source: code,
+                };
+                let Ok(events) = session.run_cell(cell).await else {
                     runner.step(RunEvent::DispatchFailed { position }).await;
                     continue;
                 };
-                let mut observe = tokio::time::interval(OBSERVATION_INTERVAL);
-                observe.tick().await;
-                let mut interrupt_deadline: Option<Instant> = None;
-                loop {
-                    let grace = interrupt_deadline
-                        .map(|deadline| deadline.saturating_duration_since(Instant::now()));
-                    tokio::select! {
-                        event = handle.next() => {
-                            let Some(event) = event else { break };
-                            let terminal = event.is_terminal();
-                            if let Some(run_event) = run_event(position, event, kernel.as_ref()) {
-                                runner.step(run_event).await;
-                            }
-                            if terminal {
-                                break;
-                            }
-                        }
-                        _ = observe.tick() => {
-                            let observation = match kernel.probe().await {
-                                Ok(status) => KernelObservation::Status(tracker_status(&status)),
-                                Err(_) => KernelObservation::LookupFailed,
-                            };
-                            runner.step(RunEvent::Observation(observation)).await;
-                        }
-                        Some((invalidation, acknowledge)) = requests.recv() => {
-                            if invalidation == Invalidation::Interrupt && interrupt_deadline.is_none() {
-                                interrupt_deadline = Some(Instant::now() + INTERRUPT_GRACE);
-                            }
-                            runner.take_request(invalidation).await;
-                            let _ = acknowledge.send(());
-                        }
-                        () = tokio::time::sleep(grace.unwrap_or(Duration::MAX)), if grace.is_some() => {
-                            // The interrupted cell did not answer in time: stop tracking it.
-                            interrupt_deadline = None;
-                            runner.step(RunEvent::Invalidate(Invalidation::Interrupt)).await;
-                        }
-                    }
-                }
+                drive_cell(&mut runner, position, &session, events, &mut requests).await;
             }
             other => runner.handle(other).await,
         }
@@ -883,6 +791,67 @@ async fn drive_run<H: NotebookHost>(
         .lock()
         .expect("run controls lock")
         .retain(|_, existing| !Arc::ptr_eq(existing, &control));
+}
+
+/// Follows one dispatched cell until its terminal event: feeds every kernel event to the state
+/// machine, looks at the kernel once a second (where the session can be probed), applies
+/// restart and interrupt requests in order with the kernel's own events, and stops tracking an
+/// interrupted cell that does not answer within [`INTERRUPT_GRACE`].
+async fn drive_cell<H: NotebookHost>(
+    runner: &mut Runner<'_, H>,
+    position: usize,
+    session: &SharedSession,
+    mut events: crate::kernel::KernelEvents,
+    requests: &mut ControlRequests,
+) {
+    let probe = session.features().probe;
+    let mut observe = tokio::time::interval(OBSERVATION_INTERVAL);
+    observe.tick().await;
+    let mut interrupt_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        let grace = interrupt_deadline;
+        tokio::select! {
+            event = events.next() => {
+                let Some(event) = event else {
+                    runner.lost(position).await;
+                    return;
+                };
+                let terminal = event.is_terminal();
+                if event == KernelEvent::Lost {
+                    runner.lost(position).await;
+                    return;
+                }
+                if let KernelEvent::Refused { error_name } = &event {
+                    tracing::warn!(error_name, "the host refused to run a cell");
+                }
+                if let Some(run_event) = run_event(position, event, session.as_ref()) {
+                    runner.step(run_event).await;
+                }
+                if terminal {
+                    return;
+                }
+            }
+            _ = observe.tick(), if probe => {
+                let observation = match session.probe().await {
+                    Ok(status) => KernelObservation::Status(status.tracked()),
+                    Err(_) => KernelObservation::LookupFailed,
+                };
+                runner.step(RunEvent::Observation(observation)).await;
+            }
+            Some((invalidation, acknowledge)) = requests.recv() => {
+                if invalidation == Invalidation::Interrupt && interrupt_deadline.is_none() {
+                    interrupt_deadline = Some(tokio::time::Instant::now() + INTERRUPT_GRACE);
+                }
+                runner.take_request(invalidation).await;
+                let _ = acknowledge.send(());
+            }
+            () = tokio::time::sleep_until(grace.unwrap_or_else(tokio::time::Instant::now)), if grace.is_some() => {
+                // The interrupted cell did not answer in time: stop tracking it.
+                interrupt_deadline = None;
+                runner.step(RunEvent::Invalidate(Invalidation::Interrupt)).await;
+            }
+        }
+    }
 }
 
 /// The state of one runner task.
@@ -900,79 +869,27 @@ struct Runner<'a, H: NotebookHost> {
     writes_outputs: bool,
 }
 
-/// Follows one cell run by the editor's kernel: its observations become the events a kernel
-/// would have sent, so the tracker's rules decide. A restart ends the run at once; an interrupt
-/// lets the cell's own answer arrive first and ends the run when observation stops.
-async fn drive_external_cell<H: NotebookHost>(
-    runner: &mut Runner<'_, H>,
-    position: usize,
-    mut events: tokio::sync::mpsc::UnboundedReceiver<crate::external::ExternalCellEvent>,
-    requests: &mut ControlRequests,
-) {
-    use crate::external::ExternalCellEvent;
-    loop {
-        tokio::select! {
-            event = events.recv() => {
-                match event {
-                    Some(ExternalCellEvent::Observed) => {
-                        runner.step(RunEvent::KernelBusy { position }).await;
-                    }
-                    Some(ExternalCellEvent::Settled { success, execution_count, outputs }) => {
-                        runner.step(RunEvent::KernelBusy { position }).await;
-                        for output in &outputs {
-                            if let Some(event) = crate::external::iopub_of_output(output) {
-                                runner.step(RunEvent::Output { position, event }).await;
-                            }
-                        }
-                        let status = if success { ReplyStatus::Ok } else { ReplyStatus::Error };
-                        runner
-                            .step(RunEvent::ExecuteReply {
-                                position,
-                                reply: ExecuteReply { status, execution_count },
-                            })
-                            .await;
-                        runner.step(RunEvent::KernelIdle { position }).await;
-                        return;
-                    }
-                    Some(ExternalCellEvent::DispatchFailed { error_name }) => {
-                        tracing::warn!(error_name, "the editor refused to run a cell");
-                        runner.step(RunEvent::DispatchFailed { position }).await;
-                        return;
-                    }
-                    Some(ExternalCellEvent::NotebookClosed) => {
-                        runner.step(RunEvent::NotebookClosed).await;
-                        return;
-                    }
-                    Some(ExternalCellEvent::Lost) | None => {
-                        if runner.interrupted {
-                            runner.step(RunEvent::Invalidate(Invalidation::Interrupt)).await;
-                        } else {
-                            // The cell changed or vanished under observation: the tracker's
-                            // failed-observation rule ends the run without claiming completion.
-                            for _ in 0..3 {
-                                runner
-                                    .step(RunEvent::Observation(KernelObservation::LookupFailed))
-                                    .await;
-                            }
-                        }
-                        return;
-                    }
-                }
-            }
-            Some((invalidation, acknowledge)) = requests.recv() => {
-                runner.take_request(invalidation).await;
-                let _ = acknowledge.send(());
-            }
-        }
-    }
-}
-
 impl<H: NotebookHost> Runner<'_, H> {
     /// Applies an event and carries out what it asks, before waiters see the new state.
     async fn step(&mut self, event: RunEvent) {
         let _in_flight = self.tools.in_flight(self.id);
         for action in self.tools.apply(self.id, event) {
             self.handle(action).await;
+        }
+    }
+
+    /// Observation of the cell stopped without a completion: after an interrupt, the interrupt
+    /// ends the run; otherwise the tracker's failed-observation rule does, claiming nothing.
+    async fn lost(&mut self, position: usize) {
+        let _ = position;
+        if self.interrupted {
+            self.step(RunEvent::Invalidate(Invalidation::Interrupt))
+                .await;
+        } else {
+            for _ in 0..3 {
+                self.step(RunEvent::Observation(KernelObservation::LookupFailed))
+                    .await;
+            }
         }
     }
 

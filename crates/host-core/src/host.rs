@@ -3,18 +3,13 @@
 //! editor documents. Tools never touch files or editors directly.
 
 use std::future::Future;
-use std::io;
 use std::sync::Arc;
+
+use mcp_contract::ErrorCode;
+pub use mcp_contract::WindowInfo;
 
 use notebook_model::{DocChange, Notebook};
 use thiserror::Error;
-
-/// The host ("window") as clients see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WindowInfo {
-    pub id: String,
-    pub label: String,
-}
 
 /// Where a notebook is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,7 +23,9 @@ pub struct NotebookLocation {
 /// A notebook as the host holds it now.
 #[derive(Debug, Clone)]
 pub struct Document {
+    /// Where the notebook is.
     pub location: NotebookLocation,
+    /// Its content at `version`.
     pub notebook: Notebook,
     /// Changes whenever the document changes (through us or from outside).
     pub version: u64,
@@ -38,9 +35,14 @@ pub struct Document {
 /// description for undo history.
 #[derive(Debug, Clone)]
 pub struct Commit {
+    /// The notebook as it must be after the commit.
     pub notebook: Notebook,
+    /// The primitive changes from the loaded version to `notebook`, in order, for hosts that apply
+    /// them to a live document.
     pub changes: Vec<DocChange>,
+    /// What the change was (`edit_cells (2 edit(s))`), as `undo_last` reports it.
     pub description: String,
+    /// Whether the change is an edit or recorded outputs.
     pub kind: CommitKind,
 }
 
@@ -57,7 +59,9 @@ pub enum CommitKind {
 /// Whether `open` read the notebook or found it open already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenStatus {
+    /// The notebook was read now.
     Opened,
+    /// The notebook was open already and was kept as it is, unsaved changes included.
     AlreadyOpen,
 }
 
@@ -68,15 +72,18 @@ pub struct Restored {
     pub notebook: Notebook,
     /// The notebook as it was just before the undo.
     pub replaced: Notebook,
+    /// The undone change's description, as its commit gave it.
     pub description: String,
     /// When the undone change was made (RFC 3339).
     pub taken_at: String,
+    /// Snapshots left for further undo.
     pub remaining: usize,
 }
 
 /// The result of listing a host's notebooks.
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
+    /// Every notebook the host can serve.
     pub notebooks: Vec<NotebookLocation>,
     /// Notebooks known to be unreadable, with the problem.
     pub unreadable: Vec<(NotebookLocation, String)>,
@@ -85,72 +92,141 @@ pub struct Listing {
 /// Why a host operation failed. Each variant maps to a contract error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum HostError {
+    /// No notebook is at the reference.
     #[error(
         "no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see"
     )]
-    NotFound { reference: String },
+    NotFound {
+        /// The reference as the caller gave it.
+        reference: String,
+    },
+    /// The reference resolves outside the host's root folder.
     #[error("`{reference}` is outside the root folder {root}; only notebooks under it can be used")]
-    OutsideRoot { reference: String, root: String },
+    OutsideRoot {
+        /// The reference as the caller gave it.
+        reference: String,
+        /// The root folder notebooks must be under.
+        root: String,
+    },
+    /// The reference does not name an `.ipynb` file.
     #[error("`{reference}` is not a notebook path: it must name an .ipynb file")]
-    NotANotebook { reference: String },
+    NotANotebook {
+        /// The reference as the caller gave it.
+        reference: String,
+    },
+    /// The file exists but is not a notebook this server can read.
     #[error("{path} could not be read as a notebook: {problem}")]
-    Unreadable { path: String, problem: String },
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why it could not be read, in words safe to show.
+        problem: String,
+    },
+    /// The file changed on disk since it was read, so nothing was written.
     #[error(
         "{path} was changed on disk by someone else since it was read; it has been reloaded and \
          nothing was written. Read it again and redo the change"
     )]
-    ChangedOnDisk { path: String },
+    ChangedOnDisk {
+        /// The file.
+        path: String,
+    },
+    /// A file that is never overwritten is there already.
     #[error("{path} already exists and is never overwritten; choose another path")]
-    AlreadyExists { path: String },
+    AlreadyExists {
+        /// The file that exists.
+        path: String,
+    },
+    /// A file operation failed; the file on disk is intact.
     #[error("could not {action} {path}: {reason}; the file on disk is intact")]
     Io {
+        /// What was being done, as a verb phrase (`write`, `rename`).
         action: &'static str,
+        /// The file it was done to.
         path: String,
+        /// Why it failed, in words safe to show.
         reason: String,
     },
+    /// The notebook has no snapshot left to restore.
     #[error("nothing to undo for {path}: no snapshot of an earlier change is left")]
-    NothingToUndo { path: String },
+    NothingToUndo {
+        /// The notebook's file.
+        path: String,
+    },
+    /// A `windowId` names a window that is not this host's.
     #[error("window `{window_id}` is not connected; call list_notebooks for the connected windows")]
-    WindowNotConnected { window_id: String },
+    WindowNotConnected {
+        /// The id given.
+        window_id: String,
+    },
+    /// The host cannot do what was asked.
     #[error("{what} is not supported by this host")]
-    NotSupported { what: String },
+    NotSupported {
+        /// What was asked, as a noun phrase ("writing a file without an open workspace folder").
+        what: String,
+    },
+    /// The path is unusable for another reason (a bad name, a folder).
     #[error("`{reference}` cannot be used: {reason}")]
-    InvalidPath { reference: String, reason: String },
+    InvalidPath {
+        /// The reference as the caller gave it.
+        reference: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The notebook file is too large to open.
     #[error(
         "{path} is {size_mib} MiB; notebooks larger than {limit_mib} MiB are not opened, to keep \
          the server's memory bounded. Clear its outputs (`jupyter nbconvert --clear-output \
          --inplace FILE`) or split it, then try again"
     )]
     TooLarge {
+        /// The file.
         path: String,
+        /// Its size, in MiB.
         size_mib: u64,
+        /// The largest size opened, in MiB.
         limit_mib: u64,
     },
 }
 
 impl HostError {
     /// The contract error code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            HostError::NotFound { .. } => "notebook_not_found",
-            HostError::OutsideRoot { .. } => "path_outside_root",
-            HostError::NotANotebook { .. } => "not_a_notebook",
-            HostError::Unreadable { .. } => "notebook_unreadable",
-            HostError::ChangedOnDisk { .. } => "notebook_changed_on_disk",
-            HostError::AlreadyExists { .. } => "already_exists",
-            HostError::Io { .. } => "io_error",
-            HostError::NothingToUndo { .. } => "nothing_to_undo",
-            HostError::WindowNotConnected { .. } => "window_not_connected",
-            HostError::NotSupported { .. } => "not_supported",
-            HostError::InvalidPath { .. } => "invalid_argument",
-            HostError::TooLarge { .. } => "too_large",
+            HostError::NotFound { .. } => ErrorCode::NotebookNotFound,
+            HostError::OutsideRoot { .. } => ErrorCode::PathOutsideRoot,
+            HostError::NotANotebook { .. } => ErrorCode::NotANotebook,
+            HostError::Unreadable { .. } => ErrorCode::NotebookUnreadable,
+            HostError::ChangedOnDisk { .. } => ErrorCode::NotebookChangedOnDisk,
+            HostError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
+            HostError::Io { .. } => ErrorCode::IoError,
+            HostError::NothingToUndo { .. } => ErrorCode::NothingToUndo,
+            HostError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
+            HostError::NotSupported { .. } => ErrorCode::NotSupported,
+            HostError::InvalidPath { .. } => ErrorCode::InvalidArgument,
+            HostError::TooLarge { .. } => ErrorCode::TooLarge,
         }
+    }
+}
+
+/// What a host can do with its documents beyond reading, editing and saving them; each decides
+/// whether a tool is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DocumentCapabilities {
+    /// `undo_last`: the host snapshots what each change replaces and can restore it.
+    pub undo: bool,
+}
+
+impl Default for DocumentCapabilities {
+    fn default() -> Self {
+        DocumentCapabilities { undo: true }
     }
 }
 
 /// A place that holds notebooks. Every method is async and cancel-safe from the caller's point
 /// of view: a dropped future leaves the document either changed completely or not at all.
 pub trait NotebookHost: Send + Sync + 'static {
+    /// The window (host) this is: its id and label, as `list_notebooks` shows them.
     fn window(&self) -> WindowInfo;
 
     /// Every notebook this host can serve.
@@ -212,31 +288,21 @@ pub trait NotebookHost: Send + Sync + 'static {
         contents: Vec<u8>,
     ) -> impl Future<Output = Result<String, HostError>> + Send;
 
-    /// The kernels of this host's notebooks; `None` for a host that runs no code (the kernel
-    /// tools are then not listed).
-    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
+    /// What this host can do with its documents beyond reading and editing them (default:
+    /// everything).
+    fn document_capabilities(&self) -> DocumentCapabilities {
+        DocumentCapabilities::default()
+    }
+
+    /// The kernels of this host's notebooks, handed out once; `None` for a host that runs no
+    /// code (the kernel tools are then not listed).
+    fn kernels(&self) -> Option<crate::kernel::SharedKernels> {
         None
     }
 
-    /// Kernels the host's editor provides for this notebook (VS Code's Jupyter extension), used
-    /// instead of [`NotebookHost::kernel_manager`] for it; `None` (the default) for the manager's.
-    fn external_kernels(
-        &self,
-        location: &NotebookLocation,
-    ) -> impl Future<Output = Option<crate::external::SharedExternalKernels>> + Send {
-        let _ = location;
-        async { None }
-    }
-
-    /// The key of a notebook's kernel: the notebook file, whose folder is the kernel's working
-    /// directory.
-    fn kernel_key(&self, location: &NotebookLocation) -> Option<std::path::PathBuf> {
-        let _ = location;
-        None
-    }
-
-    /// The folder kernels are discovered from besides the notebook's own (a project `.venv`).
-    fn kernel_root(&self) -> Option<std::path::PathBuf> {
+    /// The files a transfer reads and writes on this host's side; `None` (the default) when
+    /// it has none (the transfer tools are then not listed).
+    fn files(&self) -> Option<Arc<dyn crate::files::HostFiles>> {
         None
     }
 
@@ -244,81 +310,4 @@ pub trait NotebookHost: Send + Sync + 'static {
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None
     }
-
-    /// Resolves a file transfer's `hostPath` (root-relative, absolute or a `file:` URI) to the
-    /// absolute path of a file inside the allowed roots, refusing anything outside them and
-    /// folders. The file need not exist.
-    fn resolve_host_file(
-        &self,
-        reference: &str,
-    ) -> impl Future<Output = Result<String, HostError>> + Send {
-        let _ = reference;
-        async {
-            Err(HostError::NotSupported {
-                what: "file transfer".to_owned(),
-            })
-        }
-    }
-
-    /// Opens an existing regular file (a path from [`NotebookHost::resolve_host_file`]) for an
-    /// upload to read.
-    fn open_host_file(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = Result<Box<dyn HostFileReader>, HostError>> + Send {
-        let _ = path;
-        async {
-            Err(HostError::NotSupported {
-                what: "file transfer".to_owned(),
-            })
-        }
-    }
-
-    /// Creates a download's temporary file exclusively (`AlreadyExists` if anything is there),
-    /// creating missing folders inside the allowed roots, and keeps it open for writing.
-    fn create_host_file(
-        &self,
-        path: &str,
-    ) -> impl Future<Output = io::Result<Box<dyn HostFileWriter>>> + Send {
-        let _ = path;
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-
-    /// Promotes a synced temporary file to `destination`: with `overwrite` an atomic rename over
-    /// it; without, a hard link (failing with `AlreadyExists` when the destination exists, so an
-    /// existing file is never replaced, even in a race) and the temporary file stays for
-    /// [`NotebookHost::remove_host_file`]. A failure leaves the destination untouched.
-    fn promote_host_file(
-        &self,
-        temp: &str,
-        destination: &str,
-        overwrite: bool,
-    ) -> impl Future<Output = io::Result<()>> + Send {
-        let _ = (temp, destination, overwrite);
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-
-    /// Deletes a transfer's temporary file; a missing file counts as removed.
-    fn remove_host_file(&self, path: &str) -> impl Future<Output = io::Result<()>> + Send {
-        let _ = path;
-        async { Err(io::ErrorKind::Unsupported.into()) }
-    }
-}
-
-/// A host file opened for an upload.
-pub trait HostFileReader: Send {
-    /// The opened file's size.
-    fn size(&self) -> u64;
-
-    /// Reads `len` bytes at `offset` (fewer only at the end of the file).
-    fn read_at(&mut self, offset: u64, len: usize) -> crate::BoxFuture<'_, io::Result<Vec<u8>>>;
-}
-
-/// A download's temporary file, open for writing in order.
-pub trait HostFileWriter: Send {
-    /// Writes all of `bytes` at `offset`.
-    fn write_at(&mut self, offset: u64, bytes: Vec<u8>) -> crate::BoxFuture<'_, io::Result<()>>;
-
-    /// Flushes and syncs the written bytes to disk and closes the file.
-    fn sync_and_close(self: Box<Self>) -> crate::BoxFuture<'static, io::Result<()>>;
 }

@@ -5,9 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine as _;
-use kernels::ExecuteOptions;
-use mcp_contract::ToolError;
 use mcp_contract::params::InspectVariableParams;
+use mcp_contract::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 
 use crate::host::NotebookHost;
@@ -164,7 +163,7 @@ impl<H: NotebookHost> Tools<H> {
         let location = self.resolve(&params.notebook_ref).await?;
         let steps = parse_path(&params.name).ok_or_else(|| {
             error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 format!(
                     "`{}` is not a variable path: use a name, attributes and literal subscripts, \
                      e.g. `df`, `model.coef_`, `results[\"train\"]` or `items[0]`",
@@ -172,16 +171,16 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             )
         })?;
-        let kernel = self.running_kernel(&location).ok_or_else(|| {
+        let kernel = self.running_session(&location).await.ok_or_else(|| {
             error(
-                "kernel_unavailable",
+                ErrorCode::KernelUnavailable,
                 "no kernel runs for this notebook, so it has no variables yet; run the cells that \
                  define it first",
             )
         })?;
-        if matches!(*kernel.status().borrow(), kernels::KernelStatus::Busy) {
+        if *kernel.status().borrow() == crate::kernel::KernelStatus::Busy {
             return Err(error(
-                "kernel_busy",
+                ErrorCode::KernelBusy,
                 "the kernel is busy running a cell; inspect when it is idle (get_execution with \
                  waitMs), or interrupt it",
             ));
@@ -200,10 +199,10 @@ impl<H: NotebookHost> Tools<H> {
             python_string(PROGRAM),
             python_string(&request.to_string())
         );
-        let summary = kernel
-            .execute_collect_with(&code, ExecuteOptions::quiet())
-            .await
-            .map_err(|failure| crate::execution::kernel_error(&failure))?;
+        let events = kernel
+            .execute(code, crate::kernel::ExecuteOptions::quiet())
+            .await?;
+        let summary = crate::kernel::collect(events).await?;
         let marker = format!("__JUPYTER_MCP_INSPECT__{nonce}:");
         let reply = summary
             .stdout
@@ -212,14 +211,14 @@ impl<H: NotebookHost> Tools<H> {
             .and_then(|json_text| serde_json::from_str::<Value>(json_text).ok())
             .ok_or_else(|| {
                 error(
-                    "kernel_unavailable",
+                    ErrorCode::KernelUnavailable,
                     "the kernel did not answer the inspection request; is it a Python kernel with IPython?",
                 )
             })?;
         match reply.get("error").and_then(Value::as_str) {
             Some("not_found") => {
                 return Err(error(
-                    "variable_not_found",
+                    ErrorCode::VariableNotFound,
                     format!(
                         "`{}` is not defined in the kernel; run the cell that defines it first",
                         params.name
@@ -229,7 +228,7 @@ impl<H: NotebookHost> Tools<H> {
             Some(_) => {
                 let class = reply["exception"].as_str().unwrap_or("Exception");
                 return Err(error(
-                    "variable_not_found",
+                    ErrorCode::VariableNotFound,
                     format!(
                         "evaluating `{}` raised {class}; check the attribute or key",
                         params.name
@@ -261,9 +260,18 @@ impl<H: NotebookHost> Tools<H> {
         if let Some(data) = reply.get("image").and_then(Value::as_str) {
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(data)
-                .map_err(|_| error("internal_error", "the kernel returned an unreadable image"))?;
-            let image = condense::downscale_image(&bytes, 1_200)
-                .map_err(|_| error("internal_error", "the kernel returned an unreadable image"))?;
+                .map_err(|_| {
+                    error(
+                        ErrorCode::InternalError,
+                        "the kernel returned an unreadable image",
+                    )
+                })?;
+            let image = condense::downscale_image(&bytes, 1_200).map_err(|_| {
+                error(
+                    ErrorCode::InternalError,
+                    "the kernel returned an unreadable image",
+                )
+            })?;
             result["image"] = json!({"mimeType": image.format.mime(), "width": image.width, "height": image.height});
             images.push(ImageContent {
                 data: base64::engine::general_purpose::STANDARD.encode(&image.bytes),

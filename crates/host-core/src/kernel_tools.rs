@@ -1,48 +1,35 @@
 //! The kernel tools: listing and selecting kernels, starting one, reporting its state, and
-//! restarting or interrupting it (which ends the notebook's tracked run honestly).
+//! restarting or interrupting it (which ends the notebook's tracked run honestly). They see the
+//! host's kernels only through [`crate::kernel::NotebookKernels`].
 
-use std::sync::Arc;
-
-use kernels::{KernelHandle, KernelSpecInfo};
-use mcp_contract::ToolError;
 use mcp_contract::params::{NotebookRefParams, NotebookRefsParams, SelectKernelParams};
 use mcp_contract::results::*;
+use mcp_contract::{ErrorCode, ToolError};
 use notebook_model::edit::EditOp;
 use notebook_model::identity::METADATA_KEY;
 use serde_json::{Map, Value, json};
 
-use crate::execution::kernel_error;
 use crate::host::{NotebookHost, NotebookLocation};
-use crate::tools::{ImageContent, Tools, error};
+use crate::kernel::StartProgress;
+use crate::kernel::{KernelLookup, KernelRecord, RequestOutcome, SharedSession};
+use crate::tools::{CallContext, ImageContent, Tools, error};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
-fn choice(spec: &KernelSpecInfo) -> KernelChoice {
-    KernelChoice {
-        id: spec.id.clone(),
-        label: spec.display_name.clone(),
-        language: spec.language.clone(),
-        source: spec.source.as_str().to_owned(),
-        detail: spec
-            .venv_dir()
-            .map(|folder| folder.display().to_string())
-            .or_else(|| spec.argv.first().cloned()),
-    }
-}
-
-fn kernel_state(kernel: Option<&Arc<dyn KernelHandle>>, language: &str) -> KernelState {
-    match kernel {
-        Some(kernel) => {
-            let status = kernel.status().borrow().clone();
-            let info = kernel.info();
+/// The state `get_kernel_info` reports for a notebook's kernel, or for its absence.
+pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState {
+    match lookup {
+        KernelLookup::Running(session) => {
+            let status = *session.status().borrow();
+            let info = session.info();
             let dead = status.is_dead();
             KernelState {
-                label: Some(kernel.spec().display_name.clone()),
-                id: Some(kernel.spec().id.clone()),
+                label: Some(info.label).filter(|label| !label.is_empty()),
+                id: Some(info.id).filter(|id| !id.is_empty()),
                 language: if info.language.is_empty() {
                     language.to_owned()
                 } else {
-                    info.language.clone()
+                    info.language
                 },
                 status: status.as_str().to_owned(),
                 runtime: if dead { "dead" } else { "active" }.to_owned(),
@@ -50,186 +37,119 @@ fn kernel_state(kernel: Option<&Arc<dyn KernelHandle>>, language: &str) -> Kerne
                     "the kernel process has exited; the next run_cells or configure_kernel starts a new one"
                         .to_owned()
                 }),
-                implementation: Some(info.implementation.clone()).filter(|text| !text.is_empty()),
-                language_version: Some(info.language_version.clone())
-                    .filter(|text| !text.is_empty()),
-                epoch: Some(kernel.epoch()),
-                pid: kernel.process_id(),
+                implementation: info.implementation.filter(|text| !text.is_empty()),
+                language_version: info.language_version.filter(|text| !text.is_empty()),
+                epoch: session.epoch(),
+                pid: info.pid,
+                runs_on: info.runs_on,
             }
         }
-        None => KernelState {
-            label: None,
-            id: None,
-            language: language.to_owned(),
-            status: "not-started".to_owned(),
-            runtime: "none".to_owned(),
-            runtime_reason: Some(
-                "no kernel is running for this notebook; run_cells or configure_kernel starts one"
-                    .to_owned(),
-            ),
-            implementation: None,
-            language_version: None,
-            epoch: None,
-            pid: None,
-        },
+        KernelLookup::Absent { reason } | KernelLookup::Unobserved { reason } => {
+            let seen_nothing = matches!(lookup, KernelLookup::Unobserved { .. });
+            KernelState {
+                label: None,
+                id: None,
+                language: language.to_owned(),
+                status: if seen_nothing {
+                    "unknown"
+                } else {
+                    "not-started"
+                }
+                .to_owned(),
+                runtime: if seen_nothing { "unknown" } else { "none" }.to_owned(),
+                runtime_reason: Some(reason.clone()),
+                implementation: None,
+                language_version: None,
+                epoch: None,
+                pid: None,
+                runs_on: None,
+            }
+        }
     }
 }
 
-fn unknown_kernel(kernel_id: &str, available: &[&str]) -> ToolError {
-    error(
-        "kernel_not_found",
-        format!(
-            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-            if available.is_empty() {
-                "(none)".to_owned()
-            } else {
-                available.join(", ")
-            }
-        ),
-    )
+/// The metadata that makes a notebook use `record` on its next start.
+fn record_metadata(record: &KernelRecord, ours: Option<&Map<String, Value>>) -> Map<String, Value> {
+    let mut ours = ours.cloned().unwrap_or_default();
+    ours.insert(
+        "kernel_id".to_owned(),
+        Value::String(record.kernel_id.clone()),
+    );
+    let mut patch = Map::new();
+    patch.insert(METADATA_KEY.to_owned(), Value::Object(ours));
+    patch.insert(
+        "kernelspec".to_owned(),
+        json!({
+            "name": record.kernelspec_name,
+            "display_name": record.display_name,
+            "language": record.language,
+        }),
+    );
+    patch
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> ToolResult {
+    Ok((serde_json::to_value(value).expect("serialises"), Vec::new()))
 }
 
 impl<H: NotebookHost> Tools<H> {
-    fn kernel_parts(
-        &self,
-        location: &NotebookLocation,
-    ) -> Result<(Arc<kernels::KernelManager>, std::path::PathBuf), ToolError> {
-        let manager = self
-            .host
-            .kernel_manager()
-            .ok_or_else(|| error("not_supported", "this host runs no kernels"))?;
-        let key = self.host.kernel_key(location).ok_or_else(|| {
-            error(
-                "not_supported",
-                "this notebook has no kernel location on this host",
-            )
-        })?;
-        Ok((manager, key))
-    }
-
     pub(crate) async fn list_kernels(&self, params: NotebookRefParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
-        if let Some(external) = self.host.external_kernels(&location).await {
-            let result = ListKernelsResult {
-                kernels: external.list(&location).await?,
-                notebook: location.uri,
-                selected: None,
-                hint: None,
-            };
-            return Ok((
-                serde_json::to_value(result).expect("serialises"),
-                Vec::new(),
-            ));
-        }
-        let (manager, key) = self.kernel_parts(&location)?;
-        let discovery = manager
-            .discover(Some(&key))
-            .await
-            .map_err(|failure| kernel_error(&failure))?;
-        let root = self.host.kernel_root();
-        let chosen = discovery.choose(
-            &Self::preference(&document.notebook),
-            key.parent(),
-            root.as_deref(),
-        );
-        let (selected, hint) = match chosen {
-            Ok(spec) => (Some(spec.id.clone()), None),
-            Err(failure) => (None, Some(failure.to_string())),
-        };
-        let result = ListKernelsResult {
+        let listing = self
+            .kernels()?
+            .list(&location, Self::preference(&document.notebook))
+            .await?;
+        to_json(&ListKernelsResult {
             notebook: location.uri,
-            kernels: discovery.specs.iter().map(choice).collect(),
-            selected,
-            hint,
-        };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+            kernels: listing
+                .kernels
+                .into_iter()
+                .map(|option| option.choice)
+                .collect(),
+            selected: listing.selected,
+            hint: listing.hint,
+        })
     }
 
     pub(crate) async fn select_kernel(&self, params: SelectKernelParams) -> ToolResult {
         let location = self.resolve(&params.notebook_ref).await?;
-        if let Some(external) = self.host.external_kernels(&location).await {
-            let offered = external.list(&location).await?;
-            let Some(kernel) = offered.iter().find(|kernel| kernel.id == params.kernel_id) else {
-                let available: Vec<&str> =
-                    offered.iter().map(|kernel| kernel.id.as_str()).collect();
-                return Err(unknown_kernel(&params.kernel_id, &available));
-            };
-            external.select(&location, &kernel.id).await?;
-            let result = SelectKernelResult {
-                notebook: location.uri,
-                kernel: kernel.clone(),
-                replaced_running_kernel: false,
-            };
-            return Ok((
-                serde_json::to_value(result).expect("serialises"),
-                Vec::new(),
-            ));
-        }
-        let (manager, key) = self.kernel_parts(&location)?;
-        let discovery = manager
-            .discover(Some(&key))
+        let kernels = self.kernels()?;
+        let selection = kernels
+            .select(&location, params.kernel_id.clone())
             .await
-            .map_err(|failure| kernel_error(&failure))?;
-        let Some(spec) = discovery.find(&params.kernel_id).cloned() else {
-            let available: Vec<&str> = discovery
-                .specs
-                .iter()
-                .map(|spec| spec.id.as_str())
-                .collect();
-            return Err(unknown_kernel(&params.kernel_id, &available));
-        };
-        let document = self.host.load(&location).await?;
-        let mut ours = document
-            .notebook
-            .metadata()
-            .get(METADATA_KEY)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
-        ours.insert("kernel_id".to_owned(), Value::String(spec.id.clone()));
-        let mut patch = Map::new();
-        patch.insert(METADATA_KEY.to_owned(), Value::Object(ours));
-        let kernel_name = if spec.id.starts_with("venv:") {
-            "python3".to_owned()
-        } else {
-            spec.id.clone()
-        };
-        patch.insert(
-            "kernelspec".to_owned(),
-            json!({"name": kernel_name, "display_name": spec.display_name, "language": spec.language}),
-        );
-        let description = format!("select_kernel ({})", spec.id);
-        self.mutate(
-            &params.notebook_ref,
-            &[EditOp::MergeNotebookMetadata { metadata: patch }],
-            description,
-        )
-        .await?;
+            .map_err(|failure| match failure {
+                crate::kernel::KernelError::UnknownKernel { message } => {
+                    error(ErrorCode::KernelNotFound, message)
+                }
+                other => other.into(),
+            })?;
+        if let Some(record) = &selection.record {
+            let document = self.host.load(&location).await?;
+            let ours = document
+                .notebook
+                .metadata()
+                .get(METADATA_KEY)
+                .and_then(Value::as_object);
+            let patch = record_metadata(record, ours);
+            let description = format!("select_kernel ({})", record.kernel_id);
+            self.mutate(
+                &params.notebook_ref,
+                &[EditOp::MergeNotebookMetadata { metadata: patch }],
+                description,
+            )
+            .await?;
+        }
         // A running kernel of another kind is replaced on the next start.
-        let mut replaced = false;
-        if let Some(running) = manager.get(&key)
-            && running.spec().id != spec.id
-        {
+        if selection.replaces_running {
             self.invalidate_active_run(&location, execution_tracker::Invalidation::Restart)
                 .await;
-            manager
-                .shutdown(&key)
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            replaced = true;
+            kernels.shutdown(&location).await?;
         }
-        let result = SelectKernelResult {
+        to_json(&SelectKernelResult {
             notebook: location.uri,
-            kernel: choice(&spec),
-            replaced_running_kernel: replaced,
-        };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+            kernel: selection.kernel,
+            replaced_running_kernel: selection.replaces_running,
+        })
     }
 
     /// For a notebook being created: the kernel it will use (an explicit `kernel_id`, recorded in
@@ -240,115 +160,93 @@ impl<H: NotebookHost> Tools<H> {
         notebook: &mut notebook_model::Notebook,
         kernel_id: Option<&str>,
     ) -> Result<Option<KernelChoice>, ToolError> {
-        let Ok((manager, key)) = self.kernel_parts(location) else {
+        let Some(kernels) = self
+            .kernels
+            .as_ref()
+            .filter(|kernels| kernels.capabilities().choose)
+        else {
             return Ok(None);
         };
-        let discovery = manager
-            .discover(Some(&key))
-            .await
-            .map_err(|failure| kernel_error(&failure))?;
-        if let Some(kernel_id) = kernel_id {
-            let spec = discovery.find(kernel_id).ok_or_else(|| {
+        let listing = kernels.list(location, Self::preference(notebook)).await?;
+        let Some(kernel_id) = kernel_id else {
+            return Ok(listing.selected.and_then(|selected| {
+                listing
+                    .kernels
+                    .into_iter()
+                    .find(|option| option.choice.id == selected)
+                    .map(|option| option.choice)
+            }));
+        };
+        let option = listing
+            .kernels
+            .into_iter()
+            .find(|option| option.choice.id == kernel_id)
+            .ok_or_else(|| {
                 error(
-                    "kernel_not_found",
-                    format!("no kernel has the id `{kernel_id}`; call list_kernels for the ids; nothing was created"),
+                    ErrorCode::KernelNotFound,
+                    format!(
+                        "no kernel has the id `{kernel_id}`; call list_kernels for the ids; nothing was created"
+                    ),
                 )
             })?;
-            let metadata = notebook.metadata_mut();
-            metadata.insert(METADATA_KEY.to_owned(), json!({"kernel_id": spec.id}));
-            let name = if spec.id.starts_with("venv:") {
-                "python3"
-            } else {
-                spec.id.as_str()
-            };
-            metadata.insert(
-                "kernelspec".to_owned(),
-                json!({"name": name, "display_name": spec.display_name, "language": spec.language}),
-            );
-            return Ok(Some(choice(spec)));
+        if let Some(record) = &option.record {
+            for (key, value) in record_metadata(record, None) {
+                notebook.metadata_mut().insert(key, value);
+            }
         }
-        let root = self.host.kernel_root();
-        Ok(discovery
-            .choose(&Self::preference(notebook), key.parent(), root.as_deref())
-            .ok()
-            .map(choice))
+        Ok(Some(option.choice))
     }
 
-    pub(crate) async fn configure_kernel(&self, params: NotebookRefParams) -> ToolResult {
+    pub(crate) async fn configure_kernel(
+        &self,
+        params: NotebookRefParams,
+        context: &CallContext,
+    ) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
-        if let Some(external) = self.host.external_kernels(&location).await {
-            let detail = external.configure(&location).await?;
-            let state = external.state(&location).await;
-            let result = ConfigureKernelResult {
-                notebook: location.uri,
-                kernel: KernelChoice {
-                    id: state.id.clone().unwrap_or_default(),
-                    label: state.label.clone().unwrap_or_default(),
-                    language: state.language.clone(),
-                    source: "editor".to_owned(),
-                    detail: Some(detail),
-                },
-                ready: state.runtime == "active",
-                state,
-            };
-            return Ok((
-                serde_json::to_value(result).expect("serialises"),
-                Vec::new(),
-            ));
-        }
-        let kernel = self.start_kernel(&location, &document.notebook).await?;
-        let ready = kernel.probe().await.is_ok_and(|status| !status.is_dead());
-        let result = ConfigureKernelResult {
-            notebook: location.uri,
-            kernel: choice(kernel.spec()),
-            state: kernel_state(Some(&kernel), document.notebook.code_language()),
-            ready,
+        let kernels = self.kernels()?;
+        let start = context.progress.clone().map(StartProgress::new);
+        let configured = kernels
+            .configure_with_progress(
+                &location,
+                Self::preference(&document.notebook),
+                start.as_ref().map(StartProgress::sink),
+            )
+            .await?;
+        let lookup = kernels.lookup(&location).await;
+        let ready = match &lookup {
+            KernelLookup::Running(session) => probe_alive(session).await,
+            KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => false,
         };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+        to_json(&ConfigureKernelResult {
+            notebook: location.uri,
+            kernel: configured.kernel,
+            state: kernel_state(&lookup, document.notebook.code_language()),
+            ready,
+        })
     }
 
     pub(crate) async fn kernel_info(&self, params: NotebookRefParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
         let language = document.notebook.code_language().to_owned();
         let mut capabilities = Map::new();
-        if let Some(external) = self.host.external_kernels(&location).await {
-            capabilities.insert(
-                "execution".to_owned(),
-                json!({"availability": "available", "reason": "runs through the kernel the editor selected for this notebook"}),
-            );
-            let result = KernelInfoResult {
-                notebook: location.uri.clone(),
-                kernel: external.state(&location).await,
-                capabilities,
-            };
-            return Ok((
-                serde_json::to_value(result).expect("serialises"),
-                Vec::new(),
-            ));
-        }
-        let (kernel, execution) = match self.kernel_parts(&location) {
-            Ok((manager, key)) => (
-                manager.get(&key),
-                json!({"availability": "available", "reason": "runs on a Jupyter kernel (local, or on the configured kernel server), started on first use"}),
+        let (lookup, execution) = match self.kernels.as_ref() {
+            Some(kernels) if kernels.capabilities().execute => (
+                kernels.lookup(&location).await,
+                json!({"availability": "available", "reason": "runs on the notebook's kernel, started on first use"}),
             ),
-            Err(_) => (
-                None,
+            _ => (
+                KernelLookup::Absent {
+                    reason: "this host runs no kernels".to_owned(),
+                },
                 json!({"availability": "unavailable", "reason": "this host runs no kernels"}),
             ),
         };
         capabilities.insert("execution".to_owned(), execution);
-        let result = KernelInfoResult {
+        to_json(&KernelInfoResult {
             notebook: location.uri,
-            kernel: kernel_state(kernel.as_ref(), &language),
+            kernel: kernel_state(&lookup, &language),
             capabilities,
-        };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+        })
     }
 
     /// Ends the notebook's active run (restart: at once; interrupt: after the running cell
@@ -385,7 +283,7 @@ impl<H: NotebookHost> Tools<H> {
     async fn locations(&self, references: &[String]) -> Result<Vec<NotebookLocation>, ToolError> {
         if references.is_empty() {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 "notebookRefs must list at least one notebook",
             ));
         }
@@ -413,80 +311,68 @@ impl<H: NotebookHost> Tools<H> {
         request: execution_tracker::Invalidation,
     ) -> ToolResult {
         use execution_tracker::Invalidation;
+        let kernels = self.kernels()?;
         let locations = self.locations(&params.notebook_refs).await?;
         let mut results = Vec::new();
         for location in locations {
-            if let Some(external) = self.host.external_kernels(&location).await {
-                let invalidated = self.invalidate_active_run(&location, request).await;
-                let restart = request == Invalidation::Restart;
-                let (outcome, detail) = match external.request(&location, restart).await {
-                    Ok(()) if restart => (
-                        "restart-requested",
-                        "the editor was asked to restart the kernel; it may ask for confirmation, and completion is not claimed".to_owned(),
-                    ),
-                    Ok(()) => (
-                        "interrupt-requested",
-                        "the editor was asked to interrupt the kernel; completion is not claimed".to_owned(),
-                    ),
-                    Err(failure) => ("failed", failure.to_string()),
-                };
-                self.registry_changed.send_modify(|version| *version += 1);
-                results.push(KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: outcome.to_owned(),
-                    detail: Some(detail),
-                    invalidated_execution: invalidated,
-                    epoch: None,
-                });
-                continue;
-            }
-            self.kernel_parts(&location)?;
-            let Some(kernel) = self.running_kernel(&location) else {
-                let verb = match request {
-                    Invalidation::Restart => "restarted",
-                    Invalidation::Interrupt => "interrupted",
-                };
-                results.push(KernelRequestEntry {
-                    notebook: location.uri.clone(),
-                    outcome: "not-running".to_owned(),
-                    detail: Some(format!(
-                        "no kernel runs for this notebook; nothing was {verb}"
-                    )),
-                    invalidated_execution: None,
-                    epoch: None,
-                });
-                continue;
-            };
             let invalidated = self.invalidate_active_run(&location, request).await;
-            let (sent, outcome, detail) = match request {
-                Invalidation::Restart => (
-                    kernel.restart().await,
-                    "restarted",
-                    "all kernel state is gone; every cell is stale",
-                ),
-                Invalidation::Interrupt => (
-                    kernel.interrupt().await,
-                    "interrupt-sent",
-                    "the running cell gets a KeyboardInterrupt; queued cells of the run are not run",
-                ),
+            let sent = match request {
+                Invalidation::Restart => kernels.restart(&location).await,
+                Invalidation::Interrupt => kernels.interrupt(&location).await,
             };
-            let (outcome, detail) = match sent {
-                Ok(()) => (outcome.to_owned(), detail.to_owned()),
-                Err(failure) => ("failed".to_owned(), failure.to_string()),
+            let (outcome, detail, epoch) = match (sent, request) {
+                (Ok(RequestOutcome::Done { epoch }), Invalidation::Restart) => (
+                    "restarted",
+                    "all kernel state is gone; every cell is stale".to_owned(),
+                    epoch,
+                ),
+                (Ok(RequestOutcome::Done { epoch }), Invalidation::Interrupt) => (
+                    "interrupt-sent",
+                    "the running cell gets a KeyboardInterrupt; queued cells of the run are not run"
+                        .to_owned(),
+                    epoch,
+                ),
+                (Ok(RequestOutcome::Requested), Invalidation::Restart) => (
+                    "restart-requested",
+                    "the editor was asked to restart the kernel; it may ask for confirmation, and completion is not claimed".to_owned(),
+                    None,
+                ),
+                (Ok(RequestOutcome::Requested), Invalidation::Interrupt) => (
+                    "interrupt-requested",
+                    "the editor was asked to interrupt the kernel; completion is not claimed"
+                        .to_owned(),
+                    None,
+                ),
+                (Ok(RequestOutcome::NotRunning), _) => {
+                    let verb = match request {
+                        Invalidation::Restart => "restarted",
+                        Invalidation::Interrupt => "interrupted",
+                    };
+                    (
+                        "not-running",
+                        format!("no kernel runs for this notebook; nothing was {verb}"),
+                        None,
+                    )
+                }
+                (Err(failure), _) => ("failed", failure.to_string(), None),
             };
             self.registry_changed.send_modify(|version| *version += 1);
             results.push(KernelRequestEntry {
                 notebook: location.uri.clone(),
-                outcome,
+                outcome: outcome.to_owned(),
                 detail: Some(detail),
                 invalidated_execution: invalidated,
-                epoch: Some(kernel.epoch()),
+                epoch,
             });
         }
-        let result = KernelRequestsResult { results };
-        Ok((
-            serde_json::to_value(result).expect("serialises"),
-            Vec::new(),
-        ))
+        to_json(&KernelRequestsResult { results })
     }
+}
+
+/// Whether a session answers a liveness probe and is not dead.
+async fn probe_alive(session: &SharedSession) -> bool {
+    if !session.features().probe {
+        return !session.status().borrow().is_dead();
+    }
+    session.probe().await.is_ok_and(|status| !status.is_dead())
 }

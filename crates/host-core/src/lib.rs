@@ -2,27 +2,77 @@
 //!
 //! Layer 2. A host (the standalone server over files, the VS Code extension over live editor
 //! documents) implements [`NotebookHost`]; [`Tools`] turns MCP tool calls into operations on it
-//! using the pure domain crates. This crate knows no files, no HTTP, no rmcp and no VS Code: the
-//! transports above it and the hosts beside it do.
+//! using the pure domain crates. Where a host's notebooks run code, it hands out one
+//! [`NotebookKernels`] (the kernel seam, [`kernel`]); where transfers read and write files on
+//! its side, one [`HostFiles`] ([`files`]). The tools that are listed follow from what those
+//! can do. This crate knows no files, no processes, no sockets, no HTTP, no rmcp and no VS
+//! Code: the transports above it and the hosts beside it do. [`testing`] (feature `testing`)
+//! has an in-memory host and a scripted kernel for tests of tool logic, here and in other
+//! hosts.
+#![cfg_attr(
+    feature = "testing",
+    doc = r#"
+A tool call against the in-memory host of [`testing`]: [`Tools::call`] takes the arguments as a
+client sent them and returns what the client gets.
+
+```
+use std::sync::Arc;
+
+use host_core::testing::MemoryHost;
+use host_core::{CallContext, Tools};
+use serde_json::json;
+
+let host = Arc::new(MemoryHost::new());
+host.insert("analysis.ipynb", &["import math", "area = math.pi * 2 ** 2"]);
+let tools = Tools::new(host);
+// Booleans and numbers sent as strings are read as what the schema says they are.
+let arguments = json!({"notebookRef": "analysis.ipynb", "view": "source", "maxSourceChars": "8"});
+let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+let output = runtime.block_on(tools.call(
+    "read_notebook",
+    arguments.as_object().cloned(),
+    CallContext::default(),
+));
+assert!(!output.is_error, "{}", output.text);
+let read = output.structured.unwrap();
+assert_eq!(read["cellCount"], 2);
+assert_eq!(read["cells"][1]["source"], "area = m");
+assert_eq!(read["cells"][1]["sourceTruncated"], true);
+```
+"#
+)]
+#![warn(missing_docs)]
 
 mod budget;
+mod codes;
 mod execution;
-pub mod external;
+pub mod files;
 pub mod host;
 mod inspect;
+pub mod kernel;
 mod kernel_tools;
-pub mod refs;
 mod render;
+mod resources;
 mod session;
 pub mod summary;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tools;
 mod transfer_tools;
 
-pub use external::{ExternalCellEvent, ExternalKernels, SharedExternalKernels};
+#[cfg(test)]
+mod tests;
+
+pub use files::{HostFileReader, HostFileWriter, HostFiles};
 pub use host::{
-    Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing, NotebookHost,
+    Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing, NotebookHost,
     NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
+pub use kernel::{
+    KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, SharedKernels,
+    SharedSession,
+};
+pub use mcp_contract::refs;
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,
 };

@@ -37,14 +37,6 @@ pub struct RenderedOutputs {
     pub images: Vec<(usize, ImageContent, u32, u32)>,
 }
 
-pub fn condense_mode(mode: OutputMode) -> condense::OutputMode {
-    match mode {
-        OutputMode::Summary => condense::OutputMode::Summary,
-        OutputMode::Text => condense::OutputMode::Text,
-        OutputMode::Full => condense::OutputMode::Full,
-    }
-}
-
 /// Renders one cell's outputs, spending from `budget` when images are requested.
 pub fn render_outputs(
     outputs: &[Value],
@@ -64,7 +56,7 @@ pub fn render_outputs(
         None => (false, 0, 0),
     };
     let options = FormatOptions {
-        mode: condense_mode(mode),
+        mode,
         max_chars,
         include_images,
         max_images,
@@ -104,16 +96,7 @@ pub fn render_outputs(
 }
 
 /// The formatter the execution registry uses for receipt text (images are added separately).
-pub fn receipt_formatter(
-    outputs: &[Value],
-    mode: execution_tracker::OutputMode,
-    max_chars: usize,
-) -> String {
-    let mode = match mode {
-        execution_tracker::OutputMode::Summary => condense::OutputMode::Summary,
-        execution_tracker::OutputMode::Text => condense::OutputMode::Text,
-        execution_tracker::OutputMode::Full => condense::OutputMode::Full,
-    };
+pub fn receipt_formatter(outputs: &[Value], mode: OutputMode, max_chars: usize) -> String {
     let options = FormatOptions {
         mode,
         max_chars,

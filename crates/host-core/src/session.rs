@@ -15,8 +15,18 @@ pub struct NotebookSession {
     stamps: HashMap<String, RunStamp>,
     /// Increases with every recorded run, across kernels.
     sequence: u64,
-    /// The last view, with the document version, kernel epoch and run sequence it was made for.
-    last_view: Option<(u64, Option<u64>, u64, std::sync::Arc<FlowView>)>,
+    /// The last view, with what it was made for.
+    last_view: Option<CachedView>,
+}
+
+/// A view and the moment it describes: it stays valid while the document version, the kernel
+/// epoch and the run records are all the same.
+#[derive(Debug)]
+struct CachedView {
+    version: u64,
+    kernel_epoch: Option<u64>,
+    sequence: u64,
+    view: std::sync::Arc<FlowView>,
 }
 
 /// The dataflow view of a notebook at one moment.
@@ -73,15 +83,20 @@ impl NotebookSession {
         revs: &[String],
         kernel_epoch: Option<u64>,
     ) -> std::sync::Arc<FlowView> {
-        if let Some((seen_version, seen_epoch, seen_sequence, view)) = &self.last_view
-            && *seen_version == version
-            && *seen_epoch == kernel_epoch
-            && *seen_sequence == self.sequence
+        if let Some(cached) = &self.last_view
+            && cached.version == version
+            && cached.kernel_epoch == kernel_epoch
+            && cached.sequence == self.sequence
         {
-            return view.clone();
+            return cached.view.clone();
         }
         let view = std::sync::Arc::new(self.view(notebook, revs, kernel_epoch));
-        self.last_view = Some((version, kernel_epoch, self.sequence, view.clone()));
+        self.last_view = Some(CachedView {
+            version,
+            kernel_epoch,
+            sequence: self.sequence,
+            view: view.clone(),
+        });
         view
     }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use mcp_contract::catalog::{self, Capability, RETIRED_TOOLS, ToolSpec};
 use mcp_contract::params::*;
 use mcp_contract::results::*;
-use mcp_contract::{ToolError, parse_arguments};
+use mcp_contract::{ErrorCode, ToolError, parse_arguments};
 use notebook_model::edit::{EditOp, EditPolicy};
 use notebook_model::export::{ExportFormat, ExportOptions};
 use notebook_model::search::{MatchPlace, SearchQuery};
@@ -18,87 +18,18 @@ use notebook_model::{
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::files::HostFiles;
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation, OpenStatus};
+use crate::kernel::{KernelCapabilities, SharedKernels};
 use crate::refs::{self, RefKind};
 use crate::{budget, render};
 
-/// An image returned as MCP image content.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageContent {
-    /// Base64 of the image bytes.
-    pub data: String,
-    pub mime_type: String,
-}
+pub use mcp_contract::dispatch::{
+    BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput,
+};
 
-/// The result of one tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    /// `structuredContent` (absent for errors, whose body is in `text`).
-    pub structured: Option<Value>,
-    /// The text content: the same JSON as `structured`, or the error body.
-    pub text: String,
-    pub images: Vec<ImageContent>,
-    pub is_error: bool,
-}
-
-impl ToolOutput {
-    /// A success: `value` as structured content and as text.
-    pub fn success(value: Value, images: Vec<ImageContent>) -> ToolOutput {
-        ToolOutput {
-            text: value.to_string(),
-            structured: Some(value),
-            images,
-            is_error: false,
-        }
-    }
-
-    /// A failure with a stable code and a message that says what to do next.
-    pub fn failure(error: ToolError) -> ToolOutput {
-        let body = serde_json::to_value(&error).expect("ToolError serialises");
-        ToolOutput {
-            text: json!({ "error": body }).to_string(),
-            structured: None,
-            images: Vec::new(),
-            is_error: true,
-        }
-    }
-
-    /// The error code, when this is a failure.
-    pub fn error_code(&self) -> Option<String> {
-        if !self.is_error {
-            return None;
-        }
-        let value: Value = serde_json::from_str(&self.text).ok()?;
-        Some(value["error"]["code"].as_str()?.to_owned())
-    }
-}
-
-/// Receives progress of long calls (MCP progress notifications when the client asked for them).
-pub trait ProgressSink: Send + Sync {
-    fn report(&self, progress: f64, total: Option<f64>, message: Option<String>);
-}
-
-/// Per-call context from the transport.
-#[derive(Clone, Default)]
-pub struct CallContext {
-    pub progress: Option<Arc<dyn ProgressSink>>,
-}
-
-impl std::fmt::Debug for CallContext {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("CallContext")
-            .field("progress", &self.progress.is_some())
-            .finish()
-    }
-}
-
-pub(crate) fn error(code: &str, message: impl Into<String>) -> ToolError {
-    ToolError {
-        code: code.to_owned(),
-        message: message.into(),
-        details: None,
-    }
+pub(crate) fn error(code: ErrorCode, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message)
 }
 
 impl From<HostError> for ToolError {
@@ -107,8 +38,11 @@ impl From<HostError> for ToolError {
     }
 }
 
-fn cell_ref_error(reference_error: CellRefError) -> ToolError {
-    error(reference_error.code(), reference_error.to_string())
+pub(crate) fn cell_ref_error(reference_error: CellRefError) -> ToolError {
+    error(
+        crate::codes::cell_ref(&reference_error),
+        reference_error.to_string(),
+    )
 }
 
 fn edit_error(edit: EditError) -> ToolError {
@@ -125,7 +59,7 @@ fn edit_error(edit: EditError) -> ToolError {
         })
     });
     ToolError {
-        code: edit.code().to_owned(),
+        code: crate::codes::edit(&edit.kind),
         message: edit.to_string(),
         details: details.or_else(|| Some(json!({ "editIndex": edit.op_index }))),
     }
@@ -133,14 +67,6 @@ fn edit_error(edit: EditError) -> ToolError {
 
 fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("contract types serialise")
-}
-
-/// Clamps `maxOutputChars` as the reference does: non-finite → 12,000; then 1,000..=100,000.
-pub fn clamp_output_chars(requested: Option<f64>) -> usize {
-    match requested {
-        Some(value) if value.is_finite() => value.trunc().clamp(1_000.0, 100_000.0) as usize,
-        _ => 12_000,
-    }
 }
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
@@ -169,6 +95,10 @@ impl<H: NotebookHost> std::ops::Deref for Tools<H> {
 /// The state shared by every clone of [`Tools`].
 pub struct Inner<H: NotebookHost> {
     pub(crate) host: Arc<H>,
+    /// The host's kernels, taken once at the start.
+    pub(crate) kernels: Option<SharedKernels>,
+    /// The host's files for transfers, taken once at the start.
+    pub(crate) files: Option<Arc<dyn HostFiles>>,
     specs: Vec<ToolSpec>,
     input_schemas: HashMap<&'static str, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
@@ -185,6 +115,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    /// `run_cells` idempotency keys: (notebook URI, key) → the run they started.
+    pub(crate) idempotency: Mutex<HashMap<(String, String), String>>,
     /// Names and revs of the latest document version seen per notebook.
     derived: Mutex<HashMap<String, Arc<Derived>>>,
     /// File transfers in progress, and each kernel's transfer budget and quarantine.
@@ -209,17 +141,27 @@ impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
 }
 
 impl<H: NotebookHost> Tools<H> {
+    /// The tools for `host`, listing those its kernels and files can serve. Takes the host's
+    /// kernels and files once, here.
     pub fn new(host: Arc<H>) -> Tools<H> {
-        let mut capabilities = vec![Capability::Documents];
-        if host.kernel_manager().is_some() {
-            capabilities.push(Capability::Kernels);
-            capabilities.push(Capability::Transfer);
-        }
-        let runs_code = capabilities.contains(&Capability::Kernels);
+        let kernels = host.kernels();
+        let files = host.files();
+        let can = kernels
+            .as_ref()
+            .map_or(KernelCapabilities::NONE, |kernels| kernels.capabilities());
+        let documents = host.document_capabilities();
+        let listed = |capability: Capability| match capability {
+            Capability::Documents => true,
+            Capability::Undo => documents.undo,
+            Capability::Execute => can.execute,
+            Capability::Interrupt => can.interrupt,
+            Capability::Restart => can.restart,
+            Capability::ChooseKernel => can.choose,
+            Capability::Transfer => can.transfer && files.is_some(),
+        };
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
-            .filter(|spec| capabilities.contains(&spec.capability))
-            .filter(|spec| runs_code || spec.name != "get_execution")
+            .filter(|spec| listed(spec.capability))
             .collect();
         let input_schemas = specs
             .iter()
@@ -228,6 +170,8 @@ impl<H: NotebookHost> Tools<H> {
         Tools {
             inner: Arc::new(Inner {
                 host,
+                kernels,
+                files,
                 specs,
                 input_schemas,
                 known_refs: Mutex::new(HashMap::new()),
@@ -238,12 +182,14 @@ impl<H: NotebookHost> Tools<H> {
                 registry_changed: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
+                idempotency: Mutex::new(HashMap::new()),
                 derived: Mutex::new(HashMap::new()),
                 transfers: Default::default(),
             }),
         }
     }
 
+    /// The host the tools act on.
     pub fn host(&self) -> &Arc<H> {
         &self.host
     }
@@ -271,7 +217,7 @@ impl<H: NotebookHost> Tools<H> {
                     format!("no tool is named `{name}`; call tools/list for the available tools")
                 }
             };
-            return ToolOutput::failure(error("unknown_tool", message));
+            return ToolOutput::failure(error(ErrorCode::UnknownTool, message));
         };
         macro_rules! with {
             ($method:ident) => {
@@ -305,7 +251,7 @@ impl<H: NotebookHost> Tools<H> {
             "get_kernel_info" => with!(kernel_info),
             "list_kernels" => with!(list_kernels),
             "select_kernel" => with!(select_kernel),
-            "configure_kernel" => with!(configure_kernel),
+            "configure_kernel" => with!(configure_kernel, context),
             "restart_kernels" => with!(restart_kernels),
             "interrupt_kernels" => with!(interrupt_kernels),
             "run_cells" => with!(run_cells, context),
@@ -315,15 +261,101 @@ impl<H: NotebookHost> Tools<H> {
             "upload_file" => with!(upload_file, context),
             "download_file" => with!(download_file, context),
             other => Err(error(
-                "not_supported",
+                ErrorCode::NotSupported,
                 format!("`{other}` is not available on this host"),
             )),
         };
         let output = match result {
-            Ok((value, images)) => ToolOutput::success(value, images),
+            Ok((value, images)) => {
+                let links = self.reply_links(name, &value).await;
+                let mut output = ToolOutput::success(value, images);
+                output.links = links;
+                output
+            }
             Err(failure) => ToolOutput::failure(failure),
         };
         budget::cap_reply(name, output)
+    }
+
+    /// Resource links to the outputs a successful reply condensed or left out: in a read with
+    /// outputs, the long outputs of cells whose text was cut and the images not returned; in a
+    /// run receipt with outputs, every long output and image not returned of its settled cells.
+    async fn reply_links(&self, tool: &str, value: &Value) -> Vec<mcp_contract::ResourceEntry> {
+        let (uri, cells): (Option<&str>, Vec<(String, bool)>) = match tool {
+            "read_notebook" => (
+                value["notebook"].as_str(),
+                value["cells"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|cell| cell.get("outputs").is_some())
+                    .filter_map(|cell| {
+                        let cut = cell["outputsTruncated"].as_bool().unwrap_or(false);
+                        Some((cell["cell_id"].as_str()?.to_owned(), cut))
+                    })
+                    .collect(),
+            ),
+            "run_cells" | "get_execution" | "edit_cells" => {
+                let receipt = if tool == "edit_cells" {
+                    &value["execution"]
+                } else {
+                    value
+                };
+                (
+                    receipt["notebookRef"].as_str(),
+                    receipt["cells"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|cell| cell.get("output").is_some())
+                        .filter_map(|cell| Some((cell["cellId"].as_str()?.to_owned(), true)))
+                        .collect(),
+                )
+            }
+            _ => return Vec::new(),
+        };
+        let Some(uri) = uri.filter(|_| !cells.is_empty()) else {
+            return Vec::new();
+        };
+        let Ok(location) = self.host.locate(uri).await else {
+            return Vec::new();
+        };
+        let Ok(document) = self.host.load(&location).await else {
+            return Vec::new();
+        };
+        let notebook = &document.notebook;
+        let returned: Vec<(usize, usize)> = value["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|image| {
+                let output = image["outputIndex"].as_u64()? as usize;
+                let cell = match image.get("cellIndex") {
+                    Some(index) => index.as_u64()? as usize,
+                    None => notebook.position_of_id(image["cellId"].as_str()?)?,
+                };
+                Some((cell, output))
+            })
+            .collect();
+        let mut links = Vec::new();
+        for (cell_id, cut) in cells {
+            let Some(index) = notebook.position_of_id(&cell_id) else {
+                continue;
+            };
+            let images: HashSet<usize> = returned
+                .iter()
+                .filter(|(cell, _)| *cell == index)
+                .map(|(_, output)| *output)
+                .collect();
+            links.extend(crate::resources::output_links(
+                &location.uri,
+                notebook,
+                &cell_id,
+                cut,
+                &images,
+            ));
+        }
+        links
     }
 
     fn remember(&self, location: &NotebookLocation) -> String {
@@ -348,7 +380,7 @@ impl<H: NotebookHost> Tools<H> {
     pub async fn resolve(&self, reference: &str) -> Result<NotebookLocation, ToolError> {
         match refs::classify(reference) {
             RefKind::Malformed => Err(error(
-                "notebook_ref_malformed",
+                ErrorCode::NotebookRefMalformed,
                 format!(
                     "Malformed notebook reference `{reference}`: a notebookRef is nb_ followed by \
                      24 lower-case hex characters, as list_notebooks returns it"
@@ -370,7 +402,7 @@ impl<H: NotebookHost> Tools<H> {
                     .cloned()
                     .ok_or_else(|| {
                         error(
-                            "notebook_ref_unknown",
+                            ErrorCode::NotebookRefUnknown,
                             format!(
                                 "the notebookRef `{handle}` is unknown, stale, or collides with no \
                                  listed notebook (refs change when a server restarts); call \
@@ -381,7 +413,7 @@ impl<H: NotebookHost> Tools<H> {
             }
             RefKind::Location(text) => {
                 if text.is_empty() {
-                    return Err(error("invalid_argument", "notebookRef is required"));
+                    return Err(error(ErrorCode::InvalidArgument, "notebookRef is required"));
                 }
                 let location = self.host.locate(text).await?;
                 self.remember(&location);
@@ -520,7 +552,7 @@ impl<H: NotebookHost> Tools<H> {
         self.check_window(params.window_id.as_ref())?;
         if params.uris.is_empty() {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 "uris must list at least one notebook",
             ));
         }
@@ -544,9 +576,13 @@ impl<H: NotebookHost> Tools<H> {
 
     async fn create_notebook(&self, params: CreateNotebookParams) -> ToolResult {
         self.check_window(params.window_id.as_ref())?;
-        if params.kernel_id.is_some() && self.host.kernel_manager().is_none() {
+        let can_choose = self
+            .kernels
+            .as_ref()
+            .is_some_and(|kernels| kernels.capabilities().choose);
+        if params.kernel_id.is_some() && !can_choose {
             return Err(error(
-                "not_supported",
+                ErrorCode::NotSupported,
                 "this host runs no kernels, so kernelId cannot be recorded; omit it",
             ));
         }
@@ -604,7 +640,7 @@ impl<H: NotebookHost> Tools<H> {
             }
         }
         Err(error(
-            "already_exists",
+            ErrorCode::AlreadyExists,
             "could not find a free file name for the notebook; pass a path",
         ))
     }
@@ -651,7 +687,7 @@ impl<H: NotebookHost> Tools<H> {
                         .map(|finding| lint_finding(finding, names))
                         .collect(),
                 ),
-                kernel: self.kernel_label(&location),
+                kernel: self.kernel_label(&location).await,
                 images: Vec::new(),
                 notice: None,
                 next_cell_offset: None,
@@ -661,7 +697,7 @@ impl<H: NotebookHost> Tools<H> {
         let offset = params.cell_offset.unwrap_or(0) as usize;
         if offset > indices.len() {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 format!(
                     "cellOffset {offset} is past the {} selected cells; start from 0",
                     indices.len()
@@ -678,7 +714,9 @@ impl<H: NotebookHost> Tools<H> {
         let with_source = matches!(view, ReadView::Source | ReadView::All);
         let with_outputs = matches!(view, ReadView::Outputs | ReadView::All);
         let max_source_chars = params.max_source_chars.unwrap_or(12_000) as usize;
-        let max_output_chars = clamp_output_chars(params.max_output_chars);
+        let max_output_chars = execution_tracker::clamp_max_output_chars(
+            crate::execution::requested_chars(params.max_output_chars),
+        );
         let output_mode = params.output_mode.unwrap_or_default();
         let include_images = with_outputs && params.include_images.unwrap_or(true);
         let live: HashMap<String, &str> = self.live_states(&location).into_iter().collect();
@@ -740,7 +778,7 @@ impl<H: NotebookHost> Tools<H> {
                     params.end_line,
                     max_source_chars,
                 )
-                .map_err(|slice_error| error("source_range", slice_error.to_string()))?;
+                .map_err(|slice_error| error(ErrorCode::SourceRange, slice_error.to_string()))?;
                 cell_view.source = Some(slice.text);
                 cell_view.source_truncated = Some(slice.truncated);
                 cell_view.metadata = Some(cell.metadata().clone());
@@ -804,7 +842,7 @@ impl<H: NotebookHost> Tools<H> {
             cell_count: notebook.len(),
             cells,
             lint: (view == ReadView::Outline).then_some(lint),
-            kernel: self.kernel_label(&location),
+            kernel: self.kernel_label(&location).await,
             images: image_refs,
             notice: (!notices.is_empty()).then(|| notices.join(" ")),
             next_cell_offset,
@@ -812,15 +850,15 @@ impl<H: NotebookHost> Tools<H> {
         Ok((to_value(&result), images))
     }
 
-    /// `label (epoch N)` of the notebook's live kernel.
-    fn kernel_label(&self, location: &NotebookLocation) -> Option<String> {
-        let kernel = self.running_kernel(location)?;
-        let status = kernel.status().borrow().as_str().to_owned();
-        Some(format!(
-            "{} (epoch {}, {status})",
-            kernel.spec().display_name,
-            kernel.epoch()
-        ))
+    /// `label (epoch N, status)` of the notebook's live kernel.
+    async fn kernel_label(&self, location: &NotebookLocation) -> Option<String> {
+        let session = self.running_session(location).await?;
+        let status = session.status().borrow().as_str();
+        let label = session.info().label;
+        Some(match session.epoch() {
+            Some(epoch) => format!("{label} (epoch {epoch}, {status})"),
+            None => format!("{label} ({status})"),
+        })
     }
 
     async fn search_cells(&self, params: SearchCellsParams) -> ToolResult {
@@ -839,9 +877,9 @@ impl<H: NotebookHost> Tools<H> {
         let found = notebook_model::search::search(&document.notebook, &query, indices.as_deref())
             .map_err(|search_error| match search_error {
                 notebook_model::search::SearchError::EmptyQuery => {
-                    error("invalid_argument", "query must not be empty")
+                    error(ErrorCode::InvalidArgument, "query must not be empty")
                 }
-                invalid => error("invalid_regex", invalid.to_string()),
+                invalid => error(ErrorCode::InvalidRegex, invalid.to_string()),
             })?;
         let result = SearchCellsResult {
             notebook: location.uri,
@@ -921,7 +959,7 @@ impl<H: NotebookHost> Tools<H> {
     async fn edit_cells(&self, params: EditCellsParams, context: &CallContext) -> ToolResult {
         if params.edits.is_empty() {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 "edits must list at least one edit",
             ));
         }
@@ -930,9 +968,13 @@ impl<H: NotebookHost> Tools<H> {
         let wants_run = matches!(run_mode, Some(RunAfterEdit::Mode(_)))
             || matches!(run_mode, Some(RunAfterEdit::Flag(true)))
             || per_edit_run;
-        if wants_run && self.host.kernel_manager().is_none() {
+        let can_run = self
+            .kernels
+            .as_ref()
+            .is_some_and(|kernels| kernels.capabilities().execute);
+        if wants_run && !can_run {
             return Err(error(
-                "not_supported",
+                ErrorCode::NotSupported,
                 "this host runs no kernels, so edits cannot be run; drop `run`",
             ));
         }
@@ -940,7 +982,7 @@ impl<H: NotebookHost> Tools<H> {
         for (index, edit) in params.edits.iter().enumerate() {
             if edit.run == Some(true) && edit.edit_type == EditType::Delete {
                 return Err(error(
-                    "invalid_argument",
+                    ErrorCode::InvalidArgument,
                     format!("edit {index}: a deleted cell cannot run; drop `run` from it"),
                 ));
             }
@@ -1025,7 +1067,7 @@ impl<H: NotebookHost> Tools<H> {
         let to_index = params.to_index;
         if !(to_index.is_finite() && to_index >= 0.0 && to_index.fract() == 0.0) {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 format!("toIndex must be a non-negative integer, not {to_index}"),
             ));
         }
@@ -1060,7 +1102,7 @@ impl<H: NotebookHost> Tools<H> {
     async fn save_notebooks(&self, params: NotebookRefsParams) -> ToolResult {
         if params.notebook_refs.is_empty() {
             return Err(error(
-                "invalid_argument",
+                ErrorCode::InvalidArgument,
                 "notebookRefs must list at least one notebook",
             ));
         }
@@ -1213,7 +1255,10 @@ pub(crate) fn to_cell_ref(reference: &CellRefParam) -> CellRef {
 /// Turns one `edit_cells` edit into a model operation, refusing fields that do not belong.
 fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, ToolError> {
     let bad = |message: String| {
-        let mut failure = error("invalid_argument", format!("edit {position}: {message}"));
+        let mut failure = error(
+            ErrorCode::InvalidArgument,
+            format!("edit {position}: {message}"),
+        );
         failure.details = Some(json!({ "editIndex": position }));
         failure
     };
@@ -1362,23 +1407,6 @@ pub fn outline_cells(
         .collect()
 }
 
-/// A boxed, sendable future.
-pub type BoxFuture<'a, T> = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Anything that serves tool calls: one host's [`Tools`], or a broker in front of many hosts.
-/// Transports (HTTP, stdio, the broker's peer endpoint) serve a `dyn ToolDispatch`.
-pub trait ToolDispatch: Send + Sync + 'static {
-    /// The tools to list.
-    fn specs(&self) -> Vec<ToolSpec>;
-    /// Runs one call.
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput>;
-}
-
 impl<H: NotebookHost> ToolDispatch for Tools<H> {
     fn specs(&self) -> Vec<ToolSpec> {
         self.specs.clone()
@@ -1391,5 +1419,20 @@ impl<H: NotebookHost> ToolDispatch for Tools<H> {
         context: CallContext,
     ) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move { self.call(&name, arguments, context).await })
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Vec<mcp_contract::ResourceEntry>> {
+        Box::pin(async move { Tools::list_resources(self).await })
+    }
+
+    fn read_resource(
+        &self,
+        uri: String,
+    ) -> BoxFuture<'_, Result<Vec<mcp_contract::ResourceBody>, mcp_contract::ResourceError>> {
+        Box::pin(async move { Tools::read_resource(self, &uri).await })
+    }
+
+    fn resource_versions(&self, uris: Vec<String>) -> BoxFuture<'_, Vec<Option<u64>>> {
+        Box::pin(async move { Tools::resource_versions(self, &uris).await })
     }
 }

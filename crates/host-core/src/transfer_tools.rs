@@ -1,14 +1,17 @@
 //! The file transfer tools, `upload_file` and `download_file`: they drive the sans-I/O machines
 //! of the `transfer` crate against the notebook's running kernel and the host's files.
 //!
-//! The machine decides every step; this module only performs them: host file I/O through
-//! [`NotebookHost`], kernel steps on the notebook's live [`KernelHandle`] within the step's
-//! deadline. A step is sent as a silent execute request without history whose cell is the
+//! The machine decides every step; this module only performs them: host file I/O through the
+//! host's [`HostFiles`], kernel steps on the notebook's live [`KernelSession`] within the step's
+//! deadline. How a step travels follows the session: to a kernel spoken to in Jupyter messages,
+//! a step is sent as a silent execute request without history whose cell is the
 //! request's tag line and whose one user expression is the whole request: IPython evaluates
 //! user expressions with a plain `eval` in the user namespace, so the payload skips the cell
 //! pipeline (ipykernel hashes every cell's source in pure Python, IPython tokenises it and keeps
 //! it in `linecache` and in the last execution result), and silence keeps it from being echoed on
-//! IOPub. The request's receipt line still arrives on stdout. It also keeps what the protocol leaves to a host: one
+//! IOPub. The request's receipt line still arrives on stdout. To an editor's kernel that only
+//! takes code, the whole request is the cell and its chunks are base64 literals
+//! ([`transfer::KernelWire::CodeOnly`]). It also keeps what the protocol leaves to a host: one
 //! chunk budget per live kernel object (fresh after a restart), one transfer per notebook and
 //! per kernel at a time, a recheck before every kernel step that the original kernel is still
 //! there, on the same epoch and idle, and a quarantine on a kernel whose step outlived its
@@ -17,22 +20,26 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use kernels::{ExecuteEvent, ExecuteOptions, KernelHandle, KernelStatus, StreamName};
-use mcp_contract::ToolError;
+use execution_tracker::{IopubEvent, KernelLifecycle};
+use futures::StreamExt;
 use mcp_contract::params::TransferParams;
 use mcp_contract::results::TransferResult;
+use mcp_contract::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use transfer::{
     Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
-    KernelOutput, KernelPath, KernelStep, Phase, RECEIPT_MARKER, TransferError, TransferMachine,
-    TransferReceipt, Upload, UploadConfig,
+    KernelOutput, KernelPath, KernelStep, KernelWire, Phase, RECEIPT_MARKER, TransferError,
+    TransferMachine, TransferReceipt, Upload, UploadConfig,
 };
 
-use crate::host::{HostFileReader, HostFileWriter, NotebookHost, NotebookLocation};
+use crate::files::{HostFileReader, HostFileWriter, HostFiles};
+use crate::host::{NotebookHost, NotebookLocation};
+use crate::kernel::{
+    ExecuteOptions, KernelError, KernelEvent, KernelSession, KernelStatus, SharedSession,
+};
 use crate::tools::{CallContext, ImageContent, ProgressSink, Tools, error};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
@@ -60,7 +67,7 @@ struct Ledger {
 }
 
 struct KernelRecord {
-    kernel: Weak<dyn KernelHandle>,
+    kernel: Weak<dyn KernelSession>,
     /// The epoch `budget` belongs to.
     epoch: u64,
     budget: KernelBudget,
@@ -69,11 +76,21 @@ struct KernelRecord {
     unsettled: usize,
 }
 
-fn kernel_address(kernel: &Arc<dyn KernelHandle>) -> usize {
+fn kernel_address(kernel: &SharedSession) -> usize {
     Arc::as_ptr(kernel).cast::<()>() as usize
 }
 
 impl TransferState {
+    /// How many timed-out steps are still running in some kernel (each quarantines its kernel).
+    #[cfg(test)]
+    pub(crate) fn unsettled(&self) -> usize {
+        self.lock()
+            .kernels
+            .values()
+            .map(|record| record.unsettled)
+            .sum()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
         self.ledger
             .lock()
@@ -82,11 +99,7 @@ impl TransferState {
 
     /// Claims the notebook and its kernel for one transfer, with the kernel's budget (fresh if
     /// the kernel restarted since it was last used).
-    fn reserve(
-        &self,
-        notebook: &str,
-        kernel: &Arc<dyn KernelHandle>,
-    ) -> Result<Reservation, ToolError> {
+    fn reserve(&self, notebook: &str, kernel: &SharedSession) -> Result<Reservation, ToolError> {
         let mut ledger = self.lock();
         ledger
             .kernels
@@ -97,7 +110,7 @@ impl TransferState {
             ));
         }
         let address = kernel_address(kernel);
-        let epoch = kernel.epoch();
+        let epoch = kernel.epoch().unwrap_or(0);
         let record = ledger
             .kernels
             .entry(address)
@@ -137,7 +150,14 @@ impl TransferState {
 }
 
 fn busy(message: &str) -> ToolError {
-    error("kernel_busy", message)
+    error(ErrorCode::KernelBusy, message)
+}
+
+fn files_unavailable() -> ToolError {
+    error(
+        ErrorCode::NotSupported,
+        "this host has no files for transfers; upload_file and download_file are not available here",
+    )
 }
 
 /// One transfer's claim on its notebook and kernel; released when dropped.
@@ -226,14 +246,17 @@ impl<H: NotebookHost> Tools<H> {
     ) -> ToolResult {
         let location = self.resolve(&params.notebook_ref).await?;
         KernelPath::parse(&params.kernel_path).map_err(|failure| transfer_error(&failure))?;
-        let host_path = self.host.resolve_host_file(&params.host_path).await?;
-        let (kernel, kernel_key) = self.transfer_kernel(&location)?;
+        let files = self.files.clone().ok_or_else(files_unavailable)?;
+        let host_path = files.resolve(&params.host_path).await?;
+        let kernel = self.transfer_kernel(&location).await?;
         let reservation = self.transfers.reserve(&location.uri, &kernel)?;
         let epoch = kernel.epoch();
-        if let Some(failure) = self
-            .step_blocker(&location, &kernel, &kernel_key, epoch)
-            .await
-        {
+        let wire = if kernel.features().messages {
+            KernelWire::Messages
+        } else {
+            KernelWire::CodeOnly
+        };
+        if let Some(failure) = self.step_blocker(&location, &kernel, epoch).await {
             return Err(match failure {
                 KernelFailure::Busy => busy(
                     "the kernel is busy (a run or other executions are in progress), so it is \
@@ -241,7 +264,7 @@ impl<H: NotebookHost> Tools<H> {
                      waitMs) and retry",
                 ),
                 _ => error(
-                    "kernel_unavailable",
+                    ErrorCode::KernelUnavailable,
                     format!("the notebook's kernel cannot take a transfer: {failure}"),
                 ),
             });
@@ -254,8 +277,8 @@ impl<H: NotebookHost> Tools<H> {
             location,
             budget: reservation.budget.clone(),
             reservation,
+            files: files.clone(),
             kernel,
-            kernel_key,
             epoch,
             reader: None,
             writer: None,
@@ -266,10 +289,11 @@ impl<H: NotebookHost> Tools<H> {
         };
         let outcome = match direction {
             Direction::Upload => {
-                let reader = self.host.open_host_file(&host_path).await?;
+                let reader = files.open(&host_path).await?;
                 let config = UploadConfig {
                     overwrite,
                     max_bytes,
+                    wire,
                     ..UploadConfig::new(host_path, params.kernel_path.clone(), nonce, reader.size())
                 };
                 let machine = Upload::new(config).map_err(|failure| transfer_error(&failure))?;
@@ -281,6 +305,7 @@ impl<H: NotebookHost> Tools<H> {
                 let config = DownloadConfig {
                     overwrite,
                     max_bytes,
+                    wire,
                     ..DownloadConfig::new(host_path, params.kernel_path.clone(), nonce)
                 };
                 let machine = Download::new(config).map_err(|failure| transfer_error(&failure))?;
@@ -289,7 +314,7 @@ impl<H: NotebookHost> Tools<H> {
         };
         let (outcome, traffic) = outcome.map_err(|join_error| {
             error(
-                "internal_error",
+                ErrorCode::InternalError,
                 format!("the transfer task failed: {join_error}"),
             )
         })?;
@@ -314,39 +339,36 @@ impl<H: NotebookHost> Tools<H> {
         ))
     }
 
-    /// The notebook's running Python kernel and its manager key; never starts one.
-    fn transfer_kernel(
+    /// The notebook's running Python kernel; never starts one.
+    async fn transfer_kernel(
         &self,
         location: &NotebookLocation,
-    ) -> Result<(Arc<dyn KernelHandle>, PathBuf), ToolError> {
+    ) -> Result<SharedSession, ToolError> {
         let not_running = || {
             error(
-                "kernel_unavailable",
+                ErrorCode::KernelUnavailable,
                 "no kernel runs for this notebook, and a file transfer never starts or selects \
                  one: start it with configure_kernel or run_cells, then retry",
             )
         };
-        let key = self.host.kernel_key(location).ok_or_else(not_running)?;
-        let kernel = self.running_kernel(location).ok_or_else(not_running)?;
+        let kernel = self
+            .running_session(location)
+            .await
+            .ok_or_else(not_running)?;
         if kernel.status().borrow().is_dead() {
             return Err(not_running());
         }
-        let info = kernel.info();
-        let language = if info.language.is_empty() {
-            kernel.spec().language.clone()
-        } else {
-            info.language
-        };
-        if !language.eq_ignore_ascii_case("python") {
+        let language = kernel.info().language;
+        if !language.is_empty() && !language.eq_ignore_ascii_case("python") {
             return Err(error(
-                "not_supported",
+                ErrorCode::NotSupported,
                 format!(
                     "file transfer runs Python in the kernel, and this notebook's kernel runs \
                      {language}"
                 ),
             ));
         }
-        Ok((kernel, key))
+        Ok(kernel)
     }
 
     /// Why a kernel step may not be sent now, if it may not: the original kernel object must
@@ -355,15 +377,13 @@ impl<H: NotebookHost> Tools<H> {
     async fn step_blocker(
         &self,
         location: &NotebookLocation,
-        kernel: &Arc<dyn KernelHandle>,
-        kernel_key: &std::path::Path,
-        epoch: u64,
+        kernel: &SharedSession,
+        epoch: Option<u64>,
     ) -> Option<KernelFailure> {
-        let manager = self.host.kernel_manager()?;
-        match manager.get(kernel_key) {
-            // The slot is being started or stopped right now.
+        match self.running_session(location).await {
+            // Being started or stopped right now, or gone.
             None => return Some(KernelFailure::Busy),
-            Some(current) if kernel_address(&current) != kernel_address(kernel) => {
+            Some(current) if !Arc::ptr_eq(&current, kernel) => {
                 return Some(KernelFailure::Restarted);
             }
             Some(_) => {}
@@ -386,7 +406,7 @@ impl<H: NotebookHost> Tools<H> {
         )
         .await;
         let current = match settled {
-            Ok(Ok(status)) => status.clone(),
+            Ok(Ok(status)) => *status,
             Ok(Err(_)) => return Some(KernelFailure::Died),
             Err(_) => return Some(KernelFailure::Busy),
         };
@@ -395,7 +415,7 @@ impl<H: NotebookHost> Tools<H> {
         }
         match current {
             KernelStatus::Idle => None,
-            KernelStatus::Dead { .. } => Some(KernelFailure::Died),
+            KernelStatus::Dead => Some(KernelFailure::Died),
             KernelStatus::Restarting => Some(KernelFailure::Restarted),
             KernelStatus::Starting | KernelStatus::Busy | KernelStatus::Unreachable => {
                 Some(KernelFailure::Busy)
@@ -410,9 +430,9 @@ struct Driver<H: NotebookHost> {
     location: NotebookLocation,
     reservation: Reservation,
     budget: KernelBudget,
-    kernel: Arc<dyn KernelHandle>,
-    kernel_key: PathBuf,
-    epoch: u64,
+    files: Arc<dyn HostFiles>,
+    kernel: SharedSession,
+    epoch: Option<u64>,
     reader: Option<Box<dyn HostFileReader>>,
     writer: Option<Box<dyn HostFileWriter>>,
     progress: Option<Arc<dyn ProgressSink>>,
@@ -442,15 +462,13 @@ impl<H: NotebookHost> Driver<H> {
                     None => Event::HostFailed(ErrorKind::NotFound),
                 },
                 Action::ExecuteKernel(step) => self.execute(step).await,
-                Action::CreateHostTemp { temp_path } => {
-                    match self.tools.host.create_host_file(&temp_path).await {
-                        Ok(writer) => {
-                            self.writer = Some(writer);
-                            Event::HostDone
-                        }
-                        Err(failure) => Event::HostFailed(failure.kind()),
+                Action::CreateHostTemp { temp_path } => match self.files.create(&temp_path).await {
+                    Ok(writer) => {
+                        self.writer = Some(writer);
+                        Event::HostDone
                     }
-                }
+                    Err(failure) => Event::HostFailed(failure.kind()),
+                },
                 Action::WriteHostChunk { offset, bytes, .. } => match self.writer.as_mut() {
                     Some(writer) => match writer.write_at(offset, bytes).await {
                         Ok(()) => Event::HostDone,
@@ -469,9 +487,8 @@ impl<H: NotebookHost> Driver<H> {
                     };
                     let promoted = match synced {
                         Ok(()) => {
-                            self.tools
-                                .host
-                                .promote_host_file(&temp_path, &destination_path, overwrite)
+                            self.files
+                                .promote(&temp_path, &destination_path, overwrite)
                                 .await
                         }
                         Err(failure) => Err(failure),
@@ -483,7 +500,7 @@ impl<H: NotebookHost> Driver<H> {
                 }
                 Action::RemoveHostTemp { temp_path } => {
                     drop(self.writer.take());
-                    match self.tools.host.remove_host_file(&temp_path).await {
+                    match self.files.remove(&temp_path).await {
                         Ok(()) => Event::HostDone,
                         Err(failure) => Event::HostFailed(failure.kind()),
                     }
@@ -497,7 +514,7 @@ impl<H: NotebookHost> Driver<H> {
     async fn execute(&mut self, step: KernelStep) -> Event {
         if let Some(failure) = self
             .tools
-            .step_blocker(&self.location, &self.kernel, &self.kernel_key, self.epoch)
+            .step_blocker(&self.location, &self.kernel, self.epoch)
             .await
         {
             return Event::KernelFailed(failure);
@@ -505,64 +522,77 @@ impl<H: NotebookHost> Driver<H> {
         let chunk_traffic = step.request.operation.chunk_traffic();
         self.traffic.wire_bytes +=
             (step.code.len() + step.buffers.iter().map(Vec::len).sum::<usize>()) as u64;
-        // The request's tag line is the cell; the whole request is evaluated as a user
-        // expression, so it never passes through IPython's cell machinery (which hashes,
-        // tokenises and caches every cell's source). The payload rides as binary buffers.
-        let tag = step.code.lines().next().unwrap_or_default();
-        let mut options = ExecuteOptions::quiet();
-        options
-            .user_expressions
-            .insert(STEP_EXPRESSION.to_owned(), step.code.clone());
-        options.buffers = step.buffers;
+        let (cell, options) = match step.wire {
+            // The request's tag line is the cell; the whole request is evaluated as a user
+            // expression, so it never passes through IPython's cell machinery (which hashes,
+            // tokenises and caches every cell's source). The payload rides as binary buffers.
+            KernelWire::Messages => {
+                let tag = step.code.lines().next().unwrap_or_default().to_owned();
+                let mut options = ExecuteOptions::quiet();
+                options
+                    .user_expressions
+                    .insert(STEP_EXPRESSION.to_owned(), step.code.clone());
+                options.buffers = step.buffers;
+                (tag, options)
+            }
+            // A kernel that only takes code runs the whole request as the cell.
+            KernelWire::CodeOnly => (step.code.clone(), ExecuteOptions::quiet()),
+        };
         let deadline = tokio::time::Instant::now() + step.deadline.duration();
-        let started = tokio::time::timeout_at(deadline, self.kernel.execute(tag, options)).await;
-        let mut handle = match started {
+        let started = tokio::time::timeout_at(deadline, self.kernel.execute(cell, options)).await;
+        let mut events = match started {
             Err(_) => return Event::KernelFailed(KernelFailure::Timeout),
             Ok(Err(failure)) => return Event::KernelFailed(execute_failure(&failure)),
-            Ok(Ok(handle)) => handle,
+            Ok(Ok(events)) => events,
         };
         let mut stdout = String::new();
         let mut buffers = Vec::new();
         let mut exception = None;
         loop {
-            match tokio::time::timeout_at(deadline, handle.next()).await {
+            match tokio::time::timeout_at(deadline, events.next()).await {
                 Err(_) => {
                     // The step may still be running: keep listening in the background and keep
                     // transfers off this kernel until it settles.
                     let quarantine = self.reservation.quarantine();
                     tokio::spawn(async move {
-                        while handle.next().await.is_some() {}
+                        while events.next().await.is_some() {}
                         drop(quarantine);
                     });
                     return Event::KernelFailed(KernelFailure::Timeout);
                 }
                 Ok(None) => return Event::KernelFailed(KernelFailure::Died),
                 Ok(Some(event)) => match event {
-                    ExecuteEvent::Stream {
-                        name: StreamName::Stdout,
-                        text,
-                    } => stdout.push_str(&text),
-                    // A download step's chunks, when the kernel could send them as buffers.
-                    ExecuteEvent::DisplayData { buffers: sent, .. } => buffers.extend(sent),
-                    ExecuteEvent::Error(output) => exception = Some(output.ename),
-                    ExecuteEvent::Reply(reply) => {
+                    KernelEvent::Output {
+                        event,
+                        buffers: sent,
+                    } => match event {
+                        IopubEvent::Stream { name, text } if name == "stdout" => {
+                            stdout.push_str(&text);
+                        }
+                        // A download step's chunks, when the kernel could send them as buffers.
+                        IopubEvent::DisplayData { .. } => buffers.extend(sent),
+                        IopubEvent::Error { ename, .. } => exception = Some(ename),
+                        _ => {}
+                    },
+                    KernelEvent::Reply(reply) => {
                         if exception.is_none() {
-                            exception = reply.error.map(|output| output.ename);
+                            exception = reply.error.map(|raised| raised.ename);
                         }
                         if exception.is_none() {
                             exception = expression_error(&reply.user_expressions);
                         }
                         break;
                     }
-                    ExecuteEvent::KernelRestarted => {
+                    KernelEvent::Ended(KernelLifecycle::Restarted) => {
                         return Event::KernelFailed(KernelFailure::Restarted);
                     }
-                    ExecuteEvent::KernelDied { .. }
-                    | ExecuteEvent::KernelShutdown
-                    | ExecuteEvent::ConnectionLost => {
+                    KernelEvent::Ended(_)
+                    | KernelEvent::NotebookClosed
+                    | KernelEvent::Lost
+                    | KernelEvent::Refused { .. } => {
                         return Event::KernelFailed(KernelFailure::Died);
                     }
-                    _ => {}
+                    KernelEvent::Busy | KernelEvent::Idle => {}
                 },
             }
         }
@@ -593,7 +623,7 @@ impl<H: NotebookHost> Driver<H> {
 
 /// The exception class a step's user expression raised, if it raised (an interrupt can land
 /// outside the transfer program's own `except Exception`).
-fn expression_error(user_expressions: &kernels::JsonObject) -> Option<String> {
+fn expression_error(user_expressions: &serde_json::Map<String, Value>) -> Option<String> {
     let result = user_expressions.get(STEP_EXPRESSION)?;
     (result.get("status")? == "error")
         .then(|| result.get("ename")?.as_str().map(str::to_owned))
@@ -601,12 +631,10 @@ fn expression_error(user_expressions: &kernels::JsonObject) -> Option<String> {
 }
 
 /// What a failed `execute` call means for the step.
-fn execute_failure(failure: &kernels::Error) -> KernelFailure {
+fn execute_failure(failure: &KernelError) -> KernelFailure {
     match failure {
-        kernels::Error::KernelRestarted => KernelFailure::Restarted,
-        kernels::Error::KernelDied { .. }
-        | kernels::Error::NotRunning
-        | kernels::Error::ConnectionLost => KernelFailure::Died,
+        KernelError::Restarted => KernelFailure::Restarted,
+        KernelError::Gone => KernelFailure::Died,
         // The request was not sent.
         _ => KernelFailure::Busy,
     }
@@ -627,7 +655,7 @@ fn transfer_error(failure: &TransferError) -> ToolError {
         })
     };
     let (code, details) = match failure {
-        TransferError::InvalidArgument { .. } => ("invalid_argument", None),
+        TransferError::InvalidArgument { .. } => (ErrorCode::InvalidArgument, None),
         TransferError::Failed {
             direction,
             phase,
@@ -635,10 +663,10 @@ fn transfer_error(failure: &TransferError) -> ToolError {
             leftover,
         } => {
             let code = match cause {
-                Cause::TooLarge { .. } => "too_large",
-                Cause::BudgetExhausted { .. } => "transfer_budget",
-                Cause::DestinationExists => "already_exists",
-                _ => "transfer_failed",
+                Cause::TooLarge { .. } => ErrorCode::TooLarge,
+                Cause::BudgetExhausted { .. } => ErrorCode::TransferBudget,
+                Cause::DestinationExists => ErrorCode::AlreadyExists,
+                _ => ErrorCode::TransferFailed,
             };
             let details = json!({
                 "direction": direction.to_string(),
@@ -663,7 +691,7 @@ fn transfer_error(failure: &TransferError) -> ToolError {
                 "committed": Value::Null,
                 "leftover": leftover_json(leftover.as_ref()),
             });
-            ("transfer_uncertain", Some(details))
+            (ErrorCode::TransferUncertain, Some(details))
         }
         TransferError::CommittedCleanupUnconfirmed { receipt, leftover } => {
             let details = json!({
@@ -673,11 +701,11 @@ fn transfer_error(failure: &TransferError) -> ToolError {
                 "sha256": receipt.sha256,
                 "leftover": leftover_json(Some(leftover)),
             });
-            ("transfer_failed", Some(details))
+            (ErrorCode::TransferFailed, Some(details))
         }
     };
     ToolError {
-        code: code.to_owned(),
+        code,
         message: failure.to_string(),
         details,
     }

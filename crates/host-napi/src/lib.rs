@@ -203,6 +203,8 @@ pub struct JupyterCall {
     pub id: Option<String>,
     pub extension: Option<String>,
     pub command: Option<String>,
+    /// `executeCode`: the code to run.
+    pub code: Option<String>,
 }
 
 /// The active kernel the Jupyter extension reports.
@@ -235,6 +237,8 @@ pub struct JupyterAnswer {
     pub detail: Option<String>,
     /// A rejected command's error class name (`error.name`), never its message.
     pub error_name: Option<String>,
+    /// `executeCode`: every output it yielded, in order.
+    pub outputs: Option<Vec<JsOutput>>,
 }
 
 /// The result of a tool call.
@@ -563,6 +567,12 @@ impl Shell for JsShell {
                 accepted: answer.accepted.unwrap_or(false),
                 detail: answer.detail,
                 error_name: answer.error_name,
+                outputs: answer
+                    .outputs
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(OutputData::from)
+                    .collect(),
             })
         })
     }
@@ -576,6 +586,7 @@ fn jupyter_call(request: JupyterRequest) -> JupyterCall {
         id: None,
         extension: None,
         command: None,
+        code: None,
     };
     match request {
         JupyterRequest::Backend { uri } => call("backend", uri),
@@ -595,6 +606,10 @@ fn jupyter_call(request: JupyterRequest) -> JupyterCall {
         JupyterRequest::Execute { uri, index: cell } => JupyterCall {
             index: Some(index(cell)),
             ..call("execute", uri)
+        },
+        JupyterRequest::ExecuteCode { uri, code } => JupyterCall {
+            code: Some(code),
+            ..call("executeCode", uri)
         },
     }
 }

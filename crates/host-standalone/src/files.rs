@@ -16,14 +16,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_core::{
-    BoxFuture, Commit, CommitKind, Document, HostError, HostFileReader, HostFileWriter, Listing,
-    NotebookHost, NotebookLocation, OpenStatus, Restored, WindowInfo,
+    Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
+    Restored, WindowInfo,
 };
 use notebook_model::Notebook;
 use sha2::{Digest, Sha256};
 
-use crate::paths::{Root, RootedPath, file_uri};
 use crate::snapshots::SnapshotStore;
+use host_files::{Root, RootedPath, file_uri};
 
 /// Folders never searched for notebooks.
 const SKIPPED_FOLDERS: &[&str] = &["node_modules", "__pycache__", "site-packages"];
@@ -84,9 +84,41 @@ pub struct FileHostConfig {
 /// A file host, the kernels of its notebooks, and the model that summarises cells.
 #[derive(Clone)]
 pub struct StandaloneHost {
+    /// The notebooks.
     pub files: Arc<FileHost>,
-    pub kernels: Option<Arc<kernels::KernelManager>>,
+    /// The notebooks' kernels, one per notebook file.
+    pub kernels: Option<Arc<host_kernels::ManagedKernels>>,
+    /// Summaries by a language model, when one is configured.
     pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+    /// The files transfers read and write: those under the root.
+    transfers: host_files::ConfinedFiles,
+}
+
+impl StandaloneHost {
+    /// The host of `files`, running code on the kernels of `manager` (none: documents only).
+    pub fn new(
+        files: Arc<FileHost>,
+        manager: Option<kernels::KernelManager>,
+        summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+    ) -> StandaloneHost {
+        let kernels = manager.map(|manager| Arc::new(files.kernels(manager)));
+        StandaloneHost::with_kernels(files, kernels, summarizer)
+    }
+
+    /// The host of `files` with these kernels (see [`FileHost::kernels`]).
+    pub fn with_kernels(
+        files: Arc<FileHost>,
+        kernels: Option<Arc<host_kernels::ManagedKernels>>,
+        summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
+    ) -> StandaloneHost {
+        let transfers = host_files::ConfinedFiles::from_roots(vec![files.root.clone()]);
+        StandaloneHost {
+            files,
+            kernels,
+            summarizer,
+            transfers,
+        }
+    }
 }
 
 impl std::fmt::Debug for StandaloneHost {
@@ -260,6 +292,21 @@ impl FileHost {
 
     pub fn root(&self) -> &Path {
         self.root.path()
+    }
+
+    /// The notebooks' kernels from `manager`: one per notebook file under the root, discovered
+    /// also from the root (a project `.venv`).
+    pub fn kernels(&self, manager: kernels::KernelManager) -> host_kernels::ManagedKernels {
+        let root = self.root.clone();
+        host_kernels::ManagedKernels::new(
+            manager,
+            Some(root.path().to_path_buf()),
+            move |location| {
+                root.resolve_notebook(&location.uri)
+                    .ok()
+                    .map(|rooted| rooted.absolute)
+            },
+        )
     }
 
     fn location(&self, rooted: &RootedPath) -> NotebookLocation {
@@ -552,106 +599,19 @@ async fn blocking<T: Send + 'static>(
         })
 }
 
-/// Runs blocking file work for a transfer off the async executor.
-async fn blocking_io<T: Send + 'static>(
-    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|join_error| Err(std::io::Error::other(join_error)))
-}
-
-/// Syncs a folder so that a link or rename in it survives a crash (best effort).
-fn sync_folder(path: &Path) {
-    if let Some(folder) = path.parent()
-        && let Ok(directory) = File::open(folder)
-    {
-        let _ = directory.sync_all();
-    }
-}
-
-/// A host file an upload reads, kept open so that a file replaced by rename mid-way is not mixed
-/// in.
-struct TransferSource {
-    file: Arc<File>,
-    size: u64,
-}
-
-impl HostFileReader for TransferSource {
-    fn size(&self) -> u64 {
-        self.size
-    }
-
-    fn read_at(&mut self, offset: u64, len: usize) -> BoxFuture<'_, std::io::Result<Vec<u8>>> {
-        let file = self.file.clone();
-        Box::pin(blocking_io(move || {
-            use std::os::unix::fs::FileExt;
-            let mut bytes = vec![0; len];
-            let mut filled = 0;
-            while filled < len {
-                match file.read_at(&mut bytes[filled..], offset + filled as u64) {
-                    Ok(0) => break,
-                    Ok(read) => filled += read,
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(error) => return Err(error),
-                }
-            }
-            bytes.truncate(filled);
-            Ok(bytes)
-        }))
-    }
-}
-
-/// A download's temporary file.
-struct TransferTemp {
-    file: Arc<File>,
-}
-
-impl HostFileWriter for TransferTemp {
-    fn write_at(&mut self, offset: u64, bytes: Vec<u8>) -> BoxFuture<'_, std::io::Result<()>> {
-        let file = self.file.clone();
-        Box::pin(blocking_io(move || {
-            use std::os::unix::fs::FileExt;
-            file.write_all_at(&bytes, offset)
-        }))
-    }
-
-    fn sync_and_close(self: Box<Self>) -> BoxFuture<'static, std::io::Result<()>> {
-        let file = self.file;
-        Box::pin(blocking_io(move || file.sync_all()))
-    }
-}
-
-impl StandaloneHost {
-    /// A transfer file path, confined to the root again (the machine derives temporary-file
-    /// names from the resolved path; this keeps every file operation inside the root).
-    fn transfer_path(&self, path: &str) -> std::io::Result<PathBuf> {
-        match self.files.root.resolve(path) {
-            Ok(rooted) if !rooted.relative.is_empty() => Ok(rooted.absolute),
-            _ => Err(std::io::ErrorKind::PermissionDenied.into()),
-        }
-    }
-}
-
 impl NotebookHost for StandaloneHost {
     fn window(&self) -> WindowInfo {
         self.files.window.clone()
     }
 
-    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
-        self.kernels.clone()
+    fn kernels(&self) -> Option<host_core::SharedKernels> {
+        self.kernels
+            .clone()
+            .map(|kernels| kernels as host_core::SharedKernels)
     }
 
-    fn kernel_key(&self, location: &NotebookLocation) -> Option<PathBuf> {
-        self.files
-            .root
-            .resolve_notebook(&location.uri)
-            .ok()
-            .map(|rooted| rooted.absolute)
-    }
-
-    fn kernel_root(&self) -> Option<PathBuf> {
-        Some(self.files.root.path().to_path_buf())
+    fn files(&self) -> Option<Arc<dyn host_core::HostFiles>> {
+        Some(Arc::new(self.transfers.clone()))
     }
 
     fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
@@ -796,110 +756,6 @@ impl NotebookHost for StandaloneHost {
                 },
             )?;
             Ok(file_uri(destination))
-        })
-        .await
-    }
-
-    async fn resolve_host_file(&self, reference: &str) -> Result<String, HostError> {
-        let rooted = self.files.root.resolve(reference)?;
-        let invalid = |reason: &str| HostError::InvalidPath {
-            reference: reference.to_owned(),
-            reason: reason.to_owned(),
-        };
-        if rooted.relative.is_empty() || rooted.absolute.is_dir() {
-            return Err(invalid("it names a folder; give the path of a file"));
-        }
-        rooted
-            .absolute
-            .to_str()
-            .map(str::to_owned)
-            .ok_or_else(|| invalid("the path is not valid UTF-8"))
-    }
-
-    async fn open_host_file(&self, path: &str) -> Result<Box<dyn HostFileReader>, HostError> {
-        let absolute = self
-            .transfer_path(path)
-            .map_err(|_| HostError::OutsideRoot {
-                reference: path.to_owned(),
-                root: self.files.root.path().display().to_string(),
-            })?;
-        let reference = path.to_owned();
-        let source = blocking(move || {
-            let invalid = |reason: &str| HostError::InvalidPath {
-                reference: reference.clone(),
-                reason: reason.to_owned(),
-            };
-            // Checked before opening, so that opening a FIFO cannot block.
-            match fs::metadata(&absolute) {
-                Ok(metadata) if metadata.is_file() => {}
-                Ok(_) => return Err(invalid("it is not a regular file")),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(invalid("it does not exist"));
-                }
-                Err(error) => return Err(io_error("open", &absolute, &error)),
-            }
-            let file =
-                File::open(&absolute).map_err(|error| io_error("open", &absolute, &error))?;
-            let metadata = file
-                .metadata()
-                .map_err(|error| io_error("open", &absolute, &error))?;
-            if !metadata.is_file() {
-                return Err(invalid("it is not a regular file"));
-            }
-            Ok(TransferSource {
-                file: Arc::new(file),
-                size: metadata.len(),
-            })
-        })
-        .await?;
-        Ok(Box::new(source))
-    }
-
-    async fn create_host_file(&self, path: &str) -> std::io::Result<Box<dyn HostFileWriter>> {
-        let absolute = self.transfer_path(path)?;
-        let temp = blocking_io(move || {
-            if let Some(parent) = absolute.parent() {
-                fs::create_dir_all(parent)?;
-            }
-            let file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&absolute)?;
-            Ok(TransferTemp {
-                file: Arc::new(file),
-            })
-        })
-        .await?;
-        Ok(Box::new(temp))
-    }
-
-    async fn promote_host_file(
-        &self,
-        temp: &str,
-        destination: &str,
-        overwrite: bool,
-    ) -> std::io::Result<()> {
-        let temp = self.transfer_path(temp)?;
-        let destination = self.transfer_path(destination)?;
-        blocking_io(move || {
-            if overwrite {
-                fs::rename(&temp, &destination)?;
-            } else {
-                // A hard link fails when the destination exists, so an existing file is never
-                // replaced, even by a racing writer.
-                fs::hard_link(&temp, &destination)?;
-            }
-            sync_folder(&destination);
-            Ok(())
-        })
-        .await
-    }
-
-    async fn remove_host_file(&self, path: &str) -> std::io::Result<()> {
-        let absolute = self.transfer_path(path)?;
-        blocking_io(move || match fs::remove_file(&absolute) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-            _ => Ok(()),
         })
         .await
     }

@@ -8,7 +8,6 @@
 //! `mcp-server`. It knows nothing about VS Code, and tool logic does not live here.
 
 pub mod files;
-pub mod paths;
 pub mod server;
 pub mod snapshots;
 pub mod summarizer;

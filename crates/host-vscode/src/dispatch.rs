@@ -112,9 +112,8 @@ impl VsCodeDispatch {
 
     /// Stops every kernel (the extension is deactivating).
     pub async fn shutdown_kernels(&self) {
-        if let Some(kernels) = self.tools.host().kernel_manager() {
-            kernels.shutdown_all().await;
-        }
+        use host_core::NotebookKernels as _;
+        self.tools.host().window_kernels().shutdown_all().await;
     }
 }
 

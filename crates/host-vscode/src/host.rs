@@ -11,6 +11,7 @@ use notebook_model::Notebook;
 
 use crate::convert;
 use crate::jupyter::JupyterKernels;
+use crate::kernels::WindowKernels;
 use crate::plan;
 use crate::shell::{Shell, ShellError, Snapshot};
 use crate::uri;
@@ -31,22 +32,46 @@ pub struct HostConfig {
 pub struct VsCodeHost {
     shell: Arc<dyn Shell>,
     config: HostConfig,
-    kernels: Option<Arc<kernels::KernelManager>>,
+    kernels: Arc<WindowKernels>,
     jupyter: JupyterKernels,
+    /// The files transfers read and write: those inside the workspace folders.
+    files: Option<host_files::ConfinedFiles>,
 }
 
 impl VsCodeHost {
+    /// The host of one window, running code on `manager`'s local kernels (none: no kernels of
+    /// ours) or through the Jupyter extension.
     pub fn new(
         shell: Arc<dyn Shell>,
         config: HostConfig,
-        kernels: Option<Arc<kernels::KernelManager>>,
+        manager: Option<kernels::KernelManager>,
     ) -> VsCodeHost {
+        let jupyter = JupyterKernels::new(shell.clone());
+        let kernels = Arc::new(WindowKernels::new(
+            manager,
+            config.workspace_folders.first().cloned(),
+            jupyter.clone(),
+        ));
+        // Folders that cannot be resolved (removed since) are left out; without any, the
+        // window has no files for transfers.
+        let roots: Vec<host_files::Root> = config
+            .workspace_folders
+            .iter()
+            .filter_map(|folder| host_files::Root::new(folder).ok())
+            .collect();
+        let files = (!roots.is_empty()).then(|| host_files::ConfinedFiles::from_roots(roots));
         VsCodeHost {
-            jupyter: JupyterKernels::new(shell.clone()),
+            jupyter,
             shell,
             config,
             kernels,
+            files,
         }
+    }
+
+    /// The window's kernels (to stop them when the extension deactivates).
+    pub fn window_kernels(&self) -> &Arc<WindowKernels> {
+        &self.kernels
     }
 
     /// The shell reports that a notebook changed or closed (wakes observations of runs through
@@ -134,43 +159,19 @@ impl NotebookHost for VsCodeHost {
         }
     }
 
-    fn kernel_manager(&self) -> Option<Arc<kernels::KernelManager>> {
-        self.kernels.clone()
+    fn document_capabilities(&self) -> host_core::DocumentCapabilities {
+        // Every change is an edit of the live document, on the editor's own undo stack.
+        host_core::DocumentCapabilities { undo: false }
     }
 
-    /// The Jupyter extension serves a notebook when it is installed and our own controller is
-    /// not the one selected for it; otherwise cells run on our local kernels.
-    async fn external_kernels(
-        &self,
-        location: &NotebookLocation,
-    ) -> Option<host_core::SharedExternalKernels> {
-        if self.jupyter.serves(&location.uri).await {
-            Some(Arc::new(self.jupyter.clone()))
-        } else {
-            None
-        }
+    fn kernels(&self) -> Option<host_core::SharedKernels> {
+        Some(self.kernels.clone())
     }
 
-    fn kernel_key(&self, location: &NotebookLocation) -> Option<PathBuf> {
-        if let Some(path) = uri::file_path(&location.uri) {
-            return Some(path);
-        }
-        // An untitled notebook's kernel runs in the first folder, else the home folder.
-        let name = location
-            .uri
-            .rsplit([':', '/'])
-            .next()
-            .unwrap_or("untitled.ipynb");
-        let folder = self
-            .first_folder()
-            .map(Path::to_path_buf)
-            .or_else(std::env::home_dir)
-            .unwrap_or_else(std::env::temp_dir);
-        Some(folder.join(name))
-    }
-
-    fn kernel_root(&self) -> Option<PathBuf> {
-        self.first_folder().map(Path::to_path_buf)
+    fn files(&self) -> Option<Arc<dyn host_core::HostFiles>> {
+        self.files
+            .clone()
+            .map(|files| Arc::new(files) as Arc<dyn host_core::HostFiles>)
     }
 
     async fn list(&self) -> Result<Listing, HostError> {
@@ -319,6 +320,7 @@ impl NotebookHost for VsCodeHost {
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
+        // Not listed here (document_capabilities); a client that calls it anyway learns why.
         let _ = location;
         Err(HostError::NotSupported {
             what: "undo_last in VS Code (every change is on the editor's undo stack: use Undo \

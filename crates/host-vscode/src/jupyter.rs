@@ -19,12 +19,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use host_core::{BoxFuture, ExternalCellEvent, ExternalKernels, HostError, NotebookLocation};
-use mcp_contract::results::{KernelChoice, KernelState};
+use execution_tracker::{IopubEvent, ReplyStatus};
+use futures::StreamExt;
+use host_core::kernel::{
+    CellToRun, ExecuteOptions, KernelError, KernelEvent, KernelEvents, KernelLookup, KernelReply,
+    KernelSession, KernelStatus, SessionFeatures, SessionInfo, iopub_of_output,
+};
+use host_core::{BoxFuture, HostError, NotebookLocation};
+use mcp_contract::results::KernelChoice;
 use tokio::sync::{mpsc, watch};
 
 use crate::convert;
-use crate::shell::{ExecutionSummary, JupyterReply, JupyterRequest, Shell, ShellError, Snapshot};
+use crate::shell::{
+    ExecutionSummary, JupyterKernel, JupyterReply, JupyterRequest, Shell, ShellError, Snapshot,
+};
 
 /// The extension id of VS Code's Jupyter extension.
 pub const JUPYTER_EXTENSION: &str = "ms-toolsai.jupyter";
@@ -44,6 +52,8 @@ struct Inner {
     changes: watch::Sender<u64>,
     /// Per notebook URI: raised by every restart or interrupt requested through MCP.
     generations: Mutex<HashMap<String, u64>>,
+    /// Per notebook URI: the session handed out for the current generation.
+    sessions: Mutex<HashMap<String, Arc<JupyterSession>>>,
 }
 
 impl JupyterKernels {
@@ -53,6 +63,7 @@ impl JupyterKernels {
                 shell,
                 changes: watch::channel(0).0,
                 generations: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -144,6 +155,25 @@ fn now_ms() -> f64 {
         .map_or(0.0, |elapsed| elapsed.as_millis() as f64)
 }
 
+/// What the observation of one cell ends with.
+#[derive(Debug, Clone, PartialEq)]
+enum Observed {
+    /// The cell finished after the request: its success mark, execution count and outputs (as
+    /// nbformat outputs; they are already in the document).
+    Settled {
+        success: bool,
+        execution_count: Option<u64>,
+        outputs: Vec<serde_json::Value>,
+    },
+    /// VS Code refused the request; a sanitised error class name.
+    DispatchFailed { error_name: String },
+    /// The notebook was closed.
+    NotebookClosed,
+    /// Observation stopped without a completion: the cell changed, moved or vanished, or a
+    /// kernel restart or interrupt was requested. Completion is not claimed.
+    Lost,
+}
+
 /// A cell's identity and summary as the observer compares them.
 struct Seen {
     cell_id: String,
@@ -193,13 +223,10 @@ impl Baseline {
     }
 }
 
-impl ExternalKernels for JupyterKernels {
-    fn list(
-        &self,
-        location: &NotebookLocation,
-    ) -> BoxFuture<'_, Result<Vec<KernelChoice>, HostError>> {
-        let location = location.clone();
-        Box::pin(async move {
+impl JupyterKernels {
+    /// The controllers VS Code offers for the notebook, with their exact ids.
+    pub async fn list(&self, location: &NotebookLocation) -> Result<Vec<KernelChoice>, HostError> {
+        {
             let reply = self
                 .ask(JupyterRequest::Controllers {
                     uri: location.uri.clone(),
@@ -207,7 +234,7 @@ impl ExternalKernels for JupyterKernels {
                 .await
                 .map_err(|_| {
                     failed(
-                        &location,
+                        location,
                         "list kernels",
                         "VS Code could not enumerate kernels for this notebook",
                     )
@@ -230,23 +257,19 @@ impl ExternalKernels for JupyterKernels {
                         language: "unknown".to_owned(),
                         source: extension,
                         detail,
+                        runs_on: None,
                     })
                 })
                 .collect())
-        })
+        }
     }
 
-    fn select(
-        &self,
-        location: &NotebookLocation,
-        id: &str,
-    ) -> BoxFuture<'_, Result<(), HostError>> {
-        let location = location.clone();
-        let id = id.to_owned();
-        Box::pin(async move {
+    /// Selects the controller with exactly this id (one `list` returned) for the notebook.
+    pub async fn select(&self, location: &NotebookLocation, id: &str) -> Result<(), HostError> {
+        {
             let Some((extension, controller)) = id.split_once('/') else {
                 return Err(failed(
-                    &location,
+                    location,
                     "select a kernel",
                     format!("`{id}` is not a controller id"),
                 ));
@@ -259,7 +282,7 @@ impl ExternalKernels for JupyterKernels {
                 .is_ok_and(|reply| reply.accepted);
             if !revealed {
                 return Err(failed(
-                    &location,
+                    location,
                     "select a kernel",
                     "VS Code did not show this notebook's editor; nothing was selected",
                 ));
@@ -274,18 +297,18 @@ impl ExternalKernels for JupyterKernels {
                 .is_ok_and(|reply| reply.accepted);
             if !selected {
                 return Err(failed(
-                    &location,
+                    location,
                     "select a kernel",
                     format!("VS Code did not select kernel `{id}`"),
                 ));
             }
             Ok(())
-        })
+        }
     }
 
-    fn configure(&self, location: &NotebookLocation) -> BoxFuture<'_, Result<String, HostError>> {
-        let location = location.clone();
-        Box::pin(async move {
+    /// Asks the Jupyter extension to configure a kernel; returns its words about what it did.
+    pub async fn configure(&self, location: &NotebookLocation) -> Result<String, HostError> {
+        {
             let reply = self
                 .ask(JupyterRequest::Configure {
                     uri: location.uri.clone(),
@@ -293,7 +316,7 @@ impl ExternalKernels for JupyterKernels {
                 .await
                 .map_err(|_| {
                     failed(
-                        &location,
+                        location,
                         "configure a kernel",
                         "the Jupyter extension's configure tool failed",
                     )
@@ -309,69 +332,82 @@ impl ExternalKernels for JupyterKernels {
                 .any(|word| lower.contains(word))
             {
                 return Err(failed(
-                    &location,
+                    location,
                     "configure a kernel",
                     format!("Jupyter could not configure a kernel: {detail}"),
                 ));
             }
             Ok(format!("kernel configuration requested: {detail}"))
-        })
+        }
     }
 
-    fn state(&self, location: &NotebookLocation) -> BoxFuture<'_, KernelState> {
-        let location = location.clone();
-        Box::pin(async move {
-            let reply = self
-                .ask(JupyterRequest::Kernel {
-                    uri: location.uri.clone(),
-                })
-                .await
-                .unwrap_or_else(|_| JupyterReply {
-                    lookup_failure: Some("lookup-failed".to_owned()),
-                    ..JupyterReply::default()
-                });
-            let active = reply.kernel.is_some();
-            let kernel = reply.kernel.unwrap_or_default();
-            KernelState {
-                label: kernel.label,
-                id: None,
-                language: kernel.language.unwrap_or_else(|| "unknown".to_owned()),
-                status: kernel.status.unwrap_or_else(|| "unknown".to_owned()),
-                runtime: if active { "active" } else { "unknown" }.to_owned(),
-                runtime_reason: (!active)
-                    .then(|| lookup_reason(reply.lookup_failure.as_deref()).to_owned()),
-                implementation: None,
-                language_version: None,
-                epoch: None,
-                pid: None,
-            }
-        })
+    /// The notebook's active kernel as the Jupyter extension reports it.
+    pub async fn lookup(&self, location: &NotebookLocation) -> KernelLookup {
+        let reply = self
+            .ask(JupyterRequest::Kernel {
+                uri: location.uri.clone(),
+            })
+            .await
+            .unwrap_or_else(|_| JupyterReply {
+                lookup_failure: Some("lookup-failed".to_owned()),
+                ..JupyterReply::default()
+            });
+        match reply.kernel {
+            Some(kernel) => KernelLookup::Running(self.session(&location.uri, &kernel)),
+            None => KernelLookup::Unobserved {
+                reason: lookup_reason(reply.lookup_failure.as_deref()).to_owned(),
+            },
+        }
     }
 
-    fn request(
-        &self,
-        location: &NotebookLocation,
-        restart: bool,
-    ) -> BoxFuture<'_, Result<(), HostError>> {
-        let location = location.clone();
-        Box::pin(async move {
+    /// The session of the notebook's editor kernel for the current generation, told what the
+    /// extension reports of it now.
+    pub fn session(&self, uri: &str, kernel: &JupyterKernel) -> Arc<JupyterSession> {
+        let generation = self.generation(uri);
+        let mut sessions = self.inner.sessions.lock().expect("sessions lock");
+        if let Some(session) = sessions.get(uri)
+            && session.generation == generation
+        {
+            session.observe(kernel);
+            return session.clone();
+        }
+        let session = Arc::new(JupyterSession {
+            kernels: self.clone(),
+            uri: uri.to_owned(),
+            generation,
+            kernel: Mutex::new(kernel.clone()),
+            status: watch::Sender::new(status_of(kernel.status.as_deref())),
+        });
+        sessions.insert(uri.to_owned(), session.clone());
+        session
+    }
+
+    /// Asks the Jupyter extension to restart the notebook's kernel; completion is not claimed.
+    /// Observations of the notebook's cells under way stop first.
+    pub async fn request_restart(&self, location: &NotebookLocation) -> Result<(), HostError> {
+        self.command(location, RESTART_COMMAND).await
+    }
+
+    /// Asks the Jupyter extension to interrupt the notebook's kernel; completion is not
+    /// claimed. Observations of the notebook's cells under way stop first.
+    pub async fn request_interrupt(&self, location: &NotebookLocation) -> Result<(), HostError> {
+        self.command(location, INTERRUPT_COMMAND).await
+    }
+
+    async fn command(&self, location: &NotebookLocation, command: &str) -> Result<(), HostError> {
+        {
             self.raise_generation(&location.uri);
-            let command = if restart {
-                RESTART_COMMAND
-            } else {
-                INTERRUPT_COMMAND
-            };
             let reply = self
                 .ask(JupyterRequest::Command {
                     uri: location.uri.clone(),
                     command: command.to_owned(),
                 })
                 .await
-                .map_err(|_| failed(&location, "request", "VS Code did not take the request"))?;
+                .map_err(|_| failed(location, "request", "VS Code did not take the request"))?;
             match reply.error_name {
                 None => Ok(()),
                 Some(name) => Err(failed(
-                    &location,
+                    location,
                     "request",
                     format!(
                         "the Jupyter extension refused the request ({})",
@@ -379,24 +415,53 @@ impl ExternalKernels for JupyterKernels {
                     ),
                 )),
             }
-        })
+        }
     }
 
-    fn run_cell(
-        &self,
-        location: &NotebookLocation,
-        index: usize,
-        cell_id: &str,
-    ) -> mpsc::UnboundedReceiver<ExternalCellEvent> {
+    /// Runs the code cell at `index` (whose id is `cell_id`) and reports what is observed, as
+    /// the events a kernel would have sent.
+    fn run_cell(&self, uri: &str, index: usize, cell_id: &str) -> KernelEvents {
         let (sender, receiver) = mpsc::unbounded_channel();
         let this = self.clone();
-        let uri = location.uri.clone();
+        let uri = uri.to_owned();
         let cell_id = cell_id.to_owned();
         tokio::spawn(async move {
-            let event = this.observe_cell(&uri, index, &cell_id, &sender).await;
-            let _ = sender.send(event);
+            let ended = this.observe_cell(&uri, index, &cell_id, &sender).await;
+            match ended {
+                Observed::Settled {
+                    success,
+                    execution_count,
+                    outputs,
+                } => {
+                    let _ = sender.send(KernelEvent::Busy);
+                    for output in &outputs {
+                        if let Some(event) = iopub_of_output(output) {
+                            let _ = sender.send(KernelEvent::output(event));
+                        }
+                    }
+                    let status = if success {
+                        ReplyStatus::Ok
+                    } else {
+                        ReplyStatus::Error
+                    };
+                    let _ = sender.send(KernelEvent::Idle);
+                    let _ = sender.send(KernelEvent::Reply(KernelReply::new(
+                        status,
+                        execution_count,
+                    )));
+                }
+                Observed::DispatchFailed { error_name } => {
+                    let _ = sender.send(KernelEvent::Refused { error_name });
+                }
+                Observed::NotebookClosed => {
+                    let _ = sender.send(KernelEvent::NotebookClosed);
+                }
+                Observed::Lost => {
+                    let _ = sender.send(KernelEvent::Lost);
+                }
+            }
         });
-        receiver
+        events_of(receiver)
     }
 }
 
@@ -407,15 +472,15 @@ impl JupyterKernels {
         uri: &str,
         index: usize,
         cell_id: &str,
-        events: &mpsc::UnboundedSender<ExternalCellEvent>,
-    ) -> ExternalCellEvent {
+        events: &mpsc::UnboundedSender<KernelEvent>,
+    ) -> Observed {
         let generation = self.generation(uri);
         let mut changes = self.inner.changes.subscribe();
         let Ok(Some(snapshot)) = self.inner.shell.read(uri.to_owned()).await else {
-            return ExternalCellEvent::NotebookClosed;
+            return Observed::NotebookClosed;
         };
         let Some(before) = seen(&snapshot, index).filter(|before| before.cell_id == cell_id) else {
-            return ExternalCellEvent::Lost;
+            return Observed::Lost;
         };
         let revealed = self
             .ask(JupyterRequest::Reveal {
@@ -425,7 +490,7 @@ impl JupyterKernels {
             .is_ok_and(|reply| reply.accepted);
         if !revealed {
             // Fail closed: nothing is dispatched into an editor that is not this notebook's.
-            return ExternalCellEvent::DispatchFailed {
+            return Observed::DispatchFailed {
                 error_name: "EditorMismatch".to_owned(),
             };
         }
@@ -445,19 +510,19 @@ impl JupyterKernels {
         let mut observed = false;
         loop {
             if self.generation(uri) != generation {
-                return ExternalCellEvent::Lost;
+                return Observed::Lost;
             }
             let Ok(Some(snapshot)) = self.inner.shell.read(uri.to_owned()).await else {
-                return ExternalCellEvent::NotebookClosed;
+                return Observed::NotebookClosed;
             };
             let Some(now) = seen(&snapshot, index)
                 .filter(|now| now.cell_id == before.cell_id && now.source == before.source)
             else {
-                return ExternalCellEvent::Lost;
+                return Observed::Lost;
             };
             if !observed && baseline.observed(&now.summary) {
                 observed = true;
-                let _ = events.send(ExternalCellEvent::Observed);
+                let _ = events.send(KernelEvent::Busy);
             }
             if baseline.completed(&now.summary) {
                 let notebook = convert::notebook_from_snapshot(&snapshot);
@@ -465,7 +530,7 @@ impl JupyterKernels {
                     .cell(index)
                     .map(|cell| cell.outputs().to_vec())
                     .unwrap_or_default();
-                return ExternalCellEvent::Settled {
+                return Observed::Settled {
                     success: now.summary.success == Some(true),
                     execution_count: now.summary.execution_order.map(u64::from),
                     outputs,
@@ -479,18 +544,194 @@ impl JupyterKernels {
                         Ok(Err(_)) | Err(_) => Some("Error".to_owned()),
                     };
                     if let Some(name) = error_name {
-                        return ExternalCellEvent::DispatchFailed {
+                        return Observed::DispatchFailed {
                             error_name: sanitized_error_name(Some(&name)),
                         };
                     }
                 }
                 changed = changes.changed() => {
                     if changed.is_err() {
-                        return ExternalCellEvent::Lost;
+                        return Observed::Lost;
                     }
                 }
             }
         }
+    }
+}
+
+/// The MIME types VS Code gives a kernel's streams and errors in output items.
+const STDOUT_MIME: &str = "application/vnd.code.notebook.stdout";
+const STDERR_MIME: &str = "application/vnd.code.notebook.stderr";
+const ERROR_MIME: &str = "application/vnd.code.notebook.error";
+
+/// A Jupyter kernel status word as host-core sees it.
+fn status_of(status: Option<&str>) -> KernelStatus {
+    match status {
+        Some("idle") => KernelStatus::Idle,
+        Some("busy") => KernelStatus::Busy,
+        Some("starting") => KernelStatus::Starting,
+        Some("restarting" | "autorestarting") => KernelStatus::Restarting,
+        Some("dead" | "terminating") => KernelStatus::Dead,
+        _ => KernelStatus::Unreachable,
+    }
+}
+
+/// A channel of events as a stream that ends after the terminal one.
+fn events_of(receiver: mpsc::UnboundedReceiver<KernelEvent>) -> KernelEvents {
+    futures::stream::unfold(receiver, |mut receiver| async move {
+        let event = receiver.recv().await?;
+        Some((event, receiver))
+    })
+    .boxed()
+}
+
+/// The outputs `executeCode` yielded, as the events of one execution: VS Code's stream items
+/// become stream outputs, its error item an error, anything else a display.
+pub fn code_events(outputs: &[crate::shell::OutputData]) -> Vec<KernelEvent> {
+    let mut events = vec![KernelEvent::Busy];
+    let mut raised = None;
+    for output in outputs {
+        for item in &output.items {
+            let text = || String::from_utf8_lossy(&item.data).into_owned();
+            let event = match item.mime.as_str() {
+                STDOUT_MIME => IopubEvent::Stream {
+                    name: "stdout".to_owned(),
+                    text: text(),
+                },
+                STDERR_MIME => IopubEvent::Stream {
+                    name: "stderr".to_owned(),
+                    text: text(),
+                },
+                ERROR_MIME => {
+                    let error: serde_json::Value =
+                        serde_json::from_slice(&item.data).unwrap_or_default();
+                    let ename =
+                        sanitized_error_name(error.get("name").and_then(|name| name.as_str()));
+                    raised = Some(ename.clone());
+                    IopubEvent::Error {
+                        ename,
+                        evalue: String::new(),
+                        traceback: Vec::new(),
+                    }
+                }
+                mime => {
+                    let mut data = serde_json::Map::new();
+                    data.insert(mime.to_owned(), serde_json::Value::String(text()));
+                    IopubEvent::DisplayData {
+                        data: serde_json::Value::Object(data),
+                        metadata: serde_json::Value::Object(serde_json::Map::new()),
+                        transient: None,
+                    }
+                }
+            };
+            events.push(KernelEvent::output(event));
+        }
+    }
+    events.push(KernelEvent::Idle);
+    let mut reply = KernelReply::new(
+        if raised.is_some() {
+            ReplyStatus::Error
+        } else {
+            ReplyStatus::Ok
+        },
+        None,
+    );
+    reply.error = raised.map(|ename| host_core::kernel::RaisedError {
+        ename,
+        ..Default::default()
+    });
+    events.push(KernelEvent::Reply(reply));
+    events
+}
+
+/// The kernel the Jupyter extension runs for one notebook, within one generation (a restart or
+/// interrupt requested through MCP starts a new one).
+pub struct JupyterSession {
+    kernels: JupyterKernels,
+    uri: String,
+    generation: u64,
+    /// What the extension last reported of it.
+    kernel: Mutex<JupyterKernel>,
+    status: watch::Sender<KernelStatus>,
+}
+
+impl JupyterSession {
+    fn observe(&self, kernel: &JupyterKernel) {
+        *self.kernel.lock().expect("kernel lock") = kernel.clone();
+        self.status
+            .send_replace(status_of(kernel.status.as_deref()));
+    }
+}
+
+impl KernelSession for JupyterSession {
+    fn info(&self) -> SessionInfo {
+        let kernel = self.kernel.lock().expect("kernel lock").clone();
+        SessionInfo {
+            id: String::new(),
+            label: kernel.label.unwrap_or_default(),
+            language: kernel.language.unwrap_or_default(),
+            implementation: None,
+            language_version: None,
+            pid: None,
+            runs_on: None,
+        }
+    }
+
+    fn features(&self) -> SessionFeatures {
+        SessionFeatures {
+            messages: false,
+            host_writes_outputs: true,
+            probe: false,
+        }
+    }
+
+    fn epoch(&self) -> Option<u64> {
+        None
+    }
+
+    fn status(&self) -> watch::Receiver<KernelStatus> {
+        self.status.subscribe()
+    }
+
+    fn run_cell(&self, cell: CellToRun) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
+        Box::pin(async move { Ok(self.kernels.run_cell(&self.uri, cell.index, &cell.cell_id)) })
+    }
+
+    fn execute(
+        &self,
+        code: String,
+        options: ExecuteOptions,
+    ) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
+        Box::pin(async move {
+            if !options.buffers.is_empty() || !options.user_expressions.is_empty() {
+                return Err(KernelError::NotSupported {
+                    message: "the Jupyter extension's kernels take code only".to_owned(),
+                });
+            }
+            if self.kernels.generation(&self.uri) != self.generation {
+                return Err(KernelError::Restarted);
+            }
+            let reply = self
+                .kernels
+                .ask(JupyterRequest::ExecuteCode {
+                    uri: self.uri.clone(),
+                    code,
+                })
+                .await
+                .map_err(|_| KernelError::unavailable("VS Code did not take the request"))?;
+            if let Some(name) = reply.error_name {
+                return Err(KernelError::unavailable(format!(
+                    "the Jupyter extension refused to run the code ({}); check that the \
+                     notebook has an active kernel and that this extension may use it",
+                    sanitized_error_name(Some(&name))
+                )));
+            }
+            Ok(futures::stream::iter(code_events(&reply.outputs)).boxed())
+        })
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
+        Box::pin(async move { Ok(*self.status.borrow()) })
     }
 }
 

@@ -19,6 +19,7 @@ pub mod convert;
 mod dispatch;
 mod host;
 pub mod jupyter;
+pub mod kernels;
 pub mod plan;
 pub mod shell;
 pub mod uri;
@@ -36,15 +37,15 @@ pub use shell::{
 pub fn local_kernels(
     first_folder: Option<std::path::PathBuf>,
     idle_ttl: Option<std::time::Duration>,
-) -> std::sync::Arc<kernels::KernelManager> {
-    let provider = kernels::LocalProvider::new(
-        kernels::DiscoveryConfig::from_env(first_folder),
-        kernels::LaunchConfig::default(),
+) -> ::kernels::KernelManager {
+    let provider = ::kernels::LocalProvider::new(
+        ::kernels::DiscoveryConfig::from_env(first_folder),
+        ::kernels::LaunchConfig::default(),
     );
-    std::sync::Arc::new(kernels::KernelManager::new(
+    ::kernels::KernelManager::new(
         std::sync::Arc::new(provider),
-        kernels::ManagerConfig { idle_ttl },
-    ))
+        ::kernels::ManagerConfig { idle_ttl },
+    )
 }
 
 /// A random UUID (v4), for the window id made at each activation.

@@ -172,6 +172,9 @@ pub enum JupyterRequest {
     /// `notebook.cell.execute` with `{document, ranges: [{start: index, end: index + 1}]}`:
     /// answers when its promise settles (which may be never); a rejection is `error_name`.
     Execute { uri: String, index: usize },
+    /// `kernels.getKernel(uri).executeCode(code)`: answers with every output it yielded once
+    /// the execution ended (`outputs`), or the error class name of a failure.
+    ExecuteCode { uri: String, code: String },
 }
 
 /// The active kernel the Jupyter extension reports.
@@ -192,7 +195,7 @@ pub struct Controller {
 }
 
 /// What VS Code answered; only the fields of the request's kind are set.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct JupyterReply {
     pub installed: bool,
     pub own_controller_selected: bool,
@@ -207,4 +210,6 @@ pub struct JupyterReply {
     pub detail: Option<String>,
     /// A rejected command's error class name (unsanitised; Rust checks it).
     pub error_name: Option<String>,
+    /// `ExecuteCode`: the outputs, in order.
+    pub outputs: Vec<OutputData>,
 }

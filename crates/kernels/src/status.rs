@@ -21,10 +21,13 @@ impl ProcessExit {
         allow(dead_code, reason = "used by local kernels")
     )]
     pub(crate) fn from_status(status: std::process::ExitStatus) -> Self {
-        use std::os::unix::process::ExitStatusExt as _;
+        #[cfg(unix)]
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        #[cfg(not(unix))]
+        let signal = None;
         ProcessExit {
             code: status.code(),
-            signal: status.signal(),
+            signal,
         }
     }
 }
@@ -33,13 +36,26 @@ impl fmt::Display for ProcessExit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (self.code, self.signal) {
             (Some(code), _) => write!(f, "exit code {code}"),
-            (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
-                Ok(name) => write!(f, "killed by signal {signal} ({})", name.as_str()),
-                Err(_) => write!(f, "killed by signal {signal}"),
+            (None, Some(signal)) => match signal_name(signal) {
+                Some(name) => write!(f, "killed by signal {signal} ({name})"),
+                None => write!(f, "killed by signal {signal}"),
             },
             (None, None) => f.write_str("exit status unknown"),
         }
     }
+}
+
+/// The name of a Unix signal number.
+#[cfg(unix)]
+fn signal_name(signal: i32) -> Option<&'static str> {
+    nix::sys::signal::Signal::try_from(signal)
+        .ok()
+        .map(nix::sys::signal::Signal::as_str)
+}
+
+#[cfg(not(unix))]
+fn signal_name(_signal: i32) -> Option<&'static str> {
+    None
 }
 
 /// The kernel's state as the host sees it.

@@ -171,6 +171,7 @@ fn kind(event: &ExecuteEvent) -> &'static str {
         ExecuteEvent::KernelDied { .. } => "died",
         ExecuteEvent::KernelShutdown => "shutdown",
         ExecuteEvent::ConnectionLost => "lost",
+        ExecuteEvent::ServerStopped => "server-stopped",
     }
 }
 

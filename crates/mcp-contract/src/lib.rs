@@ -2,18 +2,36 @@
 //!
 //! Layer 1 (domain). Types only: what each tool accepts ([`params`]) and returns ([`results`]),
 //! the catalogue of tools with their annotations and schemas ([`catalog`]), the stable error
-//! codes ([`errors`]) and the lenient reading of stringified arguments ([`coerce`]). No tokio, no
-//! rmcp, no filesystem, no clock: hosts and transports build on these types.
+//! codes ([`errors`]), the lenient reading of stringified arguments ([`coerce`]), notebook
+//! references ([`refs`]) and what a transport serves ([`dispatch`]). No tokio, no rmcp, no
+//! filesystem, no clock: hosts and transports build on these types.
+//!
+//! ```
+//! use mcp_contract::{ErrorCode, ToolError, ToolOutput};
+//!
+//! let failure = ToolOutput::failure(ToolError::new(ErrorCode::NotebookNotFound, "list first"));
+//! assert_eq!(failure.error_code(), Some(ErrorCode::NotebookNotFound));
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod catalog;
 pub mod coerce;
+pub mod dispatch;
 pub mod errors;
 pub mod params;
+pub mod prompts;
+pub mod refs;
+pub mod resources;
 pub mod results;
 
 pub use catalog::{Annotations, Capability, ToolSpec, all_tools};
 pub use coerce::parse_arguments;
+pub use dispatch::{
+    BoxFuture, CallContext, ImageContent, ProgressSink, ResourceBody, ResourceEntry, ResourceError,
+    ToolDispatch, ToolOutput, WindowInfo,
+};
+pub use errors::ErrorCode;
 pub use results::ToolError;
 
 /// Valid tool parameter JSON and its rejection must never panic: for a fuzz target.

@@ -2,8 +2,8 @@
 //! DNS-rebinding defence (its `Host` and any `Origin` must be loopback, else 403) and, when a token
 //! is configured, the token check (else 401). Nothing reaches a tool before both pass.
 
+use core::net::SocketAddr;
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +35,7 @@ pub trait ExtraRoutes: Send + Sync + 'static {
     fn handle(
         &self,
         request: Request<Incoming>,
-    ) -> host_core::BoxFuture<'_, Result<Response<Body>, Request<Incoming>>>;
+    ) -> mcp_contract::BoxFuture<'_, Result<Response<Body>, Request<Incoming>>>;
 }
 
 /// How the HTTP endpoint is protected.
@@ -207,9 +207,13 @@ impl HttpApp {
         let config = StreamableHttpServerConfig::default()
             .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
             .with_sse_keep_alive(Some(Duration::from_secs(15)))
+            // A reply with nothing before it goes as one JSON body, not an SSE event: clients cap
+            // event sizes (the Python SDK at 1 MiB), and a whole log read as a resource is larger.
+            // A call that reports progress first still streams.
+            .with_json_response(true)
             .with_cancellation_token(cancel);
         let mcp = StreamableHttpService::new(
-            move || Ok(handler.clone()),
+            move || Ok(handler.for_session()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

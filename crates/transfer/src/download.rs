@@ -16,7 +16,8 @@ use sha2::Digest as _;
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, Leftover, Phase, Side, TransferError, TransferReceipt};
 use crate::machine::{
-    Action, Chunking, Common, Deadline, Event, Pending, TransferMachine, validate_common,
+    Action, Chunking, Common, Deadline, Event, KernelWire, Pending, TransferMachine,
+    validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -45,12 +46,12 @@ pub struct DownloadConfig {
     /// (default and at most [`crate::CHUNKS_PER_REQUEST`]): buffers are not counted by Jupyter
     /// Server's IOPub data rate limit, so larger batches only save requests.
     pub buffered_chunks_per_request: usize,
-    /// Let the kernel send the chunks as the binary buffers of a `display_data` message instead
-    /// of base64 in the receipt (default true): no base64 and no JSON around the payload on
-    /// either side, and no message signature over it. A kernel that cannot (not ipykernel 6 or
-    /// later) inlines them anyway. A host that cannot hand buffers back in
-    /// [`crate::KernelOutput`] sets this false.
-    pub reply_buffers: bool,
+    /// How the host's kernel requests travel (default [`KernelWire::Messages`]). With
+    /// messages the kernel sends the chunks as the binary buffers of a `display_data` message
+    /// instead of base64 in the receipt: no base64 and no JSON around the payload on either
+    /// side, and no message signature over it (a kernel that cannot, not ipykernel 6 or later,
+    /// inlines them anyway); code-only hosts get them inlined.
+    pub wire: KernelWire,
 }
 
 impl DownloadConfig {
@@ -72,7 +73,7 @@ impl DownloadConfig {
             chunk_size: crate::CHUNK_SIZE,
             chunks_per_request: crate::DOWNLOAD_CHUNKS_PER_REQUEST,
             buffered_chunks_per_request: crate::CHUNKS_PER_REQUEST,
-            reply_buffers: true,
+            wire: KernelWire::default(),
         }
     }
 }
@@ -143,6 +144,7 @@ impl Download {
             Chunking {
                 chunk_size: config.chunk_size,
                 chunks_per_request: config.chunks_per_request,
+                wire: config.wire,
             },
         )?;
         if config.buffered_chunks_per_request == 0
@@ -160,7 +162,7 @@ impl Download {
             host_temp_path,
             remote_size: 0,
             host_temp_exists: false,
-            reply_buffers: config.reply_buffers,
+            reply_buffers: config.wire == KernelWire::Messages,
             buffered_batch_len,
             kernel_sends_buffers: false,
             state: State::Next(Next::Inspect),

@@ -36,15 +36,36 @@ impl Deadline {
     }
 }
 
+/// How a host's kernel requests travel, which decides how payloads are rendered. The host
+/// says which it can do; everything else follows here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelWire {
+    /// Jupyter messages (a kernel over ZeroMQ or a server's WebSocket): upload chunks ride as
+    /// binary buffers of the execute request, downloads come back as the buffers of a
+    /// `display_data` message, and the request itself travels as a user expression.
+    #[default]
+    Messages,
+    /// Source code in, outputs out (an editor's kernel API such as VS Code's Jupyter
+    /// extension): chunks are base64 literals in the source and downloads are printed, base64,
+    /// in the receipt line.
+    CodeOnly,
+}
+
 /// One kernel execution the machine asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelStep {
     /// The request as data (what `code` does).
     pub request: KernelRequest,
-    /// The Python source to execute, and the binary buffers to send with it in this order
-    /// (`request.to_python_with_buffers()`).
+    /// The Python source to execute (`request.to_python_with_buffers()` or, for
+    /// [`KernelWire::CodeOnly`], `request.to_python()`).
     pub code: String,
+    /// The binary buffers to send with it, in this order (none for
+    /// [`KernelWire::CodeOnly`]).
     pub buffers: Vec<Vec<u8>>,
+    /// How the host sends it: with [`KernelWire::Messages`], the first line of `code` (its tag)
+    /// as the cell and the whole of `code` as a user expression, with `buffers`; with
+    /// [`KernelWire::CodeOnly`], `code` as the cell.
+    pub wire: KernelWire,
     /// The deadline the host enforces.
     pub deadline: Deadline,
     /// The phase the step belongs to (for logs and progress).
@@ -224,6 +245,7 @@ pub(crate) struct Common {
     pub(crate) max_bytes: u64,
     pub(crate) chunk_size: u64,
     pub(crate) chunks_per_request: u64,
+    pub(crate) wire: KernelWire,
     pub(crate) sequence: u32,
     pub(crate) hasher: Sha256,
 }
@@ -242,11 +264,15 @@ impl Common {
             sequence: self.sequence,
             operation,
         };
-        let (code, buffers) = request.to_python_with_buffers();
+        let (code, buffers) = match self.wire {
+            KernelWire::Messages => request.to_python_with_buffers(),
+            KernelWire::CodeOnly => (request.to_python(), Vec::new()),
+        };
         Action::ExecuteKernel(KernelStep {
             request,
             code,
             buffers,
+            wire: self.wire,
             deadline,
             phase,
         })
@@ -318,6 +344,7 @@ pub(crate) fn validate_common(
     let Chunking {
         chunk_size,
         chunks_per_request,
+        wire,
     } = chunking;
     if host_path.is_empty() {
         return Err(TransferError::InvalidArgument {
@@ -354,6 +381,7 @@ pub(crate) fn validate_common(
         max_bytes,
         chunk_size: chunk_size as u64,
         chunks_per_request: chunks_per_request as u64,
+        wire,
         sequence: 0,
         hasher: Sha256::new(),
     })
@@ -364,6 +392,7 @@ pub(crate) fn validate_common(
 pub(crate) struct Chunking {
     pub(crate) chunk_size: usize,
     pub(crate) chunks_per_request: usize,
+    pub(crate) wire: KernelWire,
 }
 
 /// Drives an upload and a download answering every kernel step with `reply` (for fuzzing: the

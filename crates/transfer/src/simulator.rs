@@ -461,10 +461,11 @@ fn run(
         }
         let event = match &action {
             Action::ExecuteKernel(step) => {
-                assert_eq!(
-                    (step.code.clone(), step.buffers.clone()),
-                    step.request.to_python_with_buffers()
-                );
+                let rendered = match step.wire {
+                    KernelWire::Messages => step.request.to_python_with_buffers(),
+                    KernelWire::CodeOnly => (step.request.to_python(), Vec::new()),
+                };
+                assert_eq!((step.code.clone(), step.buffers.clone()), rendered);
                 let step_index = kernel_steps;
                 kernel_steps += 1;
                 match fault {
@@ -549,8 +550,8 @@ struct Scenario {
     overwrite: bool,
     existing_destination: Option<Vec<u8>>,
     max_bytes: u64,
-    /// Downloads: the kernel sends chunks as binary buffers.
-    reply_buffers: bool,
+    /// How requests travel: with messages, uploads send buffers and downloads get them back.
+    wire: KernelWire,
     /// Downloads: chunks per request after the first buffered reply.
     buffered_chunks_per_request: usize,
     fault: Fault,
@@ -607,7 +608,7 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
                 data,
                 chunk_size,
                 (chunks_per_request, buffered_chunks_per_request),
-                (overwrite, reply_buffers),
+                (overwrite, messages),
                 existing_destination,
                 fault,
             )| {
@@ -620,7 +621,11 @@ fn scenario(max_len: usize) -> impl Strategy<Value = Scenario> {
                     overwrite,
                     existing_destination,
                     max_bytes: DEFAULT_MAX_BYTES,
-                    reply_buffers,
+                    wire: if messages {
+                        KernelWire::Messages
+                    } else {
+                        KernelWire::CodeOnly
+                    },
                     buffered_chunks_per_request,
                     fault,
                 }
@@ -658,6 +663,7 @@ fn upload_world(scenario: &Scenario) -> (Upload, SimKernel, SimHost) {
         chunk_size: scenario.chunk_size,
         chunks_per_request: scenario.chunks_per_request,
         max_bytes: scenario.max_bytes,
+        wire: scenario.wire,
         ..UploadConfig::new(SOURCE_HOST, KERNEL_FILE, NONCE, scenario.data.len() as u64)
     };
     let mut kernel = SimKernel::default();
@@ -675,7 +681,7 @@ fn download_world(scenario: &Scenario) -> (Download, SimKernel, SimHost) {
         chunk_size: scenario.chunk_size,
         chunks_per_request: scenario.chunks_per_request,
         max_bytes: scenario.max_bytes,
-        reply_buffers: scenario.reply_buffers,
+        wire: scenario.wire,
         buffered_chunks_per_request: scenario.buffered_chunks_per_request,
         ..DownloadConfig::new(DEST_HOST, KERNEL_FILE, NONCE)
     };
@@ -711,7 +717,7 @@ fn upload_batches(scenario: &Scenario) -> usize {
 fn download_batches(scenario: &Scenario) -> usize {
     let len = scenario.data.len();
     let first = scenario.chunk_size * scenario.chunks_per_request;
-    if !scenario.reply_buffers || len <= first {
+    if !(scenario.wire == KernelWire::Messages) || len <= first {
         return len.div_ceil(first);
     }
     1 + (len - first).div_ceil(scenario.chunk_size * scenario.buffered_chunks_per_request)
@@ -852,7 +858,7 @@ proptest! {
         let mut expected_offset = 0;
         for (index, (offset, len)) in batches.iter().enumerate() {
             prop_assert_eq!(*offset, expected_offset);
-            let chunks = if scenario.reply_buffers && index > 0 {
+            let chunks = if (scenario.wire == KernelWire::Messages) && index > 0 {
                 scenario.buffered_chunks_per_request
             } else {
                 scenario.chunks_per_request
@@ -948,7 +954,7 @@ fn small_scenario(fault: Fault) -> Scenario {
         overwrite: false,
         existing_destination: None,
         max_bytes: DEFAULT_MAX_BYTES,
-        reply_buffers: false,
+        wire: KernelWire::CodeOnly,
         buffered_chunks_per_request: 2,
         fault,
     }
@@ -1044,14 +1050,14 @@ fn outcomes_read_well() {
     download(
         "clean, chunks as buffers",
         Scenario {
-            reply_buffers: true,
+            wire: KernelWire::Messages,
             ..small_scenario(Fault::None)
         },
     );
     download(
         "chunk buffer corrupted",
         Scenario {
-            reply_buffers: true,
+            wire: KernelWire::Messages,
             ..small_scenario(Fault::Reply {
                 step: 1,
                 fault: ReplyFault::CorruptData,

@@ -15,7 +15,8 @@ use sha2::Digest as _;
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError};
 use crate::machine::{
-    Action, Chunking, Common, Deadline, Event, Outcome, Pending, TransferMachine, validate_common,
+    Action, Chunking, Common, Deadline, Event, KernelWire, Outcome, Pending, TransferMachine,
+    validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -41,6 +42,8 @@ pub struct UploadConfig {
     /// Chunks per kernel request (default and maximum [`crate::CHUNKS_PER_REQUEST`]; smaller
     /// values exist for tests).
     pub chunks_per_request: usize,
+    /// How the host's kernel requests travel (default [`KernelWire::Messages`]).
+    pub wire: KernelWire,
 }
 
 impl UploadConfig {
@@ -61,6 +64,7 @@ impl UploadConfig {
             max_bytes: crate::DEFAULT_MAX_BYTES,
             chunk_size: crate::CHUNK_SIZE,
             chunks_per_request: crate::CHUNKS_PER_REQUEST,
+            wire: KernelWire::default(),
         }
     }
 }
@@ -122,6 +126,7 @@ impl Upload {
             Chunking {
                 chunk_size: config.chunk_size,
                 chunks_per_request: config.chunks_per_request,
+                wire: config.wire,
             },
         )?;
         let temp_path = temp_file_path(common.kernel_path.as_str(), &common.nonce);

@@ -11,6 +11,8 @@
 mod chart;
 #[path = "bench/peers.rs"]
 mod peers;
+#[path = "bench/raw_ws.rs"]
+mod raw_ws;
 #[path = "bench/report.rs"]
 mod report;
 
@@ -160,11 +162,7 @@ async fn notebook_model_bench(report: &mut String, quick: bool) -> anyhow::Resul
         root: folder.path().to_path_buf(),
         snapshot_folder: folder.path().join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: None,
-        summarizer: None,
-    }));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(Arc::new(host), None, None)));
     // The whole outline (no reply budget), as the target was set for.
     let arguments = json!({"notebookRef": "large.ipynb", "maxResponseChars": 0})
         .as_object()
@@ -249,11 +247,11 @@ fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
     })?;
-    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: None,
-        summarizer: None,
-    }))))
+    Ok(Arc::new(Tools::new(Arc::new(StandaloneHost::new(
+        Arc::new(host),
+        None,
+        None,
+    )))))
 }
 
 async fn timed_read(client: &Client, arguments: &Value) -> Duration {
@@ -316,7 +314,7 @@ async fn broker_bench(report: &mut String, quick: bool) -> anyhow::Result<()> {
     routed.call("list_notebooks", json!({})).await.ok();
     let notebook_ref = host_core::refs::notebook_ref(
         &owner_window.id,
-        &host_standalone::paths::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
+        &host_files::file_uri(&owner_root.path().canonicalize()?.join("work.ipynb")),
     );
     let arguments = json!({"notebookRef": notebook_ref});
     let (mut direct_samples, mut routed_samples) = (Vec::new(), Vec::new());
@@ -406,15 +404,30 @@ async fn transfer_bench(report: &mut String, quick: bool) -> anyhow::Result<()> 
     let (size_mib, runs) = if quick { (4, 1) } else { (32, 3) };
     let root = jupyter_mcp_tests::example_root();
     let kernels = host_standalone::server::local_kernels(root.path(), None);
-    let rows = transfer_rows(kernels, root.path(), size_mib, runs, true).await?;
+    let mut rows = transfer_rows(kernels, root.path(), size_mib, runs, Wire::Messages).await?;
+    // The same kernel spoken to as an editor's kernel API is (VS Code's Jupyter extension):
+    // code in, printed output out, so chunks are base64 literals and receipts.
+    let kernels = host_standalone::server::local_kernels(root.path(), None);
+    rows.extend(transfer_rows(kernels, root.path(), size_mib, runs, Wire::CodeOnly).await?);
     print_rows(
         &format!(
-            "File transfer through a local ipykernel (median of {runs}, in-process tool calls)"
+            "File transfer through a local ipykernel (median of {runs}, in-process tool calls; buffers, then code only)"
         ),
         &rows,
         report,
     );
     Ok(())
+}
+
+/// How the transfer's kernel requests travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    /// Jupyter messages: chunks as binary buffers (held to the local-kernel target).
+    Messages,
+    /// Code only: base64 literals in the source, printed receipts (no target).
+    CodeOnly,
+    /// Jupyter messages through a kernel server (no target).
+    Remote,
 }
 
 /// Uploads and downloads of `size_mib` MiB of random and of compressible bytes through the
@@ -425,24 +438,33 @@ async fn transfer_bench(report: &mut String, quick: bool) -> anyhow::Result<()> 
 const TRANSFER_TARGET_MB_S: f64 = 50.0;
 
 async fn transfer_rows(
-    kernels: Arc<kernels::KernelManager>,
+    kernels: kernels::KernelManager,
     root: &Path,
     size_mib: usize,
     runs: usize,
-    judged: bool,
+    wire: Wire,
 ) -> anyhow::Result<Vec<Row>> {
+    let judged = wire == Wire::Messages;
     let size = size_mib * 1024 * 1024;
     jupyter_mcp_tests::write_code_notebook(root, "bench.ipynb", &["pass"]);
     let kernel_side = tempfile::tempdir()?;
-    let host = FileHost::new(FileHostConfig {
+    let host = Arc::new(FileHost::new(FileHostConfig {
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
-    })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: Some(kernels.clone()),
-        summarizer: None,
-    }));
+    })?);
+    let managed = match wire {
+        Wire::CodeOnly => host.kernels(kernels.clone()).code_only(),
+        Wire::Messages | Wire::Remote => host.kernels(kernels.clone()),
+    };
+    let tools = Tools::new(Arc::new(StandaloneHost::with_kernels(
+        host,
+        Some(Arc::new(managed)),
+        None,
+    )));
+    let wire_label = match wire {
+        Wire::CodeOnly => ", code only",
+        Wire::Messages | Wire::Remote => "",
+    };
     let notebook = json!({"notebookRef": "bench.ipynb"});
     call_tool(&tools, "configure_kernel", notebook.clone()).await?;
     let megabytes_per_second = |duration: Duration| size as f64 / 1e6 / duration.as_secs_f64();
@@ -513,7 +535,7 @@ async fn transfer_rows(
             let rate = megabytes_per_second(timing.median);
             rows.push((
                 format!(
-                    "{direction} {size_mib} MiB {kind} (wire {:.1} MB)",
+                    "{direction} {size_mib} MiB {kind} (wire {:.1} MB{wire_label})",
                     wire_bytes as f64 / 1e6
                 ),
                 format!(
@@ -576,10 +598,22 @@ async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats 
     .await
 }
 
+/// The raw client's trivial execute round trip, `runs` times after one warm-up.
+async fn measure_raw(raw: &mut raw_ws::RawKernel, runs: usize) -> anyhow::Result<Stats> {
+    raw.execute("1 + 1").await?;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        raw.execute("1 + 1").await?;
+        samples.push(start.elapsed());
+    }
+    Ok(stats(samples))
+}
+
 /// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
 /// to the notebook file, receipt).
 async fn trivial_run(
-    manager: Arc<kernels::KernelManager>,
+    manager: kernels::KernelManager,
     root: &Path,
     runs: usize,
 ) -> anyhow::Result<Stats> {
@@ -594,11 +628,11 @@ async fn trivial_run(
         root: root.to_path_buf(),
         snapshot_folder: root.join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost {
-        files: Arc::new(host),
-        kernels: Some(Arc::clone(&manager)),
-        summarizer: None,
-    }));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(
+        Arc::new(host),
+        Some(manager.clone()),
+        None,
+    )));
     let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
         .as_object()
         .cloned();
@@ -651,26 +685,56 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
 
     let server = KernelServer::start(ServerKind::JupyterServer, folder.path(), &[])?;
     eprintln!("started a Jupyter Server at {}", server.url());
-    let remote = |offer_binary: bool| {
-        let mut config = kernels::RemoteConfig::new(
+    // The same server over TLS, with a certificate of a CA made for the run.
+    let ca = jupyter_mcp_tests::kernel_server::TestCa::new("jupyter-mcp bench CA")?;
+    let tls_server = KernelServer::start_with_tls(
+        ServerKind::JupyterServer,
+        folder.path(),
+        &[],
+        Some(ca.issue("bench")?),
+    )?;
+    eprintln!("started a Jupyter Server at {}", tls_server.url());
+    let remote = |server: &KernelServer, offer_binary: bool| {
+        let mut profile = kernels::ConnectionProfile::jupyter_server(
             kernels::ServerUrl::parse(&server.url()).expect("URL"),
-            kernels::ServerToken::new(server.token()),
+            kernels::ServerToken::new(server.token()).map(kernels::CredentialSource::Static),
         );
+        profile.tls.extra_roots = vec![ca.ca_file()];
+        let mut config = kernels::RemoteConfig::with_profile(profile);
         config.offer_binary_protocol = offer_binary;
         config.served_root = Some(folder.path().to_path_buf());
-        kernels::RemoteProvider::new(config)
+        kernels::RemoteProvider::new(config).expect("a usable profile")
     };
+    // Per transport and protocol: our client's trivial execute, then the raw floor on the same
+    // kernel (a minimal WebSocket client of its own, `raw_ws`).
     let mut remote_cells = Vec::new();
-    for offer_binary in [true, false] {
-        let provider = remote(offer_binary);
-        let discovery = provider.discover(None).await?;
-        let spec = discovery
-            .find("remote:python3")
-            .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
-        let kernel = provider.start_remote(spec, folder.path()).await?;
-        let protocol = kernel.protocol().await.unwrap_or("?");
-        remote_cells.push((protocol, trivial_cell(&kernel, runs).await));
-        kernel.shutdown().await?;
+    for (transport, server, tls_ca) in [
+        ("HTTP", &server, None),
+        ("HTTPS", &tls_server, Some(ca.ca_file())),
+    ] {
+        for offer_binary in [true, false] {
+            let provider = remote(server, offer_binary);
+            let discovery = provider.discover(None).await?;
+            let spec = discovery
+                .find("remote:python3")
+                .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
+            let kernel = provider.start_remote(spec, folder.path()).await?;
+            let protocol = kernel.protocol().await.unwrap_or("?");
+            let ours = trivial_cell(&kernel, runs).await;
+            let kernel_id = kernel.kernel_id().expect("a kernel id");
+            let mut raw = raw_ws::RawKernel::connect(
+                server.port(),
+                tls_ca.as_deref(),
+                server.token(),
+                &kernel_id,
+                offer_binary,
+            )
+            .await?;
+            let raw_figures = measure_raw(&mut raw, runs).await?;
+            drop(raw);
+            remote_cells.push((transport, protocol, ours, raw_figures));
+            kernel.shutdown().await?;
+        }
     }
 
     let local_root = tempfile::tempdir()?;
@@ -683,12 +747,12 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
     .await?;
     // Notebooks outside the server's folder: kernels start in its root.
     let remote_root = tempfile::tempdir()?;
-    let kernel_server = host_standalone::KernelServer {
-        url: kernels::ServerUrl::parse(&server.url())?,
-        token: kernels::ServerToken::new(server.token()),
-    };
+    let kernel_server = host_standalone::KernelServer::jupyter_server(
+        kernels::ServerUrl::parse(&server.url())?,
+        kernels::ServerToken::new(server.token()),
+    );
     let remote_run = trivial_run(
-        host_standalone::server::remote_kernels(remote_root.path(), None, &kernel_server),
+        host_standalone::server::remote_kernels(remote_root.path(), None, &kernel_server)?,
         remote_root.path(),
         runs / 3,
     )
@@ -703,16 +767,29 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
         target: "",
         pass: None,
     }];
-    for (protocol, figures) in &remote_cells {
+    for (transport, protocol, figures, raw) in &remote_cells {
+        let protocol = if *protocol == "json" {
+            "JSON"
+        } else {
+            "v1 binary"
+        };
         rows.push(Row {
-            name: if *protocol == "json" {
-                "execute `1 + 1`, Jupyter Server kernel, JSON WebSocket protocol".to_owned()
-            } else {
-                "execute `1 + 1`, Jupyter Server kernel, v1 binary WebSocket protocol".to_owned()
-            },
+            name: format!(
+                "execute `1 + 1`, Jupyter Server kernel, {transport}, {protocol} WebSocket protocol"
+            ),
             figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
             baseline: format!("{} (local kernel)", ms(local_cell.median)),
             ratio: format!("{:.2}×", ratio(figures.median, local_cell.median)),
+            target: "",
+            pass: None,
+        });
+        rows.push(Row {
+            name: format!(
+                "the same, against that server's floor (a raw WebSocket execute round trip, {transport}, {protocol})"
+            ),
+            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
+            baseline: format!("{} (raw client)", ms(raw.median)),
+            ratio: format!("{:.2}×", ratio(figures.median, raw.median)),
             target: "",
             pass: None,
         });
@@ -734,7 +811,7 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
         pass: None,
     });
     print_rows(
-        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback",
+        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback (HTTP and HTTPS), and against that server's own floor",
         &rows,
         report,
     );
@@ -744,13 +821,13 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
     let (size_mib, transfer_runs) = if runs < 50 { (4, 1) } else { (32, 3) };
     let transfer_root = tempfile::tempdir()?;
     let transfer_kernels =
-        host_standalone::server::remote_kernels(transfer_root.path(), None, &kernel_server);
+        host_standalone::server::remote_kernels(transfer_root.path(), None, &kernel_server)?;
     let rows = transfer_rows(
         transfer_kernels,
         transfer_root.path(),
         size_mib,
         transfer_runs,
-        false,
+        Wire::Remote,
     )
     .await?;
     print_rows(

@@ -1,5 +1,6 @@
 use super::*;
-use host_core::refs::notebook_ref;
+use mcp_contract::ErrorCode;
+use mcp_contract::refs::notebook_ref;
 use proptest::prelude::*;
 
 fn host(window_id: &str, label: &str, uris: &[&str]) -> HostListing {
@@ -111,7 +112,7 @@ fn references_resolve_with_the_reference_errors() {
         })
     );
     let error = resolve("nb_12", &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), "notebook_ref_malformed");
+    assert_eq!(error.code(), ErrorCode::NotebookRefMalformed);
     assert!(
         error
             .to_tool_error()
@@ -120,7 +121,7 @@ fn references_resolve_with_the_reference_errors() {
     );
     let unknown = notebook_ref("w3", "file:///a/x.ipynb");
     let error = resolve(&unknown, &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), "notebook_ref_unknown");
+    assert_eq!(error.code(), ErrorCode::NotebookRefUnknown);
     assert!(
         error
             .to_tool_error()
@@ -137,7 +138,7 @@ fn references_resolve_with_the_reference_errors() {
     // Root-relative paths match too.
     assert_eq!(resolve("x.ipynb", &hosts, "w2").unwrap().window_id, "w1");
     let error = resolve("file:///shared.ipynb", &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), "notebook_ambiguous");
+    assert_eq!(error.code(), ErrorCode::NotebookAmbiguous);
     let message = error.to_tool_error().message;
     assert!(message.contains("open in 2 windows"), "{message}");
     assert!(
@@ -155,7 +156,7 @@ fn references_resolve_with_the_reference_errors() {
         "{message}"
     );
     let error = resolve("file:///nowhere.ipynb", &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), "notebook_not_found");
+    assert_eq!(error.code(), ErrorCode::NotebookNotFound);
     // An empty reference goes to the broker's own window, which says what is missing.
     assert_eq!(resolve("", &hosts, "w2").unwrap().window_id, "w2");
 }
@@ -193,7 +194,7 @@ fn a_lone_window_gets_every_reference() {
     // Malformed refs are refused before any window is asked.
     assert_eq!(
         resolve("nb_zz", &hosts, "w1").unwrap_err().code(),
-        "notebook_ref_malformed"
+        ErrorCode::NotebookRefMalformed
     );
 }
 
@@ -251,7 +252,7 @@ fn batch_answers_merge_in_owner_order() {
     );
 
     let failure = ToolOutput::failure(ToolError {
-        code: "window_unavailable".to_owned(),
+        code: ErrorCode::WindowUnavailable,
         message: "gone".to_owned(),
         details: None,
     });
@@ -351,7 +352,7 @@ proptest! {
         if hosts.len() == 1 {
             prop_assert_eq!(outcome.unwrap().window_id, "w0");
         } else {
-            prop_assert_eq!(outcome.unwrap_err().code(), "notebook_ref_unknown");
+            prop_assert_eq!(outcome.unwrap_err().code(), ErrorCode::NotebookRefUnknown);
         }
     }
 
@@ -377,7 +378,7 @@ proptest! {
         let outcome = resolve(wanted, &hosts, "w0");
         match owners.len() {
             0 if hosts.len() == 1 => prop_assert_eq!(outcome.unwrap().window_id, "w0"),
-            0 => prop_assert_eq!(outcome.unwrap_err().code(), "notebook_not_found"),
+            0 => prop_assert_eq!(outcome.unwrap_err().code(), ErrorCode::NotebookNotFound),
             1 => prop_assert_eq!(outcome.unwrap().window_id, owners[0]),
             _ => match outcome.unwrap_err() {
                 RouteError::Ambiguous { matches, .. } => {

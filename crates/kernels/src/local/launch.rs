@@ -19,7 +19,7 @@ use uuid::Uuid;
 use zeromq::SocketRecv;
 
 use super::LaunchConfig;
-use super::process::{BoundedLog, ProcessGroup};
+use super::process::{BoundedLog, GroupSignal, ProcessGroup};
 use super::pump::{Pump, PumpCommand, StopReason, queue, read_socket, write_socket};
 use crate::error::{Error, Result};
 use crate::spec::{InterruptMode, KernelSpecInfo};
@@ -62,7 +62,7 @@ impl Generation {
     ) -> Option<ProcessExit> {
         match interrupt {
             Some(InterruptMode::Signal) => {
-                let _ = self.group.signal(nix::sys::signal::Signal::SIGINT);
+                let _ = self.group.signal(GroupSignal::Interrupt);
             }
             Some(InterruptMode::Message) => {
                 let (reply, _ignored) = tokio::sync::oneshot::channel();
@@ -94,7 +94,7 @@ impl Generation {
                 pid = self.pid,
                 "the kernel did not exit when asked; killing it"
             );
-            let _ = self.group.signal(nix::sys::signal::Signal::SIGKILL);
+            let _ = self.group.signal(GroupSignal::Kill);
             wait_for_exit(&mut self.exit, KILL_PATIENCE).await;
         }
         self.group.kill_and_disarm();
@@ -216,11 +216,13 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
         // ipykernel polls this pid and exits when it is orphaned.
         .env("JPY_PARENT_PID", std::process::id().to_string())
         .current_dir(cwd)
-        .process_group(0)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(false);
+    // Its own process group, so that an interrupt or a kill reaches the helpers it starts.
+    #[cfg(unix)]
+    command.process_group(0);
     let mut child = command.spawn().map_err(|error| {
         let program = &spec.argv[0];
         let reason = match error.kind() {
@@ -296,7 +298,7 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     let (iopub, shell, control, info) = match handshake_result {
         Ok(handshake) => handshake,
         Err(failure) => {
-            let _ = group.signal(nix::sys::signal::Signal::SIGKILL);
+            let _ = group.signal(GroupSignal::Kill);
             wait_for_exit(&mut exit_watch, KILL_PATIENCE).await;
             group.kill_and_disarm();
             for reader in log_readers {
@@ -579,6 +581,7 @@ fn substitute(arg: &str, spec: &KernelSpecInfo, connection_file: &Path) -> Strin
 /// Writes the connection file readable by the owner only: it holds the HMAC key.
 fn write_connection_file(runtime_dir: &Path, connection: &ConnectionInfo) -> Result<PathBuf> {
     use std::io::Write as _;
+    #[cfg(unix)]
     use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
     let io_error = |context: &str| {
         let context = context.to_owned();
@@ -709,6 +712,7 @@ mod tests {
         assert!(matches!(failure, Failure::PortCollision { .. }));
     }
 
+    #[cfg(unix)]
     #[test]
     fn connection_file_is_private() {
         use std::os::unix::fs::PermissionsExt as _;

@@ -249,7 +249,7 @@ impl LocalKernel {
         match self.shared.spec.interrupt_mode {
             InterruptMode::Signal => generation
                 .group
-                .signal(nix::sys::signal::Signal::SIGINT)
+                .signal(process::GroupSignal::Interrupt)
                 .map_err(|source| Error::Signal { source }),
             InterruptMode::Message => {
                 let (reply, answer) = oneshot::channel();

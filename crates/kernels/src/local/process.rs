@@ -5,8 +5,14 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+/// What a kernel's process group can be sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GroupSignal {
+    /// SIGINT: the kernelspec's `signal` interrupt mode.
+    Interrupt,
+    /// SIGKILL: the last resort.
+    Kill,
+}
 
 /// The kernel's process group (the kernel is spawned as its leader, so the group id is its
 /// pid). Dropping an armed guard SIGKILLs the whole group: the last resort that keeps a
@@ -14,42 +20,66 @@ use nix::unistd::Pid;
 ///
 /// Once the group has been killed after the leader exited, the guard disarms itself, so that a
 /// much later drop cannot signal a recycled group id.
+///
+/// Process groups and signals are Unix features. Elsewhere the guard only remembers the pid:
+/// signals fail with [`std::io::ErrorKind::Unsupported`] (interrupting then needs the
+/// kernelspec's `message` interrupt mode) and the kernel is stopped through its `Child`.
 #[derive(Debug)]
 pub(crate) struct ProcessGroup {
-    pgid: Pid,
+    pgid: i32,
     armed: AtomicBool,
 }
 
 impl ProcessGroup {
     pub(crate) fn new(pid: u32) -> Self {
         ProcessGroup {
-            pgid: Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX)),
+            pgid: i32::try_from(pid).unwrap_or(i32::MAX),
             armed: AtomicBool::new(true),
         }
     }
 
     /// Sends `signal` to every process in the group.
-    pub(crate) fn signal(&self, signal: Signal) -> nix::Result<()> {
+    pub(crate) fn signal(&self, signal: GroupSignal) -> std::io::Result<()> {
         if !self.armed.load(Ordering::SeqCst) || !self.is_safe_to_signal() {
-            return Err(nix::Error::ESRCH);
+            return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
         }
-        killpg(self.pgid, signal)
+        send(self.pgid, signal)
     }
 
     /// SIGKILLs what is left of the group and disarms the guard. Called once the leader has
     /// exited (and been reaped), to take down helpers it left behind.
     pub(crate) fn kill_and_disarm(&self) {
         if self.armed.swap(false, Ordering::SeqCst) && self.is_safe_to_signal() {
-            // ESRCH (nothing left) is the normal outcome.
-            let _ = killpg(self.pgid, Signal::SIGKILL);
+            // Nothing left is the normal outcome.
+            let _ = send(self.pgid, GroupSignal::Kill);
         }
     }
+}
+
+#[cfg(unix)]
+fn send(pgid: i32, signal: GroupSignal) -> std::io::Result<()> {
+    use nix::sys::signal::{Signal, killpg};
+    let signal = match signal {
+        GroupSignal::Interrupt => Signal::SIGINT,
+        GroupSignal::Kill => Signal::SIGKILL,
+    };
+    killpg(nix::unistd::Pid::from_raw(pgid), signal)
+        .map_err(|errno| std::io::Error::from_raw_os_error(errno as i32))
+}
+
+#[cfg(not(unix))]
+fn send(pgid: i32, signal: GroupSignal) -> std::io::Result<()> {
+    let _ = (pgid, signal);
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "process groups and signals exist on Unix only",
+    ))
 }
 
 impl ProcessGroup {
     /// Group ids 0 and 1 would mean "our own group" and "everything": never signal those.
     fn is_safe_to_signal(&self) -> bool {
-        self.pgid.as_raw() > 1
+        self.pgid > 1
     }
 }
 
@@ -157,6 +187,9 @@ mod tests {
     fn disarmed_group_is_not_signalled() {
         let group = ProcessGroup::new(u32::MAX);
         group.kill_and_disarm();
-        assert_eq!(group.signal(Signal::SIGINT), Err(nix::Error::ESRCH));
+        assert_eq!(
+            group.signal(GroupSignal::Interrupt).unwrap_err().kind(),
+            std::io::ErrorKind::NotFound
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Paths and URIs under the root folder. Everything a client names is resolved here, and anything
+//! Paths and URIs under a root folder. Everything a client names is resolved here, and anything
 //! that leaves the root (`..`, absolute paths elsewhere, symlinks that escape) is refused.
 
 use std::path::{Component, Path, PathBuf};
@@ -42,6 +42,7 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 }
 
 impl Root {
+    /// The root folder `path`, canonicalised; it must exist and be a folder.
     pub fn new(path: &Path) -> std::io::Result<Root> {
         let canonical = path.canonicalize()?;
         if !canonical.is_dir() {
@@ -53,6 +54,7 @@ impl Root {
         Ok(Root { canonical })
     }
 
+    /// The canonical folder.
     pub fn path(&self) -> &Path {
         &self.canonical
     }
@@ -169,6 +171,7 @@ mod tests {
         let root_dir = outer.path().join("root");
         std::fs::create_dir_all(root_dir.join("sub")).unwrap();
         std::fs::write(outer.path().join("secret.ipynb"), "{}").unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink(outer.path(), root_dir.join("escape")).unwrap();
         let root = Root::new(&root_dir).unwrap();
         let inside = root.resolve_notebook("sub/new.ipynb").unwrap();
@@ -178,6 +181,7 @@ mod tests {
         for bad in [
             "../secret.ipynb",
             "sub/../../secret.ipynb",
+            #[cfg(unix)]
             "escape/secret.ipynb",
             "/etc/passwd.ipynb",
         ] {

@@ -1,0 +1,82 @@
+//! Tool logic tested in-process: [`crate::testing::MemoryHost`] and scripted kernels, on paused
+//! tokio time (waits and deadlines pass instantly; nothing sleeps). The end-to-end suite keeps
+//! the paths that need a real kernel.
+
+mod listing;
+mod reads;
+mod runs;
+mod transfers;
+
+use std::sync::Arc;
+
+use mcp_contract::{ErrorCode, ToolOutput};
+use serde_json::{Value, json};
+
+use crate::testing::{MemoryHost, ScriptedKernels};
+use crate::{CallContext, Tools};
+
+/// A host with scripted kernels and the tools over it.
+pub(crate) struct World {
+    pub host: Arc<MemoryHost>,
+    pub kernels: ScriptedKernels,
+    pub tools: Tools<MemoryHost>,
+}
+
+impl World {
+    pub fn new() -> World {
+        World::with_host(MemoryHost::new())
+    }
+
+    pub fn with_host(host: MemoryHost) -> World {
+        let kernels = ScriptedKernels::new();
+        let host = Arc::new(host.with_kernels(kernels.clone()));
+        World {
+            tools: Tools::new(host.clone()),
+            host,
+            kernels,
+        }
+    }
+
+    pub async fn call(&self, tool: &str, arguments: Value) -> ToolOutput {
+        self.tools
+            .call(tool, arguments.as_object().cloned(), CallContext::default())
+            .await
+    }
+
+    /// The structured result of a call that must succeed.
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        let output = self.call(tool, arguments).await;
+        assert!(!output.is_error, "{tool} failed: {}", output.text);
+        output.structured.expect("a success has structured content")
+    }
+
+    /// The code of a call that must fail.
+    pub async fn fails(&self, tool: &str, arguments: Value) -> ErrorCode {
+        let output = self.call(tool, arguments).await;
+        assert!(
+            output.is_error,
+            "{tool} should have failed: {}",
+            output.text
+        );
+        output.error_code().expect("a failure has a known code")
+    }
+
+    /// The receipt's cell states, in order.
+    pub fn states(receipt: &Value) -> Vec<String> {
+        receipt["cells"]
+            .as_array()
+            .expect("cells")
+            .iter()
+            .map(|cell| cell["state"].as_str().expect("state").to_owned())
+            .collect()
+    }
+
+    /// Follows a run until it is terminal (tokio time is paused, so long waits cost nothing).
+    pub async fn finish(&self, notebook: &str) -> Value {
+        self.ok(
+            "get_execution",
+            json!({"notebookRef": notebook, "waitMs": 3_600_000, "includeOutputs": true}),
+        )
+        .await
+    }
+}

@@ -1,0 +1,294 @@
+//! The kernels of one window ([`WindowKernels`]): per notebook, VS Code's Jupyter extension when
+//! it serves it (installed, and our own controller is not the one selected), otherwise the
+//! same local kernels as the standalone host, run through our controller. Which one serves is
+//! asked anew for every request, since the user can switch controllers at any time.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_core::kernel::{
+    Configured, KernelCapabilities, KernelError, KernelListing, KernelLookup, KernelOption,
+    KernelPreference, KernelSelection, NotebookKernels, RequestOutcome, SharedSession,
+};
+use host_core::{BoxFuture, HostError, NotebookLocation};
+use host_kernels::ManagedKernels;
+use mcp_contract::results::KernelChoice;
+
+use crate::jupyter::JupyterKernels;
+use crate::shell::JupyterKernel;
+use crate::uri;
+
+/// The kernels of a window's notebooks.
+pub struct WindowKernels {
+    local: Option<ManagedKernels>,
+    jupyter: JupyterKernels,
+}
+
+/// The notebook file whose folder a local kernel runs in; an untitled notebook's kernel runs
+/// in the first workspace folder, else the home folder.
+pub(crate) fn kernel_key(location: &NotebookLocation, first_folder: Option<&Path>) -> PathBuf {
+    if let Some(path) = uri::file_path(&location.uri) {
+        return path;
+    }
+    let name = location
+        .uri
+        .rsplit([':', '/'])
+        .next()
+        .unwrap_or("untitled.ipynb");
+    let folder = first_folder
+        .map(Path::to_path_buf)
+        .or_else(std::env::home_dir)
+        .unwrap_or_else(std::env::temp_dir);
+    folder.join(name)
+}
+
+fn host_failure(failure: HostError) -> KernelError {
+    match failure {
+        HostError::NotSupported { what } => KernelError::NotSupported {
+            message: format!("{what} is not supported by this host"),
+        },
+        other => KernelError::unavailable(other.to_string()),
+    }
+}
+
+impl WindowKernels {
+    /// The window's kernels: `manager`'s local ones (none: only the Jupyter extension's), keyed
+    /// by notebook file, discovered also from the first workspace folder.
+    pub fn new(
+        manager: Option<kernels::KernelManager>,
+        first_folder: Option<PathBuf>,
+        jupyter: JupyterKernels,
+    ) -> WindowKernels {
+        let local = manager.map(|manager| {
+            let folder = first_folder.clone();
+            ManagedKernels::new(manager, first_folder, move |location| {
+                Some(kernel_key(location, folder.as_deref()))
+            })
+        });
+        WindowKernels { local, jupyter }
+    }
+
+    /// Whether the Jupyter extension runs this notebook's cells.
+    async fn editor_serves(&self, location: &NotebookLocation) -> bool {
+        self.local.is_none() || self.jupyter.serves(&location.uri).await
+    }
+
+    fn local(&self) -> Result<&ManagedKernels, KernelError> {
+        self.local
+            .as_ref()
+            .ok_or_else(|| KernelError::NotSupported {
+                message: "local kernels are off in this window (jupyterMcp.kernels)".to_owned(),
+            })
+    }
+}
+
+impl NotebookKernels for WindowKernels {
+    fn capabilities(&self) -> KernelCapabilities {
+        if self.local.is_some() {
+            KernelCapabilities::ALL
+        } else {
+            KernelCapabilities::NONE
+        }
+    }
+
+    fn live_epoch(&self, location: &NotebookLocation) -> Option<u64> {
+        // The Jupyter extension's kernels have no epochs; only ours can make a cell fresh.
+        self.local.as_ref()?.live_epoch(location)
+    }
+
+    fn lookup<'a>(&'a self, location: &'a NotebookLocation) -> BoxFuture<'a, KernelLookup> {
+        Box::pin(async move {
+            if self.editor_serves(location).await {
+                self.jupyter.lookup(location).await
+            } else {
+                match self.local() {
+                    Ok(local) => local.lookup(location).await,
+                    Err(failure) => KernelLookup::Absent {
+                        reason: failure.to_string(),
+                    },
+                }
+            }
+        })
+    }
+
+    fn start<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        preference: KernelPreference,
+    ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
+        Box::pin(async move {
+            if self.editor_serves(location).await {
+                // The editor starts its kernel when the first cell runs; the session follows it.
+                return Ok(match self.jupyter.lookup(location).await {
+                    KernelLookup::Running(session) => session,
+                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => self
+                        .jupyter
+                        .session(&location.uri, &JupyterKernel::default())
+                        as SharedSession,
+                });
+            }
+            self.local()?.start(location, preference).await
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        preference: KernelPreference,
+    ) -> BoxFuture<'a, Result<KernelListing, KernelError>> {
+        Box::pin(async move {
+            if self.editor_serves(location).await {
+                let kernels = self
+                    .jupyter
+                    .list(location)
+                    .await
+                    .map_err(host_failure)?
+                    .into_iter()
+                    .map(|choice| KernelOption {
+                        choice,
+                        record: None,
+                    })
+                    .collect();
+                return Ok(KernelListing {
+                    kernels,
+                    selected: None,
+                    hint: None,
+                });
+            }
+            self.local()?.list(location, preference).await
+        })
+    }
+
+    fn select<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        kernel_id: String,
+    ) -> BoxFuture<'a, Result<KernelSelection, KernelError>> {
+        Box::pin(async move {
+            if !self.editor_serves(location).await {
+                return self.local()?.select(location, kernel_id).await;
+            }
+            let offered = self.jupyter.list(location).await.map_err(host_failure)?;
+            let Some(kernel) = offered.iter().find(|kernel| kernel.id == kernel_id) else {
+                let available: Vec<&str> =
+                    offered.iter().map(|kernel| kernel.id.as_str()).collect();
+                return Err(KernelError::UnknownKernel {
+                    message: format!(
+                        "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
+                        if available.is_empty() {
+                            "(none)".to_owned()
+                        } else {
+                            available.join(", ")
+                        }
+                    ),
+                });
+            };
+            self.jupyter
+                .select(location, &kernel.id)
+                .await
+                .map_err(host_failure)?;
+            Ok(KernelSelection {
+                kernel: kernel.clone(),
+                record: None,
+                replaces_running: false,
+            })
+        })
+    }
+
+    fn configure<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        preference: KernelPreference,
+    ) -> BoxFuture<'a, Result<Configured, KernelError>> {
+        Box::pin(async move {
+            if !self.editor_serves(location).await {
+                return self.local()?.configure(location, preference).await;
+            }
+            let detail = self
+                .jupyter
+                .configure(location)
+                .await
+                .map_err(host_failure)?;
+            let info = self
+                .jupyter
+                .lookup(location)
+                .await
+                .session()
+                .map(|session| session.info());
+            Ok(Configured {
+                kernel: KernelChoice {
+                    id: info
+                        .as_ref()
+                        .map(|info| info.id.clone())
+                        .unwrap_or_default(),
+                    label: info
+                        .as_ref()
+                        .map(|info| info.label.clone())
+                        .unwrap_or_default(),
+                    language: info
+                        .map(|info| info.language)
+                        .filter(|language| !language.is_empty())
+                        .unwrap_or_else(|| "unknown".to_owned()),
+                    source: "editor".to_owned(),
+                    detail: Some(detail),
+                    runs_on: None,
+                },
+            })
+        })
+    }
+
+    fn restart<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+    ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
+        Box::pin(async move {
+            if !self.editor_serves(location).await {
+                return self.local()?.restart(location).await;
+            }
+            self.jupyter
+                .request_restart(location)
+                .await
+                .map_err(host_failure)?;
+            Ok(RequestOutcome::Requested)
+        })
+    }
+
+    fn interrupt<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+    ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
+        Box::pin(async move {
+            if !self.editor_serves(location).await {
+                return self.local()?.interrupt(location).await;
+            }
+            self.jupyter
+                .request_interrupt(location)
+                .await
+                .map_err(host_failure)?;
+            Ok(RequestOutcome::Requested)
+        })
+    }
+
+    fn shutdown<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+    ) -> BoxFuture<'a, Result<bool, KernelError>> {
+        Box::pin(async move {
+            match &self.local {
+                Some(local) => local.shutdown(location).await,
+                None => Ok(false),
+            }
+        })
+    }
+
+    fn shutdown_all(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(local) = &self.local {
+                local.shutdown_all().await;
+            }
+        })
+    }
+}
+
+/// A shared handle, for the dispatch's controller entry points.
+pub type SharedWindowKernels = Arc<WindowKernels>;

@@ -21,6 +21,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
 pub mod browser;
+pub mod colab;
 pub mod hub;
 pub mod kernel_server;
 

@@ -306,6 +306,12 @@ pub trait NotebookHost: Send + Sync + 'static {
         None
     }
 
+    /// The Colab runtime the Colab tools use; `None` (the default) when none is configured
+    /// (the Colab tools are then not listed).
+    fn colab(&self) -> Option<crate::colab::SharedColab> {
+        None
+    }
+
     /// A language model for `summarize_cells`; without one, summaries are deterministic.
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None

@@ -45,6 +45,7 @@ assert_eq!(read["cells"][1]["sourceTruncated"], true);
 
 mod budget;
 mod codes;
+pub mod colab;
 mod execution;
 pub mod files;
 pub mod host;

@@ -99,6 +99,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) kernels: Option<SharedKernels>,
     /// The host's files for transfers, taken once at the start.
     pub(crate) files: Option<Arc<dyn HostFiles>>,
+    /// The host's Colab runtime, taken once at the start.
+    pub(crate) colab: Option<crate::colab::SharedColab>,
     specs: Vec<ToolSpec>,
     input_schemas: HashMap<&'static str, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
@@ -146,6 +148,7 @@ impl<H: NotebookHost> Tools<H> {
     pub fn new(host: Arc<H>) -> Tools<H> {
         let kernels = host.kernels();
         let files = host.files();
+        let colab = host.colab();
         let can = kernels
             .as_ref()
             .map_or(KernelCapabilities::NONE, |kernels| kernels.capabilities());
@@ -158,6 +161,7 @@ impl<H: NotebookHost> Tools<H> {
             Capability::Restart => can.restart,
             Capability::ChooseKernel => can.choose,
             Capability::Transfer => can.transfer && files.is_some(),
+            Capability::Colab => colab.is_some() && can.execute,
         };
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
@@ -172,6 +176,7 @@ impl<H: NotebookHost> Tools<H> {
                 host,
                 kernels,
                 files,
+                colab,
                 specs,
                 input_schemas,
                 known_refs: Mutex::new(HashMap::new()),
@@ -260,6 +265,7 @@ impl<H: NotebookHost> Tools<H> {
             "inspect_variable" => with!(inspect_variable),
             "upload_file" => with!(upload_file, context),
             "download_file" => with!(download_file, context),
+            "check_colab" => with!(check_colab),
             other => Err(error(
                 ErrorCode::NotSupported,
                 format!("`{other}` is not available on this host"),

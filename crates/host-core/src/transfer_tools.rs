@@ -269,6 +269,17 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             });
         }
+        // A Colab runtime's file service carries large files (and any with colabFileUri).
+        if let Some(route) = self
+            .contents_route(direction, &params, &files, &host_path)
+            .await?
+        {
+            let moved = self
+                .contents_transfer(direction, &params, route, &files, &host_path, &kernel)
+                .await;
+            drop(reservation);
+            return moved;
+        }
         let nonce = uuid::Uuid::new_v4().to_string();
         let overwrite = params.overwrite.unwrap_or(false);
         let max_bytes = params.max_bytes.unwrap_or(transfer::DEFAULT_MAX_BYTES);
@@ -332,6 +343,7 @@ impl<H: NotebookHost> Tools<H> {
             verified: true,
             wire_bytes: traffic.wire_bytes,
             chunks: traffic.chunks,
+            route: None,
         };
         Ok((
             serde_json::to_value(result).expect("serialises"),

@@ -92,6 +92,8 @@ pub struct StandaloneHost {
     pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
     /// The files transfers read and write: those under the root.
     transfers: host_files::ConfinedFiles,
+    /// The Colab runtime the kernels run on, for the Colab tools.
+    pub colab: Option<host_core::colab::SharedColab>,
 }
 
 impl StandaloneHost {
@@ -117,6 +119,7 @@ impl StandaloneHost {
             kernels,
             summarizer,
             transfers,
+            colab: None,
         }
     }
 }
@@ -616,6 +619,10 @@ impl NotebookHost for StandaloneHost {
 
     fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
         self.summarizer.clone()
+    }
+
+    fn colab(&self) -> Option<host_core::colab::SharedColab> {
+        self.colab.clone()
     }
 
     async fn list(&self) -> Result<Listing, HostError> {

@@ -80,6 +80,22 @@ enum Command {
         /// it (without it, such a run ends and the next one says how to start the server).
         #[arg(long, requires = "jupyterhub")]
         jupyterhub_start: bool,
+        /// Run kernels on the Colab runtime of this google-colab-cli session (a name from
+        /// `colab ls`); its URL and proxy token come from the CLI's sessions file, read again
+        /// when the proxy refuses the token.
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["no_kernels", "kernel_server", "jupyterhub"])]
+        colab_session: Option<String>,
+        /// google-colab-cli's sessions file (default: ~/.config/colab-cli/sessions.json).
+        #[arg(long, value_name = "PATH", requires = "colab_session")]
+        colab_sessions_file: Option<PathBuf>,
+        /// Run kernels on the Colab runtime at this proxy URL (https://8080-….prod.colab.dev/);
+        /// its proxy token comes from --colab-token-file.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["no_kernels", "kernel_server", "jupyterhub", "colab_session"], requires = "colab_token_file")]
+        colab_runtime_url: Option<String>,
+        /// The file holding the runtime's proxy token (read again when it changes, and when
+        /// the proxy refuses the token).
+        #[arg(long, value_name = "PATH", requires = "colab_runtime_url")]
+        colab_token_file: Option<PathBuf>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
@@ -122,6 +138,10 @@ fn main() -> anyhow::Result<()> {
             jupyterhub_token_file,
             jupyterhub_server,
             jupyterhub_start,
+            colab_session,
+            colab_sessions_file,
+            colab_runtime_url,
+            colab_token_file,
         } => {
             let auth = if no_auth {
                 Auth::None
@@ -133,7 +153,31 @@ fn main() -> anyhow::Result<()> {
             let tls = kernels::TlsTrust {
                 extra_roots: kernel_server_ca,
             };
+            let colab = match (colab_session, colab_runtime_url) {
+                (Some(session), _) => Some(host_standalone::colab::ColabSource::SessionsFile {
+                    path: colab_sessions_file
+                        .or_else(host_standalone::colab::default_sessions_file)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("no home folder: pass --colab-sessions-file")
+                        })?,
+                    session,
+                }),
+                (None, Some(url)) => {
+                    let token_file = colab_token_file.expect("clap requires it");
+                    token_from(Some(&token_file), "").map_err(|error| {
+                        anyhow::anyhow!("{error} (given with --colab-token-file)")
+                    })?;
+                    Some(host_standalone::colab::ColabSource::RuntimeUrl { url, token_file })
+                }
+                (None, None) => None,
+            };
             let kernel_server = match (kernel_server, jupyterhub) {
+                _ if colab.is_some() => Some(KernelServer::Colab(
+                    host_standalone::colab::ColabRuntime::open(
+                        colab.expect("just checked"),
+                        tls.clone(),
+                    )?,
+                )),
                 (Some(url), _) => {
                     let credential = credential_from(
                         kernel_server_token_file,

@@ -47,6 +47,8 @@ pub enum KernelServer {
     Server(kernels::ConnectionProfile),
     /// The token user's server on a JupyterHub.
     JupyterHub(kernels::JupyterHubConfig),
+    /// A Colab runtime behind Colab's proxy.
+    Colab(crate::colab::ColabRuntime),
 }
 
 impl KernelServer {
@@ -62,6 +64,7 @@ impl KernelServer {
     fn describe(&self) -> String {
         match self {
             KernelServer::Server(profile) => format!("kernel server {}", profile.base_url),
+            KernelServer::Colab(runtime) => runtime.describe(),
             KernelServer::JupyterHub(hub) => format!(
                 "JupyterHub {} (server {})",
                 hub.url,
@@ -79,6 +82,7 @@ impl KernelServer {
         let (url, allowed) = match self {
             KernelServer::Server(profile) => (&profile.base_url, profile.allow_insecure_http),
             KernelServer::JupyterHub(hub) => (&hub.url, hub.allow_insecure_http),
+            KernelServer::Colab(runtime) => (&runtime.profile.base_url, false),
         };
         if allowed && !url.is_https() && !url.is_loopback() {
             tracing::warn!(
@@ -148,6 +152,10 @@ pub fn remote_kernels(
             config.served_root = Some(root.to_path_buf());
             kernels::RemoteProvider::jupyterhub(hub.clone(), config)?
         }
+        // A runtime's files are its own (`/content`), not the served folder's: no path is sent.
+        KernelServer::Colab(runtime) => kernels::RemoteProvider::new(
+            kernels::RemoteConfig::with_profile(runtime.profile.clone()),
+        )?,
     };
     Ok(kernels::KernelManager::new(
         Arc::new(provider),
@@ -209,12 +217,15 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
         }
         (true, None) => Some(local_kernels(&root, config.kernel_idle_ttl)),
     };
-    let standalone = StandaloneHost::new(
+    let mut standalone = StandaloneHost::new(
         Arc::new(host),
         kernels.clone(),
         crate::summarizer::AnthropicSummarizer::from_env()
             .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     );
+    if let (true, Some(KernelServer::Colab(runtime))) = (config.kernels, &config.kernel_server) {
+        standalone.colab = Some(Arc::new(crate::colab::RuntimeFiles::new(runtime)?));
+    }
     let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
     match config.transport {

@@ -25,6 +25,8 @@ pub enum Capability {
     ChooseKernel,
     /// Moving files through a kernel (kernels that can, and files on the host's side).
     Transfer,
+    /// A Colab runtime is configured (the Colab tools).
+    Colab,
 }
 
 /// MCP tool annotations (hints for clients).
@@ -495,6 +497,15 @@ pub fn all_tools() -> Vec<ToolSpec> {
             "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."
         ),
         tool!(
+            "check_colab",
+            "Check the Colab runtime",
+            Colab,
+            EXECUTE,
+            CheckColabParams,
+            free_object,
+            "Prove that the notebook's active idle Python kernel runs on the configured Colab runtime: the kernel writes a fresh nonce file in /content, the runtime's own file service (its Contents API behind Colab's proxy) must read the same nonce, then the probe is removed and its absence confirmed through both. verified is true only then; the build-info release tag is reported as identity evidence, never as proof. Reads no user file, edits no cell. Listed only where a Colab runtime is configured."
+        ),
+        tool!(
             "run_cells",
             "Run cells",
             Execute,
@@ -605,7 +616,7 @@ mod tests {
     #[test]
     fn every_tool_has_object_schemas_that_reject_unknown_keys() {
         let tools = all_tools();
-        assert_eq!(tools.len(), 23);
+        assert_eq!(tools.len(), 24);
         for spec in &tools {
             let input = (spec.input_schema)();
             assert_eq!(

@@ -398,6 +398,18 @@ pub struct NotebookRefParams {
     pub notebook_ref: String,
 }
 
+/// The arguments of `check_colab`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckColabParams {
+    /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
+    pub notebook_ref: String,
+    /// The Colab file-service root to read the nonce through, when several are registered
+    /// (`colab://<server>/`, or the runtime's `https://` base URL); a root, no path or query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colab_file_uri: Option<String>,
+}
+
 /// The arguments of `select_kernel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -521,4 +533,9 @@ pub struct TransferParams {
     /// kernel carries at most 64 MiB of transfers in all until it restarts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u64>,
+    /// Move the bytes through the Colab runtime's file service: the root (`check_colab`'s
+    /// `root`) followed by `kernelPath` without its leading `/`. Files above 4 MiB on a Colab
+    /// runtime take that route without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colab_file_uri: Option<String>,
 }

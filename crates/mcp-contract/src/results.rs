@@ -575,8 +575,12 @@ pub struct TransferResult {
     pub verified: bool,
     /// Bytes that went over the kernel channel (after compression).
     pub wire_bytes: u64,
-    /// Number of chunks sent through the kernel.
+    /// Number of chunks sent through the kernel (or the Contents API).
     pub chunks: u64,
+    /// `contents` when the bytes went through the runtime's Contents API (a Colab runtime's
+    /// file service) instead of the kernel channel; absent for the kernel channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
 }
 
 /// The structured body of every failure.

@@ -3,6 +3,7 @@
 mod bad_input;
 mod broker;
 mod budget;
+mod colab;
 mod documents;
 mod embedding;
 mod execution;

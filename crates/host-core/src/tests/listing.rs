@@ -82,6 +82,8 @@ fn each_capability_lists_its_own_tools() {
         "select_kernel",
         "configure_kernel",
         "upload_file",
+        // Execution alone is not a Colab runtime.
+        "check_colab",
     ] {
         assert!(
             !names.contains(&tool),

@@ -556,10 +556,40 @@ impl Pump {
         }
     }
 
+    /// Answers at once, on stdin, an IOPub request the profile knows how to answer, so that the
+    /// kernel waiting for it goes on.
+    fn answer_kernel_request(&mut self, message: &crate::wire::WireMessage, metadata: &Value) {
+        let Some(answers) = self.context.params.rest.transport.kernel_requests.clone() else {
+            return;
+        };
+        let Some(value) = answers.answer(&message.msg_type, &message.content, metadata) else {
+            return;
+        };
+        tracing::info!(
+            kernel = %self.context.params.kernel_id,
+            msg_type = %message.msg_type,
+            "answered the kernel's request on stdin"
+        );
+        let reply = Outgoing::on_channel(
+            "stdin",
+            "input_reply",
+            json!({ "value": value }),
+            &self.context.params.session_id,
+            new_msg_id(),
+            now_date(),
+        );
+        self.send_or_queue(reply, false);
+    }
+
     fn on_message(&mut self, incoming: Incoming) -> Option<PumpEnd> {
-        let Incoming { channel, message } = incoming;
+        let Incoming {
+            channel,
+            message,
+            metadata,
+        } = incoming;
         match channel.as_str() {
             "iopub" => {
+                self.answer_kernel_request(&message, &metadata);
                 if message.msg_type == "status" {
                     let state = message
                         .content

@@ -74,6 +74,18 @@ impl Outgoing {
         msg_id: String,
         date: String,
     ) -> Self {
+        Outgoing::on_channel("shell", msg_type, content, session, msg_id, date)
+    }
+
+    /// A message of `msg_type` for `channel` (`shell`, or `stdin` for an `input_reply`).
+    pub(crate) fn on_channel(
+        channel: &'static str,
+        msg_type: &str,
+        content: Value,
+        session: &str,
+        msg_id: String,
+        date: String,
+    ) -> Self {
         let header = json!({
             "msg_id": msg_id,
             "msg_type": msg_type,
@@ -83,7 +95,7 @@ impl Outgoing {
             "version": PROTOCOL_VERSION,
         });
         Outgoing {
-            channel: "shell",
+            channel,
             msg_id,
             header,
             content,
@@ -203,6 +215,8 @@ pub(crate) fn split_v1(frame: &[u8]) -> Option<(&str, Vec<&[u8]>)> {
 pub(crate) struct Incoming {
     pub channel: String,
     pub message: WireMessage,
+    /// The message's metadata (`Null` when it has none).
+    pub metadata: Value,
 }
 
 /// Reads a text frame (JSON protocol).
@@ -216,7 +230,7 @@ pub(crate) fn decode_binary(protocol: Protocol, frame: &[u8]) -> Option<Incoming
     match protocol {
         Protocol::V1 => {
             let (channel, parts) = split_v1(frame)?;
-            let [header, parent, _metadata, content, buffers @ ..] = parts.as_slice() else {
+            let [header, parent, metadata, content, buffers @ ..] = parts.as_slice() else {
                 return None;
             };
             let header: Value = serde_json::from_slice(header).ok()?;
@@ -226,6 +240,7 @@ pub(crate) fn decode_binary(protocol: Protocol, frame: &[u8]) -> Option<Incoming
             Some(Incoming {
                 channel: channel.to_owned(),
                 message: WireMessage::from_parts(&header, &parent, content)?.with_buffers(buffers),
+                metadata: serde_json::from_slice(metadata).unwrap_or(Value::Null),
             })
         }
         Protocol::Json => {
@@ -266,6 +281,7 @@ fn from_json_message(mut value: Value) -> Option<Incoming> {
     Some(Incoming {
         channel,
         message: WireMessage::from_parts(header, parent, content)?,
+        metadata: value.get("metadata").cloned().unwrap_or(Value::Null),
     })
 }
 

@@ -40,7 +40,8 @@ use self::frames::{Outgoing, Protocol};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
 pub use self::profile::{
-    ConnectionProfile, CredentialPlacement, CredentialSource, RefreshCredential, TlsTrust,
+    AnswerKernelRequest, ConnectionProfile, CredentialPlacement, CredentialSource,
+    RefreshCredential, TlsTrust,
 };
 use self::server::{KernelSpecModel, Rest, Transport};
 pub use self::server::{ServerToken, ServerUrl};
@@ -242,6 +243,25 @@ impl RemoteProvider {
         let session = shared.start_new_kernel().await?;
         *shared.lifecycle.lock().await = Some(session);
         Ok(RemoteKernel { shared })
+    }
+
+    /// One call to the server's REST API (`path` under its base URL, e.g. `api/contents/a.txt`)
+    /// with the profile's credential and headers, the credential renewed once when refused:
+    /// the status and the body, with the profile's JSON prefix removed. For APIs beyond
+    /// kernels (the Contents API, a provider's own endpoints); the caller reads the status.
+    pub async fn api_call(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: Duration,
+    ) -> Result<(u16, bytes::Bytes)> {
+        let rest = self.server().await?;
+        let answer = rest
+            .exchange(method, path, body, "calling the server's API", timeout)
+            .await?;
+        let body = rest.transport.json_body(&answer.body);
+        Ok((answer.status.as_u16(), answer.body.slice_ref(body)))
     }
 
     /// Where its kernels run.

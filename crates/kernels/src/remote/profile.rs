@@ -45,6 +45,21 @@ pub trait RefreshCredential: Send + Sync {
     fn refresh(&self) -> BoxFuture<'_, Result<ServerToken>>;
 }
 
+/// Answers a request a kernel publishes on IOPub and then waits for on stdin, outside the
+/// Jupyter protocol (a frontend's own prompts: a kernel that blocks until the frontend replies).
+/// A client that cannot do what is asked should still answer, with an error, so that the
+/// kernel does not wait until its own timeout.
+pub trait AnswerKernelRequest: Send + Sync {
+    /// The `value` of the `input_reply` to send on stdin for this IOPub message (its type,
+    /// content and metadata), or `None` to leave the message alone.
+    fn answer(
+        &self,
+        msg_type: &str,
+        content: &serde_json::Value,
+        metadata: &serde_json::Value,
+    ) -> Option<serde_json::Value>;
+}
+
 /// Where the credential comes from.
 #[derive(Clone)]
 pub enum CredentialSource {
@@ -102,6 +117,9 @@ pub struct ConnectionProfile {
     /// What to check when the server refuses the credential, for error messages
     /// (e.g. "check --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN").
     pub credential_hint: String,
+    /// Answers the kernel's out-of-protocol IOPub requests, when the server's frontend has
+    /// such a protocol; `None` leaves them unanswered.
+    pub kernel_requests: Option<Arc<dyn AnswerKernelRequest>>,
 }
 
 impl fmt::Debug for ConnectionProfile {
@@ -140,6 +158,7 @@ impl ConnectionProfile {
             allow_insecure_http: false,
             tls: TlsTrust::default(),
             credential_hint: SERVER_HINT.to_owned(),
+            kernel_requests: None,
         }
     }
 

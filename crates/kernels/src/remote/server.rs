@@ -224,6 +224,8 @@ pub(crate) struct Transport {
     headers: Vec<(HeaderName, HeaderValue)>,
     strip_prefix: Option<String>,
     hint: String,
+    /// Answers the kernels' out-of-protocol IOPub requests.
+    pub kernel_requests: Option<Arc<dyn super::profile::AnswerKernelRequest>>,
 }
 
 impl fmt::Debug for Transport {
@@ -278,6 +280,7 @@ impl Transport {
             headers,
             strip_prefix: profile.strip_prefix.clone(),
             hint: profile.credential_hint.clone(),
+            kernel_requests: profile.kernel_requests.clone(),
         }))
     }
 

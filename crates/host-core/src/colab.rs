@@ -1,0 +1,498 @@
+//! The Colab tools' seam, and `check_colab` written once against it.
+//!
+//! A host with a Colab runtime implements [`ColabRuntimes`]: where the runtime's file service
+//! is ([`ColabRuntimes::roots`]) and the steps of the proof that do not run in the kernel
+//! (reading the build info, reading and stating a file through the file service). The kernel
+//! steps run here, on the notebook's own kernel through [`crate::kernel::NotebookKernels`],
+//! and the proof itself, its order, checks and cleanup, is `colab-setup`'s [`ColabCheck`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use colab_setup::{
+    CheckAction, CheckCommandKind, CheckEvent, CheckReply, CheckTimeouts, ColabCheck,
+    FileServiceRoot, KernelFailure, Nonce,
+};
+use mcp_contract::params::CheckColabParams;
+use mcp_contract::{ErrorCode, ToolError};
+use serde_json::Value;
+use sha2::Digest as _;
+
+use crate::host::NotebookHost;
+use crate::kernel::{ExecuteOptions, KernelLookup, KernelStatus, collect};
+use crate::tools::{BoxFuture, Tools, error};
+
+/// A host's Colab runtime, for the Colab tools. Listed tools depend on it being present.
+pub trait ColabRuntimes: Send + Sync + 'static {
+    /// The file-service roots registered now (the runtime's Contents API in the standalone
+    /// host).
+    fn roots(&self) -> Vec<FileServiceRoot>;
+
+    /// Performs one host-side step of the check: [`CheckCommandKind::ReadBuildInfo`],
+    /// [`CheckCommandKind::ReadFile`] or [`CheckCommandKind::StatFile`]. Never called with
+    /// [`CheckCommandKind::ExecuteKernel`].
+    fn perform_check<'a>(&'a self, command: &'a CheckCommandKind) -> BoxFuture<'a, CheckReply>;
+
+    /// The size of the file at `path` (relative to the root, e.g. `content/data.bin`) through
+    /// the file service: `None` when it has none there. `Err` says why it could not tell.
+    fn file_size<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>>;
+
+    /// Writes one chunk of a chunked upload to `path`: `chunk` 1 creates (or replaces) the
+    /// file, later ones append, `last` closes it.
+    fn write_chunk<'a>(
+        &'a self,
+        path: &'a str,
+        chunk: u32,
+        last: bool,
+        bytes: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>>;
+
+    /// Reads the whole file at `path`.
+    fn read_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+
+    /// Deletes the file at `path`; a missing file counts as deleted.
+    fn delete_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), String>>;
+}
+
+/// Above this size a transfer on a Colab runtime goes through its file service.
+pub const CONTENTS_ROUTE_ABOVE_BYTES: u64 = 4 * 1024 * 1024;
+/// One chunk of an upload through the file service.
+const CONTENTS_CHUNK_BYTES: usize = 4 * 1024 * 1024;
+
+/// A transfer through the runtime's file service: the file's path there.
+pub(crate) struct ContentsRoute {
+    service_path: String,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+fn nonce() -> Nonce {
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&uuid::Uuid::new_v4().as_bytes()[..]);
+    Nonce::from_bytes(bytes)
+}
+
+impl<H: NotebookHost> Tools<H> {
+    /// The nonce proof on `session` through `root`: its receipt.
+    async fn prove(
+        &self,
+        colab: &SharedColab,
+        session: &crate::kernel::SharedSession,
+        root: FileServiceRoot,
+    ) -> colab_setup::CheckReceipt {
+        let epoch = session.epoch();
+        let mut check = ColabCheck::new(root, nonce(), CheckTimeouts::default(), now_ms());
+        let mut actions = check.start(now_ms());
+        while let Some(action) = actions.pop() {
+            let CheckAction::Perform(command) = action else {
+                continue;
+            };
+            let budget = Duration::from_millis(command.deadline_ms.saturating_sub(now_ms()));
+            let reply = match &command.kind {
+                CheckCommandKind::ExecuteKernel { code } => {
+                    if session.epoch() != epoch {
+                        CheckReply::KernelFailed(KernelFailure::NotSent)
+                    } else {
+                        let run = async {
+                            let events = session
+                                .execute(code.clone(), ExecuteOptions::quiet())
+                                .await?;
+                            collect(events).await
+                        };
+                        match tokio::time::timeout(budget, run).await {
+                            Ok(Ok(collected)) => match collected.error {
+                                Some(raised) => CheckReply::KernelFailed(KernelFailure::Error {
+                                    ename: raised.ename,
+                                }),
+                                None => CheckReply::KernelOutput {
+                                    stdout: collected.stdout,
+                                },
+                            },
+                            Ok(Err(_)) => CheckReply::KernelFailed(KernelFailure::Lost),
+                            // Unanswered by its deadline: the check records it as
+                            // outstanding and fails at this tick.
+                            Err(_) => {
+                                actions.extend(check.apply(CheckEvent::Tick, now_ms()));
+                                continue;
+                            }
+                        }
+                    }
+                }
+                other => match tokio::time::timeout(budget, colab.perform_check(other)).await {
+                    Ok(reply) => reply,
+                    Err(_) => {
+                        actions.extend(check.apply(CheckEvent::Tick, now_ms()));
+                        continue;
+                    }
+                },
+            };
+            let mut more = check.apply(
+                CheckEvent::Reply {
+                    step: command.step,
+                    reply,
+                },
+                now_ms(),
+            );
+            more.reverse();
+            actions.extend(more);
+        }
+        check.receipt()
+    }
+
+    /// Whether a transfer takes the runtime's file service: with `colabFileUri` (which must
+    /// name a registered root and exactly `kernelPath`), or on a Colab runtime for a file above
+    /// 4 MiB. Never a silent fallback: a `colabFileUri` that cannot be used is an error.
+    pub(crate) async fn contents_route(
+        &self,
+        direction: transfer::Direction,
+        params: &mcp_contract::params::TransferParams,
+        files: &Arc<dyn crate::files::HostFiles>,
+        host_path: &str,
+    ) -> Result<Option<ContentsRoute>, ToolError> {
+        let Some(colab) = &self.colab else {
+            return match params.colab_file_uri {
+                Some(_) => Err(error(
+                    ErrorCode::NotSupported,
+                    "colabFileUri needs a Colab runtime, and none is configured on this host (start jupyter-mcp with --colab-session or --colab-runtime-url); without it the file moves through the kernel",
+                )),
+                None => Ok(None),
+            };
+        };
+        let service_path = params.kernel_path.trim_start_matches('/').to_owned();
+        if let Some(uri) = &params.colab_file_uri {
+            let roots = colab.roots();
+            return match roots
+                .iter()
+                .find_map(|root| uri.strip_prefix(root.uri().as_str()))
+            {
+                Some(rest) if rest == service_path => Ok(Some(ContentsRoute { service_path })),
+                Some(_) => Err(error(
+                    ErrorCode::InvalidArgument,
+                    format!(
+                        "colabFileUri must be the Colab root followed by kernelPath without its leading '/' ({}{service_path})",
+                        roots.first().map(FileServiceRoot::uri).unwrap_or_default()
+                    ),
+                )),
+                None => Err(error(
+                    ErrorCode::InvalidArgument,
+                    "colabFileUri names no registered Colab root (check_colab reports the root)",
+                )),
+            };
+        }
+        let size = match direction {
+            transfer::Direction::Upload => files.open(host_path).await?.size(),
+            transfer::Direction::Download => match colab.file_size(&service_path).await {
+                Ok(Some(size)) => size,
+                // Not visible through the file service: the kernel route says what it finds.
+                Ok(None) => return Ok(None),
+                Err(reason) => {
+                    return Err(error(
+                        ErrorCode::TransferFailed,
+                        format!(
+                            "the Colab runtime's file service did not answer for {} ({reason}); files above 4 MiB move only through it, so nothing was moved: check the runtime (check_colab) and retry",
+                            params.kernel_path
+                        ),
+                    ));
+                }
+            },
+        };
+        Ok((size > CONTENTS_ROUTE_ABOVE_BYTES).then_some(ContentsRoute { service_path }))
+    }
+
+    /// A transfer through the runtime's file service, after a fresh nonce proof that the
+    /// service and the kernel see the same `/content`. The kernel hashes its side; the
+    /// destination is promoted atomically only when both hashes match.
+    pub(crate) async fn contents_transfer(
+        &self,
+        direction: transfer::Direction,
+        params: &mcp_contract::params::TransferParams,
+        route: ContentsRoute,
+        files: &Arc<dyn crate::files::HostFiles>,
+        host_path: &str,
+        kernel: &crate::kernel::SharedSession,
+    ) -> Result<(Value, Vec<crate::tools::ImageContent>), ToolError> {
+        let colab = self.colab.clone().expect("a route needs a runtime");
+        let failed = |phase: &str, reason: String| {
+            error(
+                ErrorCode::TransferFailed,
+                format!("the transfer through the Colab file service failed ({phase}): {reason}"),
+            )
+        };
+        let roots = colab.roots();
+        let root = colab_setup::select_root(&roots, None)
+            .map_err(|setup| failed("root", setup.to_string()))?;
+        let proof = self.prove(&colab, kernel, root).await;
+        if !proof.verified {
+            return Err(failed(
+                "route check",
+                "the file service and the kernel did not prove the same /content (run check_colab for the details); nothing was moved".to_owned(),
+            ));
+        }
+        let overwrite = params.overwrite.unwrap_or(false);
+        let max_bytes = params.max_bytes.unwrap_or(transfer::DEFAULT_MAX_BYTES);
+        let nonce = uuid::Uuid::new_v4().simple().to_string();
+        match direction {
+            transfer::Direction::Upload => {
+                let mut reader = files.open(host_path).await?;
+                let size = reader.size();
+                if size > max_bytes {
+                    return Err(failed(
+                        "size",
+                        format!("{size} bytes is above maxBytes {max_bytes}"),
+                    ));
+                }
+                // The bytes land next to the destination under a temporary name, and the kernel
+                // promotes them once its hash matches ours.
+                let temp = format!("{}.jupyter-mcp-{nonce}.part", route.service_path);
+                let mut hasher = sha2::Sha256::new();
+                let (mut offset, mut chunk) = (0u64, 1u32);
+                loop {
+                    let bytes = reader
+                        .read_at(offset, CONTENTS_CHUNK_BYTES)
+                        .await
+                        .map_err(|io| failed("read", io.kind().to_string()))?;
+                    offset += bytes.len() as u64;
+                    let last = offset >= size;
+                    hasher.update(&bytes);
+                    if let Err(reason) = colab.write_chunk(&temp, chunk, last, bytes).await {
+                        let _ = colab.delete_file(&temp).await;
+                        return Err(failed("write", reason));
+                    }
+                    if last {
+                        break;
+                    }
+                    chunk += 1;
+                }
+                let sha256 = hex(&hasher.finalize());
+                let code = format!(
+                    "exec({program}, {{\"__name__\": \"__jupyter_mcp_contents__\", \"TEMP\": {temp}, \"DEST\": {dest}, \"SHA\": {sha}, \"OVERWRITE\": {overwrite}}})\n",
+                    program = Value::from(PROMOTE_PROGRAM),
+                    temp = Value::from(format!("/{temp}")),
+                    dest = Value::from(params.kernel_path.as_str()),
+                    sha = Value::from(sha256.as_str()),
+                    overwrite = if overwrite { "True" } else { "False" },
+                );
+                let answer = kernel_json(kernel, code).await;
+                let _ = colab.delete_file(&temp).await;
+                let answer = answer.map_err(|reason| failed("promote", reason))?;
+                if answer["promoted"] != true {
+                    return Err(failed(
+                        "promote",
+                        answer["reason"]
+                            .as_str()
+                            .unwrap_or("the kernel refused")
+                            .to_owned(),
+                    ));
+                }
+                transfer_result("upload_file", size, sha256, host_path, params, chunk)
+            }
+            transfer::Direction::Download => {
+                let code = format!(
+                    "exec({program}, {{\"__name__\": \"__jupyter_mcp_contents__\", \"PATH\": {path}}})\n",
+                    program = Value::from(HASH_PROGRAM),
+                    path = Value::from(params.kernel_path.as_str()),
+                );
+                let kernel_side = kernel_json(kernel, code)
+                    .await
+                    .map_err(|reason| failed("kernel hash", reason))?;
+                let (Some(expected), Some(size)) =
+                    (kernel_side["sha256"].as_str(), kernel_side["size"].as_u64())
+                else {
+                    return Err(failed(
+                        "kernel hash",
+                        kernel_side["reason"]
+                            .as_str()
+                            .unwrap_or("no hash")
+                            .to_owned(),
+                    ));
+                };
+                if size > max_bytes {
+                    return Err(failed(
+                        "size",
+                        format!("{size} bytes is above maxBytes {max_bytes}"),
+                    ));
+                }
+                let bytes = colab
+                    .read_file(&route.service_path)
+                    .await
+                    .map_err(|reason| failed("read", reason))?;
+                let sha256 = hex(&sha2::Sha256::digest(&bytes));
+                if sha256 != expected || bytes.len() as u64 != size {
+                    return Err(failed(
+                        "verify",
+                        "the bytes read through the file service do not hash to the kernel's SHA-256; nothing was written".to_owned(),
+                    ));
+                }
+                let temp = format!("{host_path}.jupyter-mcp-{nonce}.part");
+                let mut writer = files
+                    .create(&temp)
+                    .await
+                    .map_err(|io| failed("write", io.kind().to_string()))?;
+                let written = async {
+                    writer.write_at(0, bytes).await?;
+                    writer.sync_and_close().await?;
+                    files.promote(&temp, host_path, overwrite).await
+                }
+                .await;
+                let _ = files.remove(&temp).await;
+                written.map_err(|io| failed("promote", io.kind().to_string()))?;
+                transfer_result("download_file", size, sha256, host_path, params, 1)
+            }
+        }
+    }
+
+    /// `check_colab`: the nonce proof on the notebook's active idle kernel.
+    pub(crate) async fn check_colab(
+        &self,
+        params: CheckColabParams,
+    ) -> Result<(Value, Vec<crate::tools::ImageContent>), ToolError> {
+        let colab = self.colab.clone().ok_or_else(|| {
+            error(
+                ErrorCode::NotSupported,
+                "no Colab runtime is configured on this host: start jupyter-mcp with --colab-session or --colab-runtime-url",
+            )
+        })?;
+        let (location, _document) = self.load(&params.notebook_ref).await?;
+        let kernels = self
+            .kernels
+            .clone()
+            .ok_or_else(|| error(ErrorCode::NotSupported, "this host runs no kernels"))?;
+        let session = match kernels.lookup(&location).await {
+            KernelLookup::Running(session) => session,
+            KernelLookup::Absent { reason } | KernelLookup::Unobserved { reason } => {
+                return Err(error(
+                    ErrorCode::KernelUnavailable,
+                    format!("check_colab needs the notebook's active idle Python kernel: {reason}"),
+                ));
+            }
+        };
+        let status = *session.status().borrow();
+        if status != KernelStatus::Idle {
+            return Err(error(
+                ErrorCode::KernelBusy,
+                format!(
+                    "check_colab needs the notebook's kernel idle; it is {}: wait for its run (get_execution) and try again",
+                    status.as_str()
+                ),
+            ));
+        }
+        let roots = colab.roots();
+        let root = colab_setup::select_root(&roots, params.colab_file_uri.as_deref()).map_err(
+            |setup_error| {
+                let body = colab_setup::ErrorBody::from(&setup_error);
+                ToolError {
+                    code: ErrorCode::InvalidArgument,
+                    message: body.message,
+                    details: Some(serde_json::json!({"colabCode": body.code})),
+                }
+            },
+        )?;
+        let receipt = self.prove(&colab, &session, root).await;
+        Ok((
+            serde_json::to_value(&receipt).expect("a receipt serialises"),
+            Vec::new(),
+        ))
+    }
+}
+
+/// The host's Colab runtime, handed out once.
+pub type SharedColab = Arc<dyn ColabRuntimes>;
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The marker of the kernel programs' one result line.
+const CONTENTS_MARKER: &str = "__JUPYTER_MCP_CONTENTS__";
+
+/// Hashes the upload the file service wrote to `TEMP`, then promotes it to `DEST` atomically:
+/// `os.replace` with `OVERWRITE`, else a hard link that fails when `DEST` exists.
+const PROMOTE_PROGRAM: &str = r#"import hashlib, json, os
+result = {}
+try:
+    digest = hashlib.sha256()
+    with open(TEMP, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != SHA:
+        result["reason"] = "the kernel's SHA-256 of the uploaded bytes differs from the host's"
+    elif OVERWRITE:
+        os.replace(TEMP, DEST)
+        result["promoted"] = True
+    else:
+        try:
+            os.link(TEMP, DEST)
+        except FileExistsError:
+            result["reason"] = "the destination exists (pass overwrite: true to replace it)"
+        else:
+            os.remove(TEMP)
+            result["promoted"] = True
+except Exception as error:
+    result["reason"] = "kernel-side " + type(error).__name__
+print("__JUPYTER_MCP_CONTENTS__" + json.dumps(result))
+"#;
+
+/// The kernel's SHA-256 and size of `PATH`.
+const HASH_PROGRAM: &str = r#"import hashlib, json, os
+result = {}
+try:
+    digest = hashlib.sha256()
+    with open(PATH, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    result["sha256"] = digest.hexdigest()
+    result["size"] = os.path.getsize(PATH)
+except Exception as error:
+    result["reason"] = "kernel-side " + type(error).__name__
+print("__JUPYTER_MCP_CONTENTS__" + json.dumps(result))
+"#;
+
+/// Runs one of the programs above on `kernel` and parses its result line.
+async fn kernel_json(kernel: &crate::kernel::SharedSession, code: String) -> Result<Value, String> {
+    let run = async {
+        let events = kernel.execute(code, ExecuteOptions::quiet()).await?;
+        collect(events).await
+    };
+    let collected = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .map_err(|_| "the kernel did not answer within 5 minutes".to_owned())?
+        .map_err(|_| "the kernel was lost".to_owned())?;
+    if let Some(raised) = collected.error {
+        return Err(format!("kernel-side {}", raised.ename));
+    }
+    collected
+        .stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(CONTENTS_MARKER))
+        .and_then(|line| serde_json::from_str(line).ok())
+        .ok_or_else(|| "the kernel gave no result".to_owned())
+}
+
+fn transfer_result(
+    operation: &str,
+    bytes: u64,
+    sha256: String,
+    host_path: &str,
+    params: &mcp_contract::params::TransferParams,
+    chunks: u32,
+) -> Result<(Value, Vec<crate::tools::ImageContent>), ToolError> {
+    let result = mcp_contract::results::TransferResult {
+        operation: operation.to_owned(),
+        bytes,
+        sha256,
+        host_path: host_path.to_owned(),
+        kernel_path: params.kernel_path.clone(),
+        verified: true,
+        wire_bytes: bytes,
+        chunks: u64::from(chunks),
+        route: Some("contents".to_owned()),
+    };
+    Ok((
+        serde_json::to_value(result).expect("serialises"),
+        Vec::new(),
+    ))
+}

@@ -1,0 +1,579 @@
+//! Colab runtimes as kernel servers: every Colab constant and wire shape of the standalone host
+//! lives here, and nowhere in `kernels`.
+//!
+//! A Colab runtime is a Jupyter Server behind Colab's HTTPS proxy. The proxy wants its own
+//! token (`X-Colab-Runtime-Proxy-Token` on REST calls and the WebSocket handshake, and the
+//! query parameter `colab-runtime-proxy-token` on the kernel WebSocket) and a client-agent
+//! header, and puts `)]}'` and a newline before the JSON of Colab's own endpoints. All of that
+//! is a [`kernels::ConnectionProfile`] built field by field ([`runtime_profile`]).
+//!
+//! Where the runtime and its token come from ([`ColabSource`]):
+//! - google-colab-cli's sessions file (`~/.config/colab-cli/sessions.json`): one session by
+//!   name; its token is read from the file again whenever the proxy refuses the current one
+//!   (the CLI renews it there, about five minutes before it expires);
+//! - a runtime URL and a file holding its proxy token, read again when it changes.
+//!
+//! Never logged or shown: tokens, the sessions file's contents.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+/// The header that carries the runtime's proxy token.
+pub const TOKEN_HEADER: &str = "X-Colab-Runtime-Proxy-Token";
+/// The kernel WebSocket's query parameter that carries the same token.
+pub const TOKEN_QUERY: &str = "colab-runtime-proxy-token";
+/// The header that names the client to Colab.
+pub const CLIENT_AGENT_HEADER: &str = "X-Colab-Client-Agent";
+/// Our client name.
+pub const CLIENT_AGENT: &str = "jupyter-mcp";
+/// The anti-XSSI prefix of Colab's JSON answers.
+pub const XSSI_PREFIX: &str = ")]}'\n";
+/// The runtime's build information (its release tag): evidence of Colab, never proof.
+pub const BUILD_INFO_PATH: &str = "api/colab/build-info";
+/// The folder of the user's files on a runtime, as the kernel sees it.
+pub const CONTENT_FOLDER: &str = "/content";
+/// google-colab-cli's sessions file under the user's configuration folder.
+pub const SESSIONS_FILE: &str = "colab-cli/sessions.json";
+
+/// Where the Colab runtime comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColabSource {
+    /// The session of this name in google-colab-cli's sessions file.
+    SessionsFile {
+        /// The file.
+        path: PathBuf,
+        /// The session's name.
+        session: String,
+    },
+    /// A runtime URL the user gave, with its proxy token in a file.
+    RuntimeUrl {
+        /// `https://…/`, the runtime's proxy base URL.
+        url: String,
+        /// The file holding the proxy token (read again when it changes).
+        token_file: PathBuf,
+    },
+}
+
+/// A Colab runtime to run kernels on, ready to be used.
+#[derive(Debug, Clone)]
+pub struct ColabRuntime {
+    /// Where it came from.
+    pub source: ColabSource,
+    /// Its Colab endpoint id, when the source names it.
+    pub endpoint: Option<String>,
+    /// How to reach it.
+    pub profile: kernels::ConnectionProfile,
+}
+
+impl ColabRuntime {
+    /// The runtime `source` names, trusting `tls` for HTTPS. Fails with what to do when the
+    /// sessions file has no such session or the URL cannot be used.
+    pub fn open(source: ColabSource, tls: kernels::TlsTrust) -> Result<ColabRuntime, ColabError> {
+        let (url, credential, endpoint, hint) = match &source {
+            ColabSource::SessionsFile { path, session } => {
+                let found = read_session(path, session)?;
+                let credential = kernels::CredentialSource::Refresh(Arc::new(SessionToken {
+                    path: path.clone(),
+                    session: session.clone(),
+                }));
+                (
+                    found.url,
+                    credential,
+                    Some(found.endpoint),
+                    format!(
+                        "the proxy token of session {session} in {} was refused: run `colab` (google-colab-cli) again so that it renews the session, or start a new one",
+                        path.display()
+                    ),
+                )
+            }
+            ColabSource::RuntimeUrl { url, token_file } => (
+                url.clone(),
+                kernels::CredentialSource::File(token_file.clone()),
+                None,
+                format!(
+                    "the runtime's proxy token in {} was refused: copy a fresh one into that file (tokens expire after about an hour)",
+                    token_file.display()
+                ),
+            ),
+        };
+        let url = kernels::ServerUrl::parse(&url).map_err(|error| ColabError::Url {
+            reason: error.to_string(),
+        })?;
+        if !url.is_https() && !url.is_loopback() {
+            return Err(ColabError::Url {
+                reason: "a Colab runtime URL starts with https://".to_owned(),
+            });
+        }
+        let mut profile = runtime_profile(url, credential);
+        profile.tls = tls;
+        profile.credential_hint = hint;
+        Ok(ColabRuntime {
+            source,
+            endpoint,
+            profile,
+        })
+    }
+
+    /// What the start line says about it (no token).
+    pub fn describe(&self) -> String {
+        match &self.source {
+            ColabSource::SessionsFile { path, session } => format!(
+                "Colab runtime of session {session} in {} ({})",
+                path.display(),
+                self.profile.base_url
+            ),
+            ColabSource::RuntimeUrl { .. } => {
+                format!("Colab runtime {}", self.profile.base_url)
+            }
+        }
+    }
+}
+
+/// The runtime's file service (its Contents API behind Colab's proxy) and build info, for
+/// `check_colab`.
+pub struct RuntimeFiles {
+    api: kernels::RemoteProvider,
+    root: colab_setup::FileServiceRoot,
+}
+
+/// How long one file-service call may take.
+const FILE_SERVICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl RuntimeFiles {
+    /// The file service of `runtime`.
+    pub fn new(runtime: &ColabRuntime) -> anyhow::Result<RuntimeFiles> {
+        let root = colab_setup::FileServiceRoot::parse(&runtime.profile.base_url.to_string())
+            .map_err(|error| {
+                anyhow::anyhow!("the Colab runtime URL cannot be a file-service root: {error}")
+            })?;
+        Ok(RuntimeFiles {
+            api: kernels::RemoteProvider::new(kernels::RemoteConfig::with_profile(
+                runtime.profile.clone(),
+            ))?,
+            root,
+        })
+    }
+
+    /// `GET <path>` of the runtime's API: the status and the JSON body, `None` when the
+    /// runtime did not answer.
+    async fn get_json(&self, path: &str) -> Option<(u16, serde_json::Value)> {
+        let (status, body) = self
+            .api
+            .api_call(http::Method::GET, path, None, FILE_SERVICE_TIMEOUT)
+            .await
+            .ok()?;
+        Some((status, serde_json::from_slice(&body).unwrap_or_default()))
+    }
+}
+
+impl host_core::colab::ColabRuntimes for RuntimeFiles {
+    fn roots(&self) -> Vec<colab_setup::FileServiceRoot> {
+        vec![self.root.clone()]
+    }
+
+    fn perform_check<'a>(
+        &'a self,
+        command: &'a colab_setup::CheckCommandKind,
+    ) -> host_core::BoxFuture<'a, colab_setup::CheckReply> {
+        use colab_setup::{CheckCommandKind, CheckReply};
+        Box::pin(async move {
+            match command {
+                CheckCommandKind::ReadBuildInfo => match self.get_json(BUILD_INFO_PATH).await {
+                    Some((200, body)) => CheckReply::BuildInfo {
+                        release_tag: body["release_tag"].as_str().map(str::to_owned),
+                    },
+                    _ => CheckReply::ServiceUnavailable,
+                },
+                CheckCommandKind::ReadFile { root, path } if *root == self.root => {
+                    match self
+                        .get_json(&format!(
+                            "api/contents/{path}?content=1&format=base64&type=file"
+                        ))
+                        .await
+                    {
+                        Some((200, body)) => {
+                            use base64::Engine as _;
+                            match body["content"].as_str().map(|text| {
+                                base64::engine::general_purpose::STANDARD
+                                    .decode(text.replace('\n', ""))
+                            }) {
+                                Some(Ok(bytes)) => CheckReply::FileContent(bytes),
+                                _ => CheckReply::ServiceUnavailable,
+                            }
+                        }
+                        Some((404, _)) => CheckReply::FileMissing,
+                        _ => CheckReply::ServiceUnavailable,
+                    }
+                }
+                CheckCommandKind::StatFile { root, path } if *root == self.root => {
+                    match self
+                        .get_json(&format!("api/contents/{path}?content=0"))
+                        .await
+                    {
+                        Some((200, _)) => CheckReply::FileExists,
+                        Some((404, _)) => CheckReply::FileMissing,
+                        _ => CheckReply::ServiceUnavailable,
+                    }
+                }
+                _ => CheckReply::ServiceUnavailable,
+            }
+        })
+    }
+
+    fn file_size<'a>(
+        &'a self,
+        path: &'a str,
+    ) -> host_core::BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async move {
+            match self
+                .get_json(&format!("api/contents/{path}?content=0"))
+                .await
+            {
+                Some((200, body)) => Ok(body["size"].as_u64()),
+                Some((404, _)) => Ok(None),
+                Some((status, _)) => Err(format!("HTTP {status}")),
+                None => Err("no answer".to_owned()),
+            }
+        })
+    }
+
+    fn write_chunk<'a>(
+        &'a self,
+        path: &'a str,
+        chunk: u32,
+        last: bool,
+        bytes: Vec<u8>,
+    ) -> host_core::BoxFuture<'a, Result<(), String>> {
+        use base64::Engine as _;
+        Box::pin(async move {
+            // Jupyter's chunked save: 1 starts the file, later ones append, -1 appends and
+            // closes it (a one-chunk file is a single -1 into a fresh temporary name).
+            let number: i64 = if last { -1 } else { i64::from(chunk) };
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let body = serde_json::json!({
+                "type": "file",
+                "format": "base64",
+                "name": name,
+                "path": path,
+                "chunk": number,
+                "content": base64::engine::general_purpose::STANDARD.encode(&bytes),
+            });
+            match self
+                .api
+                .api_call(
+                    http::Method::PUT,
+                    &format!("api/contents/{path}"),
+                    Some(&body),
+                    FILE_SERVICE_TIMEOUT,
+                )
+                .await
+            {
+                Ok((200 | 201, _)) => Ok(()),
+                Ok((status, _)) => Err(format!("the file service answered HTTP {status}")),
+                Err(error) => Err(error.to_string()),
+            }
+        })
+    }
+
+    fn read_file<'a>(&'a self, path: &'a str) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
+        use base64::Engine as _;
+        Box::pin(async move {
+            match self
+                .get_json(&format!(
+                    "api/contents/{path}?content=1&format=base64&type=file"
+                ))
+                .await
+            {
+                Some((200, body)) => body["content"]
+                    .as_str()
+                    .ok_or_else(|| "no content in the answer".to_owned())
+                    .and_then(|text| {
+                        base64::engine::general_purpose::STANDARD
+                            .decode(text.replace('\n', ""))
+                            .map_err(|_| "the content is not base64".to_owned())
+                    }),
+                Some((status, _)) => Err(format!("the file service answered HTTP {status}")),
+                None => Err("no answer".to_owned()),
+            }
+        })
+    }
+
+    fn delete_file<'a>(&'a self, path: &'a str) -> host_core::BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            match self
+                .api
+                .api_call(
+                    http::Method::DELETE,
+                    &format!("api/contents/{path}"),
+                    None,
+                    FILE_SERVICE_TIMEOUT,
+                )
+                .await
+            {
+                Ok((200 | 204 | 404, _)) => Ok(()),
+                Ok((status, _)) => Err(format!("HTTP {status}")),
+                Err(error) => Err(error.to_string()),
+            }
+        })
+    }
+}
+
+/// The connection profile of a runtime behind Colab's proxy.
+pub fn runtime_profile(
+    url: kernels::ServerUrl,
+    credential: kernels::CredentialSource,
+) -> kernels::ConnectionProfile {
+    let mut profile = kernels::ConnectionProfile::jupyter_server(url, Some(credential));
+    profile.placements = vec![
+        kernels::CredentialPlacement::Header(TOKEN_HEADER.to_owned()),
+        kernels::CredentialPlacement::WebSocketQuery(TOKEN_QUERY.to_owned()),
+    ];
+    profile.headers = vec![(CLIENT_AGENT_HEADER.to_owned(), CLIENT_AGENT.to_owned())];
+    profile.strip_prefix = Some(XSSI_PREFIX.to_owned());
+    profile.kernel_requests = Some(Arc::new(DeclineColabRequests));
+    profile
+}
+
+/// The IOPub message type of Colab's kernel-to-frontend requests.
+pub const COLAB_REQUEST: &str = "colab_request";
+
+/// Answers every `colab_request` a kernel sends (Drive authorisation, a secret, JavaScript to
+/// run in the browser) at once with an error, on stdin as Colab's frontend would answer it:
+/// this host cannot do what Colab's web frontend does, and a kernel that gets no answer waits
+/// until its own timeout (none, for some requests). The error says what to do instead.
+struct DeclineColabRequests;
+
+impl kernels::AnswerKernelRequest for DeclineColabRequests {
+    fn answer(
+        &self,
+        msg_type: &str,
+        _content: &serde_json::Value,
+        metadata: &serde_json::Value,
+    ) -> Option<serde_json::Value> {
+        if msg_type != COLAB_REQUEST {
+            return None;
+        }
+        // Requests without an id expect no answer.
+        let id = metadata.get("colab_msg_id")?.clone();
+        let kind = metadata
+            .get("colab_request_type")
+            .and_then(serde_json::Value::as_str)
+            .filter(|kind| {
+                kind.len() <= 40
+                    && kind
+                        .bytes()
+                        .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+            })
+            .unwrap_or("unnamed");
+        Some(serde_json::json!({
+            "type": "colab_reply",
+            "colab_msg_id": id,
+            "error": format!(
+                "action required in Colab: jupyter-mcp cannot answer the kernel's Colab request `{kind}` (Drive, sign-in and browser prompts need Colab's own frontend); do that step in Colab or with google-colab-cli, then run the cell again"
+            ),
+        }))
+    }
+}
+
+/// The default sessions file: `~/.config/colab-cli/sessions.json`.
+pub fn default_sessions_file() -> Option<PathBuf> {
+    dirs::home_dir().map(|home| home.join(".config").join(SESSIONS_FILE))
+}
+
+/// Why a Colab runtime cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ColabError {
+    /// The sessions file cannot be read or parsed.
+    #[error(
+        "cannot read google-colab-cli's sessions file {path}: {reason}; create a runtime with `colab new` (google-colab-cli) or pass --colab-sessions-file"
+    )]
+    SessionsFile {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The sessions file has no session of that name.
+    #[error(
+        "google-colab-cli's sessions file {path} has no session named {session} (it has: {available}); run `colab ls` to see your sessions"
+    )]
+    NoSuchSession {
+        /// The file.
+        path: String,
+        /// The name asked for.
+        session: String,
+        /// The names it has.
+        available: String,
+    },
+    /// The runtime URL cannot be used.
+    #[error("the Colab runtime URL cannot be used: {reason}")]
+    Url {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// One session of the sessions file: the fields we use (the rest is the CLI's).
+#[derive(Debug, Clone, Deserialize)]
+struct Session {
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    endpoint: String,
+}
+
+/// A session that was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FoundSession {
+    url: String,
+    token: String,
+    endpoint: String,
+}
+
+/// The CLI rewrites the file in place (truncate, then write), so a read may catch it half
+/// written: a parse failure is retried a few times.
+const SESSIONS_READ_ATTEMPTS: u32 = 5;
+
+fn read_session(path: &Path, session: &str) -> Result<FoundSession, ColabError> {
+    let describe = || path.display().to_string();
+    let mut last = String::new();
+    for attempt in 0..SESSIONS_READ_ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let text = std::fs::read_to_string(path).map_err(|error| ColabError::SessionsFile {
+            path: describe(),
+            reason: error.kind().to_string(),
+        })?;
+        let sessions: std::collections::BTreeMap<String, Session> =
+            match serde_json::from_str(&text) {
+                Ok(sessions) => sessions,
+                Err(error) => {
+                    last = format!("it is not the CLI's JSON ({})", error.classify_name());
+                    continue;
+                }
+            };
+        let Some(found) = sessions.get(session) else {
+            return Err(ColabError::NoSuchSession {
+                path: describe(),
+                session: session.to_owned(),
+                available: if sessions.is_empty() {
+                    "none".to_owned()
+                } else {
+                    sessions.keys().cloned().collect::<Vec<_>>().join(", ")
+                },
+            });
+        };
+        if found.url.is_empty() || found.token.trim().is_empty() {
+            return Err(ColabError::SessionsFile {
+                path: describe(),
+                reason: format!("session {session} has no url or token"),
+            });
+        }
+        return Ok(FoundSession {
+            url: found.url.clone(),
+            token: found.token.clone(),
+            endpoint: found.endpoint.clone(),
+        });
+    }
+    Err(ColabError::SessionsFile {
+        path: describe(),
+        reason: last,
+    })
+}
+
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    fn classify_name(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "unreadable",
+            serde_json::error::Category::Syntax => "not JSON",
+            serde_json::error::Category::Data => "unexpected fields",
+            serde_json::error::Category::Eof => "cut short",
+        }
+    }
+}
+
+/// The proxy token of one session, read from the sessions file whenever a fresh one is needed.
+struct SessionToken {
+    path: PathBuf,
+    session: String,
+}
+
+impl kernels::RefreshCredential for SessionToken {
+    fn refresh(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = kernels::Result<kernels::ServerToken>> + Send + '_>>
+    {
+        Box::pin(async move {
+            let path = self.path.clone();
+            let session = self.session.clone();
+            let found = tokio::task::spawn_blocking(move || read_session(&path, &session))
+                .await
+                .map_err(|_| kernels::Error::Io {
+                    context: "reading the sessions file".to_owned(),
+                    source: std::io::Error::other("the reading task stopped"),
+                })?
+                .map_err(|error| kernels::Error::Io {
+                    context: error.to_string(),
+                    source: std::io::Error::other("the sessions file cannot be used"),
+                })?;
+            kernels::ServerToken::new(&found.token).ok_or_else(|| kernels::Error::Io {
+                context: "the session has an empty token".to_owned(),
+                source: std::io::Error::other("sessions file"),
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_found_by_its_exact_name_and_others_are_named_when_it_is_not() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("sessions.json");
+        std::fs::write(
+            &path,
+            r#"{"a1b2c3": {"name": "a1b2c3", "token": "tok", "url": "https://8080-x.prod.colab.dev",
+                "endpoint": "e1", "token_expires_at": "2026-12-01T14:40:52.717449Z",
+                "variant": "DEFAULT", "accelerator": "NONE", "machine_shape": "STANDARD",
+                "kernel_id": null, "session_id": null, "last_execution": null, "running": null}}"#,
+        )
+        .unwrap();
+        let found = read_session(&path, "a1b2c3").unwrap();
+        assert_eq!(found.endpoint, "e1");
+        assert_eq!(found.token, "tok");
+        let missing = read_session(&path, "a1b2c").unwrap_err();
+        assert!(
+            matches!(missing, ColabError::NoSuchSession { ref available, .. } if available == "a1b2c3")
+        );
+        std::fs::write(&path, "{\"a1b2c3\": {").unwrap();
+        let torn = read_session(&path, "a1b2c3").unwrap_err();
+        assert!(torn.to_string().contains("cut short"), "{torn}");
+    }
+
+    #[test]
+    fn the_profile_places_the_token_where_colab_wants_it() {
+        let profile = runtime_profile(
+            kernels::ServerUrl::parse("https://8080-x.prod.colab.dev/").unwrap(),
+            kernels::CredentialSource::Static(kernels::ServerToken::new("t").unwrap()),
+        );
+        assert_eq!(
+            profile.placements,
+            [
+                kernels::CredentialPlacement::Header(TOKEN_HEADER.to_owned()),
+                kernels::CredentialPlacement::WebSocketQuery(TOKEN_QUERY.to_owned())
+            ]
+        );
+        assert_eq!(profile.strip_prefix.as_deref(), Some(XSSI_PREFIX));
+    }
+}

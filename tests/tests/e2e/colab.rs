@@ -1,0 +1,338 @@
+//! Colab runtimes, end to end through MCP, against the Colab stand-in (`tests/colab/`): a real
+//! Jupyter Server behind a small HTTPS proxy (signed by a test CA) that enforces Colab's proxy
+//! token header and WebSocket query parameter, expires tokens, prefixes its own JSON with
+//! `)]}'` and gives the kernels a `/content` folder. It is not Colab: every test here says
+//! `stand_in` in its name, and nothing here proves behaviour against Google's service.
+
+use std::path::Path;
+use std::time::Duration;
+
+use jupyter_mcp_tests::colab::ColabStandIn;
+use jupyter_mcp_tests::kernel_server::TestCa;
+use jupyter_mcp_tests::{
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+const NB: &str = "colab.ipynb";
+
+/// A cell that prints `waiting`, then waits (bounded) for `/content/<name>` to appear, which
+/// the test creates when it has done what it wanted to do mid-run.
+fn wait_for_file_cell(name: &str) -> String {
+    format!(
+        "import os, time\nprint('waiting', flush=True)\ndeadline = time.time() + 90\n\
+         while not os.path.exists('/content/{name}') and time.time() < deadline:\n    \
+         time.sleep(0.05)\nprint('released' if os.path.exists('/content/{name}') else 'gave up')"
+    )
+}
+
+/// Asks for Drive authorisation the way Colab's kernel does (`colab_request`, then a blocking
+/// wait for the frontend's `colab_reply` on stdin), with a long timeout.
+const COLAB_REQUEST_CELL: &str = "from google.colab import _message\n_message.blocking_request('request_auth', {'authType': 'dfs_ephemeral'}, timeout_sec=120)";
+
+const IDENTITY_CELL: &str =
+    "import os\nprint('tag', os.environ.get('COLAB_RELEASE_TAG'))\nprint('cwd', os.getcwd())";
+
+/// google-colab-cli's sessions file (0.7.5's shape) with one session for `url`/`token`.
+fn write_sessions_file(path: &Path, name: &str, url: &str, endpoint: &str, token: &str) {
+    let session = json!({
+        name: {
+            "name": name, "token": token, "url": url, "endpoint": endpoint,
+            "token_expires_at": "2026-12-01T18:40:52.717449Z", "variant": "DEFAULT",
+            "accelerator": "NONE", "machine_shape": "STANDARD", "kernel_id": null,
+            "session_id": null, "last_execution": null, "running": null
+        }
+    });
+    // Written whole and renamed, so the server never reads half a file.
+    let partial = path.with_extension("partial");
+    std::fs::write(&partial, serde_json::to_string_pretty(&session).unwrap()).unwrap();
+    std::fs::rename(partial, path).unwrap();
+}
+
+async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
+        )
+        .await
+        .ok()
+}
+
+/// `jupyter-mcp` on `root` with `colab_args` (trusting the stand-in's CA), and a client that
+/// ran the notebook's first cell on the runtime, checked to have completed in `/content`.
+async fn serve_and_run_first_cell(
+    root: &Path,
+    standin: &ColabStandIn,
+    colab_args: &[&str],
+) -> (HttpServer, Client) {
+    let mut args = colab_args.to_vec();
+    args.extend(["--kernel-server-ca", standin.ca_file().to_str().unwrap()]);
+    let mcp = HttpServer::start(root, &args).expect("jupyter-mcp starts");
+    let client = Client::http(&mcp.url).await.unwrap();
+    let first = run(&client, json!([0]), 60_000).await;
+    assert_eq!(first["status"], "completed", "{first}\n{}", standin.logs());
+    assert!(output_of(&first, 0).contains("cwd /content"), "{first}");
+    (mcp, client)
+}
+
+async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
+    client.follow(NB, Duration::from_secs(120), done).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_expiring_mid_run() {
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let runtime = standin.runtime().clone();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(
+        root.path(),
+        NB,
+        &[IDENTITY_CELL, &wait_for_file_cell("go-token")],
+    );
+    let sessions = root.path().join("sessions.json");
+    write_sessions_file(
+        &sessions,
+        "a1b2c3",
+        &runtime.url,
+        &runtime.endpoint,
+        &runtime.token,
+    );
+    let (_mcp, client) = serve_and_run_first_cell(
+        root.path(),
+        &standin,
+        &[
+            "--colab-session",
+            "a1b2c3",
+            "--colab-sessions-file",
+            sessions.to_str().unwrap(),
+        ],
+    )
+    .await;
+
+    // Cells ran on the runtime: its release tag and its /content working folder.
+    let first = client
+        .call(
+            "get_execution",
+            json!({"notebookRef": NB, "includeOutputs": true}),
+        )
+        .await
+        .ok();
+    let output = output_of(&first, 0);
+    assert!(
+        output.contains("tag release-colab-standin-20261201"),
+        "{output}"
+    );
+    assert!(output.contains("cwd /content"), "{output}");
+
+    // check_colab: the kernel's nonce file is read back through the runtime's Contents API,
+    // then removed and confirmed gone both ways; the release tag is evidence only.
+    let check = client
+        .call("check_colab", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(check["verified"], true, "{check}\n{}", standin.logs());
+    assert_eq!(check["cleanup"], "confirmed", "{check}");
+    assert_eq!(check["root"], runtime.url.as_str(), "{check}");
+    assert_eq!(
+        check["identity"]["buildInfoReleaseTag"], "release-colab-standin-20261201",
+        "{check}"
+    );
+    let probe = check["probePath"].as_str().unwrap_or_default();
+    assert!(probe.starts_with("/content/jupyter-mcp-check-"), "{check}");
+    let leftovers: Vec<_> = std::fs::read_dir(standin.content_folder())
+        .unwrap()
+        .filter_map(|entry| entry.ok())
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("jupyter-mcp-check-")
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "the probe is gone: {leftovers:?}");
+
+    // A 20 MiB file goes through the runtime's Contents API (chunked PUTs), verified by the
+    // kernel's SHA-256, and comes back the same way.
+    let payload: Vec<u8> = (0..20 * 1024 * 1024u32)
+        .map(|index| (index.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let expected = sha256_hex(&payload);
+    std::fs::write(root.path().join("payload.bin"), &payload).unwrap();
+    let started = std::time::Instant::now();
+    let uploaded = client
+        .call(
+            "upload_file",
+            json!({"notebookRef": NB, "hostPath": "payload.bin", "kernelPath": "/content/big.bin"}),
+        )
+        .await
+        .ok();
+    let upload_time = started.elapsed();
+    assert_eq!(uploaded["route"], "contents", "{uploaded}");
+    assert_eq!(uploaded["sha256"], expected.as_str(), "{uploaded}");
+    assert!(uploaded["chunks"].as_u64().unwrap() >= 5, "{uploaded}");
+    assert!(
+        std::fs::read(standin.content_folder().join("big.bin")).unwrap() == payload,
+        "the runtime's copy is intact"
+    );
+    let started = std::time::Instant::now();
+    let downloaded = client
+        .call(
+            "download_file",
+            json!({"notebookRef": NB, "hostPath": "back.bin", "kernelPath": "/content/big.bin"}),
+        )
+        .await
+        .ok();
+    let download_time = started.elapsed();
+    assert_eq!(downloaded["route"], "contents", "{downloaded}");
+    assert_eq!(downloaded["sha256"], expected.as_str(), "{downloaded}");
+    assert!(std::fs::read(root.path().join("back.bin")).unwrap() == payload);
+    eprintln!(
+        "20 MiB through the stand-in's Contents API: sha256 {expected}, upload {upload_time:?}, download {download_time:?}"
+    );
+    // A colabFileUri whose path is not the kernel path is refused, nothing moved.
+    let mismatched = client
+        .call(
+            "upload_file",
+            json!({"notebookRef": NB, "hostPath": "payload.bin", "kernelPath": "/content/other.bin",
+                   "colabFileUri": format!("{}content/big.bin", runtime.url)}),
+        )
+        .await;
+    assert_eq!(
+        mismatched.error_code(),
+        "invalid_argument",
+        "{}",
+        mismatched.text()
+    );
+    assert!(!standin.content_folder().join("other.bin").exists());
+
+    // Mid-run, the proxy token expires and the kernel socket drops (as a proxy that refuses
+    // the old token would). The CLI has renewed the session's token in its file: the host
+    // reads it there, reconnects, and the run completes with its output.
+    run(&client, json!([1]), 0).await;
+    follow(&client, |receipt| output_of(receipt, 0).contains("waiting")).await;
+    let fresh = standin.issue_token(&runtime.endpoint).unwrap();
+    write_sessions_file(&sessions, "a1b2c3", &runtime.url, &runtime.endpoint, &fresh);
+    let dropped = standin.expire_tokens(&runtime.endpoint, true).unwrap();
+    assert!(dropped >= 1, "the kernel socket was open through the proxy");
+    let (status, _) = standin
+        .runtime_get(&runtime.token, &runtime.endpoint, "api/kernels")
+        .unwrap();
+    assert_eq!(status, 401, "the old token really stopped working");
+    std::fs::write(standin.content_folder().join("go-token"), "").unwrap();
+    let receipt = follow(&client, terminal).await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    let output = output_of(&receipt, 0);
+    assert!(
+        output.contains("waiting") && output.contains("released"),
+        "{output}"
+    );
+}
+
+/// Without a Colab runtime (here: a plain Jupyter Server over TLS), no Colab tool is listed,
+/// and a call is refused without running anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_colab_is_refused_against_a_plain_jupyter_server_not_a_stand_in() {
+    use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
+    let ca = TestCa::new("plain server CA").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(root.path(), NB, &["print(1)"]);
+    let tls = ca.issue("plain").unwrap();
+    let server = tokio::task::block_in_place(|| {
+        KernelServer::start_with_tls(ServerKind::JupyterServer, root.path(), &[], Some(tls))
+    })
+    .unwrap();
+    let token_file = server.token_file();
+    let mcp = HttpServer::start(
+        root.path(),
+        &[
+            "--kernel-server",
+            &server.url(),
+            "--kernel-server-token-file",
+            token_file.to_str().unwrap(),
+            "--kernel-server-ca",
+            ca.ca_file().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let tools = client.tool_names().await.unwrap();
+    assert!(tools.contains(&"run_cells".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"check_colab".to_owned()), "{tools:?}");
+    let ran = run(&client, json!([0]), 60_000).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    let refused = client.call("check_colab", json!({"notebookRef": NB})).await;
+    assert!(refused.is_error(), "{}", refused.text());
+    assert!(refused.text().contains("check_colab"), "{}", refused.text());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_the_run_unavailable()
+{
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let runtime = standin.runtime().clone();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(
+        root.path(),
+        NB,
+        &[
+            IDENTITY_CELL,
+            &wait_for_file_cell("never"),
+            "print('after')",
+            COLAB_REQUEST_CELL,
+        ],
+    );
+    let token_file = root.path().join("proxy-token");
+    std::fs::write(&token_file, format!("{}\n", runtime.token)).unwrap();
+    let (_mcp, client) = serve_and_run_first_cell(
+        root.path(),
+        &standin,
+        &[
+            "--colab-runtime-url",
+            &runtime.url,
+            "--colab-token-file",
+            token_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+
+    // The kernel asks Colab's frontend for Drive access and waits (up to 120 s) for the answer
+    // on stdin: the host answers at once with an error that says what to do in Colab, so the
+    // cell fails at once instead of hanging.
+    let started = std::time::Instant::now();
+    let asked = run(&client, json!([3]), 60_000).await;
+    let elapsed = started.elapsed();
+    assert_eq!(asked["status"], "failed", "{asked}");
+    let output = output_of(&asked, 0);
+    assert!(
+        output.contains("MessageError"),
+        "answered, not timed out: {asked}"
+    );
+    assert!(output.contains("action required in Colab"), "{asked}");
+    eprintln!("colab_request answered; the cell failed after {elapsed:?}");
+
+    // Colab releases (or reclaims) the runtime mid-run: the run ends `unavailable` with a
+    // reason code, the output so far kept, the later cell not run. Never a completion.
+    run(&client, json!([1, 2]), 0).await;
+    follow(&client, |receipt| output_of(receipt, 0).contains("waiting")).await;
+    standin.release(&runtime.endpoint).unwrap();
+    let receipt = follow(&client, terminal).await;
+    assert_eq!(receipt["status"], "unavailable", "{receipt}");
+    assert_eq!(receipt["cells"][1]["state"], "not-run", "{receipt}");
+    let code = receipt["reasonCode"].as_str().unwrap_or_default();
+    assert!(
+        ["kernel_died", "kernel_unreachable", "observation_failed"].contains(&code),
+        "{receipt}"
+    );
+    assert!(output_of(&receipt, 0).contains("waiting"), "output kept");
+}

@@ -292,13 +292,19 @@ impl<H: NotebookHost> Tools<H> {
         location: &NotebookLocation,
         document: &Document,
     ) -> Arc<FlowView> {
+        let observed = self
+            .kernels
+            .as_ref()
+            .map(|kernels| kernels.observed_runs(location))
+            .unwrap_or_default();
         let epoch = self.live_epoch(location);
         let derived = self.derived(document);
         let mut sessions = self.sessions.lock().expect("sessions lock");
-        sessions
-            .entry(location.uri.clone())
-            .or_default()
-            .cached_view(document.version, &document.notebook, &derived.revs, epoch)
+        let session = sessions.entry(location.uri.clone()).or_default();
+        for run in observed {
+            session.record_run(&run.cell_id, &run.source, run.epoch, run.ok);
+        }
+        session.cached_view(document.version, &document.notebook, &derived.revs, epoch)
     }
 
     /// `queued` / `running` for cells of the notebook's active run, by cell id.

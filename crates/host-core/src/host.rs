@@ -149,11 +149,20 @@ impl HostError {
 pub struct DocumentCapabilities {
     /// `undo_last`: the host snapshots what each change replaces and can restore it.
     pub undo: bool,
+    /// The document is edited live by others at the same time (a collaborative room): an edit
+    /// is guarded by the revs it quotes rather than by the document's version, so a change
+    /// someone made elsewhere in the notebook since the client's last read does not refuse it,
+    /// and a commit refused because the document moved on meanwhile is planned again against
+    /// the new version.
+    pub shared_live: bool,
 }
 
 impl Default for DocumentCapabilities {
     fn default() -> Self {
-        DocumentCapabilities { undo: true }
+        DocumentCapabilities {
+            undo: true,
+            shared_live: false,
+        }
     }
 }
 

@@ -191,12 +191,19 @@ impl ServerHandler for McpHandler {
                     token,
                 }) as Arc<dyn ProgressSink>
             });
+        let client_name = context.peer.peer_info().map(|info| {
+            let client = &info.client_info;
+            client.title.clone().unwrap_or_else(|| client.name.clone())
+        });
         let output = self
             .dispatch
             .dispatch(
                 request.name.to_string(),
                 request.arguments,
-                CallContext { progress },
+                CallContext {
+                    progress,
+                    client_name,
+                },
             )
             .await;
         Ok(call_tool_result(output).into())

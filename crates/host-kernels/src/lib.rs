@@ -37,7 +37,7 @@ use kernels::{KernelHandle, KernelManager, KernelSpecInfo};
 use mcp_contract::results::KernelChoice;
 use tokio::sync::watch;
 
-pub use convert::{kernel_error, status};
+pub use convert::{events, kernel_error, status};
 
 /// Where a notebook's kernel lives: the notebook file, whose folder is the kernel's working
 /// directory. `None` for a notebook that cannot have one.
@@ -428,7 +428,7 @@ impl KernelSession for ManagedSession {
                 .execute(&cell.source, kernels::ExecuteOptions::default())
                 .await
                 .map_err(|failure| kernel_error(&failure))?;
-            Ok(convert::events(handle))
+            Ok(events(handle))
         })
     }
 
@@ -450,7 +450,7 @@ impl KernelSession for ManagedSession {
                 .execute(&code, options)
                 .await
                 .map_err(|failure| kernel_error(&failure))?;
-            Ok(convert::events(handle))
+            Ok(events(handle))
         })
     }
 

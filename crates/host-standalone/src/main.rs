@@ -52,9 +52,16 @@ enum Command {
         /// JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
         #[arg(long, value_name = "URL", conflicts_with = "no_kernels")]
         kernel_server: Option<String>,
-        /// Read the kernel server's token from this file.
-        #[arg(long, value_name = "PATH", requires = "kernel_server")]
+        /// Read the kernel server's (or the --jupyter server's) token from this file.
+        #[arg(long, value_name = "PATH")]
         kernel_server_token_file: Option<PathBuf>,
+        /// Work alongside JupyterLab: serve the notebooks of this Jupyter Server
+        /// (http://host:port/base/, with jupyter-collaboration) live in their shared documents,
+        /// on the kernels their JupyterLab tabs use. Its token comes from
+        /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN; --root is then the
+        /// folder file transfers read and write.
+        #[arg(long, value_name = "URL", conflicts_with = "kernel_server")]
+        jupyter: Option<String>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
@@ -91,7 +98,12 @@ fn main() -> anyhow::Result<()> {
             no_auth,
             kernel_server,
             kernel_server_token_file,
+            jupyter,
         } => {
+            anyhow::ensure!(
+                kernel_server_token_file.is_none() || kernel_server.is_some() || jupyter.is_some(),
+                "--kernel-server-token-file needs --kernel-server or --jupyter"
+            );
             let auth = if no_auth {
                 Auth::None
             } else if let Some(token) = token_from(token_file.as_deref(), "JUPYTER_MCP_TOKEN")? {
@@ -112,6 +124,16 @@ fn main() -> anyhow::Result<()> {
                 }
                 None => None,
             };
+            let jupyter = match jupyter {
+                Some(url) => {
+                    let token = token_from(
+                        kernel_server_token_file.as_deref(),
+                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+                    )?;
+                    Some(host_jupyter::ServerConnection::new(&url, token.as_deref())?)
+                }
+                None => None,
+            };
             let config = ServeConfig {
                 root,
                 transport: if stdio {
@@ -128,6 +150,7 @@ fn main() -> anyhow::Result<()> {
                 auth,
                 runtime_dir: runtime_dir.unwrap_or_else(broker::secret::default_runtime_dir),
                 kernel_server,
+                jupyter,
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

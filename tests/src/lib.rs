@@ -20,6 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+pub mod collab;
 pub mod kernel_server;
 
 /// The workspace root.
@@ -467,7 +468,18 @@ impl Recorder {
     }
 }
 
+/// The name the test clients give in `initialize` (a host may show the agent under it).
+pub const CLIENT_TITLE: &str = "E2E agent";
+
 impl rmcp::ClientHandler for Recorder {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info =
+            rmcp::model::Implementation::new("jupyter-mcp-tests", env!("CARGO_PKG_VERSION"))
+                .with_title(CLIENT_TITLE);
+        info
+    }
+
     async fn on_progress(
         &self,
         params: ProgressNotificationParam,

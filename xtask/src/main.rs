@@ -16,9 +16,12 @@
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
 //! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
+//! - `browser-setup`: Node, playwright-core and Chromium for the JupyterLab browser test (see
+//!   `browser.rs`; `ci` runs it before the tests).
 //! - `conformance`: the official MCP conformance suite against the standalone server, compared
 //!   with `conformance/expected-failures.yml` (see `conformance.rs`).
 
+mod browser;
 mod conformance;
 mod vscode;
 
@@ -104,6 +107,20 @@ const LAYER_RULES: &[LayerRule] = &[
         packages: &["host-core", "kernels", "nix", "ruff_python_parser", "image"],
         source: &[],
         why: "transports move JSON: they compile without the tool layer",
+    },
+    LayerRule {
+        crates: &["host-jupyter"],
+        packages: &[
+            "rmcp",
+            "napi",
+            "zeromq",
+            "jupyter-zmq-client",
+            "rustls",
+            "openssl",
+            "nix",
+        ],
+        source: &["std::fs", "std::process", "tokio::process"],
+        why: "the JupyterLab host reaches the server over plain HTTP and WebSocket only (TLS comes with the remote-kernel client's connection profiles), serves no MCP itself and never touches the notebook files",
     },
     LayerRule {
         crates: &["mcp-server"],
@@ -420,9 +437,11 @@ fn ci(arguments: &[String]) -> Result<()> {
         fuzz::remove_build()?;
         report_free_space("ci: fuzz targets built and removed");
     }
+    let node = browser::setup()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
+        .env("JUPYTER_MCP_TEST_NODE", node)
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     conformance::conformance()?;
@@ -576,9 +595,10 @@ fn main() -> Result<()> {
         Some("extension-test") => vscode::extension_test(),
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         Some("conformance") => conformance::conformance(),
+        Some("browser-setup") => setup().and_then(|()| browser::setup()).map(|_| ()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | browser-setup | fuzz [args]>"
             );
             std::process::exit(2);
         }

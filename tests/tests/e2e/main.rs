@@ -8,6 +8,7 @@ mod embedding;
 mod execution;
 mod faults;
 mod intelligence;
+mod jupyter;
 mod load;
 mod remote;
 mod summaries;

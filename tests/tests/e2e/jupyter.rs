@@ -388,3 +388,63 @@ async fn jupyterlab_in_a_browser_shows_the_agents_cell_and_output_without_a_relo
     drop(browser);
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_jupyter_server_restarts_the_agent_works_on_a_fresh_copy_of_the_room() {
+    // A server of its own: this test restarts it.
+    let mut server = CollabServer::start().unwrap();
+    let transfers = tempfile::tempdir().unwrap();
+    let path = write_notebook(&server, "again.ipynb", &["a = 1"]);
+    let mcp = serve(&server, transfers.path(), &["--no-kernels"]);
+    let client = Client::http(&mcp.url).await.unwrap();
+    let cells = client.outline_cells("again.ipynb").await;
+    client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": "again.ipynb", "edits": [{
+                "editType": "edit", "cellId": "c0", "expectedRev": cells[0]["rev"], "newCode": "a = 2"
+            }]}),
+        )
+        .await
+        .ok();
+    client
+        .call("save_notebooks", json!({"notebookRefs": ["again.ipynb"]}))
+        .await
+        .ok();
+    // The server dies and comes back on the same port: its rooms and session are new. (A
+    // server that is asked to stop waits for its room clients to leave first.)
+    server.server.crash_and_restart().unwrap();
+    let cells = agent_sees(&client, "again.ipynb", |cells| {
+        source_of(cells, "c0") == "a = 2"
+    })
+    .await;
+    client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": "again.ipynb", "edits": [{
+                "editType": "edit", "cellId": "c0", "expectedRev": cells[0]["rev"], "newCode": "a = 3"
+            }]}),
+        )
+        .await
+        .ok();
+    let mut person = Peer::start(&server.url(), server.token()).unwrap();
+    let opened = person.open("again.ipynb").unwrap();
+    let (person, seen) = person
+        .ask(json!({"cmd": "wait", "cell": "c0", "contains": "a = 3", "timeout": 20}))
+        .await;
+    let seen = seen.unwrap_or_else(|failure| panic!("{failure}; at open: {opened}"));
+    assert_eq!(
+        seen["cells"].as_array().unwrap().len(),
+        1,
+        "no duplicated content from the old history: {seen}"
+    );
+    client
+        .call("save_notebooks", json!({"notebookRefs": ["again.ipynb"]}))
+        .await
+        .ok();
+    let saved = notebook_model::Notebook::parse(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved.cell(0).unwrap().source(), "a = 3");
+    drop(person);
+    client.close().await.unwrap();
+}

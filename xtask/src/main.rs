@@ -117,10 +117,9 @@ const LAYER_RULES: &[LayerRule] = &[
             "jupyter-zmq-client",
             "rustls",
             "openssl",
-            "nix",
         ],
         source: &["std::fs", "std::process", "tokio::process"],
-        why: "the JupyterLab host reaches the server over plain HTTP and WebSocket only (TLS comes with the remote-kernel client's connection profiles), serves no MCP itself and never touches the notebook files",
+        why: "the JupyterLab host reaches the server over plain HTTP and WebSocket only (TLS comes with the remote-kernel client's connection profiles), starts no local kernels, serves no MCP itself and never touches the notebook files",
     },
     LayerRule {
         crates: &["mcp-server"],
@@ -326,7 +325,7 @@ fn deps() -> Result<()> {
         );
     }
     eprintln!(
-        "deps: {} domain crates are pure; host-core, mcp-server and broker keep their layers",
+        "deps: {} domain crates are pure; host-core, host-jupyter, mcp-server and broker keep their layers",
         DOMAIN_CRATES.len()
     );
     Ok(())

@@ -293,6 +293,35 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
         cell(&outline, "c0")["execution_count"],
         seen["cells"][0]["execution_count"]
     );
+
+    // Transfers go through the shared kernel, between --root and the kernel's side.
+    let bytes: Vec<u8> = (0..300_000u32).map(|index| (index % 251) as u8).collect();
+    std::fs::write(transfers.path().join("data.bin"), &bytes).unwrap();
+    let kernel_side = server.state_dir().join("uploaded.bin");
+    let uploaded = client
+        .call(
+            "upload_file",
+            json!({"notebookRef": "run.ipynb", "hostPath": "data.bin",
+                   "kernelPath": kernel_side.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(uploaded["verified"], true, "{uploaded}");
+    assert_eq!(std::fs::read(&kernel_side).unwrap(), bytes);
+    let downloaded = client
+        .call(
+            "download_file",
+            json!({"notebookRef": "run.ipynb", "hostPath": "back.bin",
+                   "kernelPath": kernel_side.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(downloaded["verified"], true, "{downloaded}");
+    assert_eq!(
+        std::fs::read(transfers.path().join("back.bin")).unwrap(),
+        bytes
+    );
+
     drop(person);
     client.close().await.unwrap();
     drop(mcp);

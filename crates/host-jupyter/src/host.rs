@@ -186,7 +186,7 @@ impl JupyterHost {
     ) -> Result<(bool, crate::room::Room), HostError> {
         let path = self.path(location)?;
         let (was_open, room) = self.rooms.open(location, path);
-        if !was_open && let Some(kernels) = &self.kernels {
+        if let Some(kernels) = &self.kernels {
             kernels.watch(path);
         }
         if let Err(failure) = room.synced().await {

@@ -42,7 +42,13 @@ pub struct JupyterKernels {
     sessions: Mutex<HashMap<String, Arc<JupyterSession>>>,
     /// One attach at a time, so two calls never open two connections for one notebook.
     attaching: tokio::sync::Mutex<()>,
+    /// When each notebook's session was last looked for in the background.
+    looked: Mutex<HashMap<String, tokio::time::Instant>>,
 }
+
+/// How often a notebook without a known kernel is looked up again in the background (a person
+/// may open it in JupyterLab, which starts its session, at any time).
+const LOOK_AGAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl std::fmt::Debug for JupyterKernels {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -65,6 +71,7 @@ impl JupyterKernels {
             rooms,
             sessions: Mutex::new(HashMap::new()),
             attaching: tokio::sync::Mutex::new(()),
+            looked: Mutex::new(HashMap::new()),
         })
     }
 
@@ -164,11 +171,26 @@ impl JupyterKernels {
         }
     }
 
-    /// Looks for the notebook's kernel in the background (when it is opened), so that runs the
-    /// person makes from then on count for staleness.
+    /// Looks for the notebook's kernel in the background (when the notebook is used and its
+    /// kernel is not known, at most every few seconds), so that runs the person makes from
+    /// then on count for staleness.
     pub(crate) fn watch(self: &Arc<Self>, path: &str) {
         if self.attached(path).is_some() {
             return;
+        }
+        {
+            let now = tokio::time::Instant::now();
+            let mut looked = self
+                .looked
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            if looked
+                .get(path)
+                .is_some_and(|last| now.duration_since(*last) < LOOK_AGAIN)
+            {
+                return;
+            }
+            looked.insert(path.to_owned(), now);
         }
         let kernels = Arc::clone(self);
         let path = path.to_owned();

@@ -477,3 +477,67 @@ async fn after_the_jupyter_server_restarts_the_agent_works_on_a_fresh_copy_of_th
     drop(person);
     client.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_jupyterlab_host_shares_a_port_with_a_standalone_server() {
+    let server = shared_server();
+    write_notebook(&server, "shared.ipynb", &["s = 1"]);
+    let runtime = tempfile::tempdir().unwrap();
+    let runtime_dir = runtime.path().to_str().unwrap().to_owned();
+    let port = jupyter_mcp_tests::free_port();
+    let files = tempfile::tempdir().unwrap();
+    jupyter_mcp_tests::write_code_notebook(files.path(), "local.ipynb", &["l = 1"]);
+    let standalone = HttpServer::start_on(
+        files.path(),
+        port,
+        &["--runtime-dir", &runtime_dir, "--no-kernels"],
+    )
+    .unwrap();
+    let url = server.url();
+    let token_file = server.token_file().display().to_string();
+    let transfers = tempfile::tempdir().unwrap();
+    let jupyter = HttpServer::start_on(
+        transfers.path(),
+        port,
+        &[
+            "--runtime-dir",
+            &runtime_dir,
+            "--no-kernels",
+            "--jupyter",
+            &url,
+            "--kernel-server-token-file",
+            &token_file,
+        ],
+    )
+    .unwrap();
+    assert!(jupyter.banner.contains("as a peer"), "{}", jupyter.banner);
+    let client = Client::http(&standalone.url).await.unwrap();
+    // A peer is registered with the broker before it prints its banner: one URL answers for
+    // both windows at once.
+    let listing = client.call("list_notebooks", json!({})).await.ok();
+    assert_eq!(
+        listing["windows"].as_array().map(Vec::len),
+        Some(2),
+        "{listing}"
+    );
+    let shared = listing["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|window| window["notebooks"].as_array().unwrap().iter())
+        .find(|notebook| notebook["path"] == "shared.ipynb")
+        .unwrap_or_else(|| panic!("the server's notebook is listed: {listing}"))
+        .clone();
+    assert!(
+        shared["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("/lab/tree/shared.ipynb"),
+        "{shared}"
+    );
+    let outline = client.outline_cells(shared["notebookRef"].as_str().unwrap()).await;
+    assert_eq!(outline[0]["cell_id"], "c0");
+    client.close().await.unwrap();
+    drop(jupyter);
+    drop(standalone);
+}

@@ -535,7 +535,9 @@ async fn the_jupyterlab_host_shares_a_port_with_a_standalone_server() {
             .ends_with("/lab/tree/shared.ipynb"),
         "{shared}"
     );
-    let outline = client.outline_cells(shared["notebookRef"].as_str().unwrap()).await;
+    let outline = client
+        .outline_cells(shared["notebookRef"].as_str().unwrap())
+        .await;
     assert_eq!(outline[0]["cell_id"], "c0");
     client.close().await.unwrap();
     drop(jupyter);

@@ -271,7 +271,8 @@ class Peer:
         for round_number in range(command.get("rounds", 20)):
             marker = f"#b{round_number}"
             started = time.time_ns()
-            writer.notebook.ycells[index]["source"] += marker
+            source = writer.notebook.ycells[index]["source"]
+            source.insert(len(str(source)), marker)
             await wait_until(reader, lambda: marker in (cells(reader)[index]["source"] or ""), 30)
             latencies.append(reader.last_change_ns - started)
         return {"latencies_ns": latencies}

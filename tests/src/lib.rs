@@ -20,6 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
 
+pub mod browser;
 pub mod collab;
 pub mod kernel_server;
 
@@ -446,6 +447,10 @@ pub struct Recorder {
     pub progress: std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>,
     /// Notified after every recorded notification.
     pub progress_changed: std::sync::Arc<tokio::sync::Notify>,
+    /// The URIs of `notifications/resources/updated` received, in order.
+    pub updates: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Notified after every recorded resource update.
+    pub updated: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Recorder {
@@ -471,13 +476,41 @@ impl Recorder {
 /// The name the test clients give in `initialize` (a host may show the agent under it).
 pub const CLIENT_TITLE: &str = "E2E agent";
 
+impl Recorder {
+    /// Waits until `count` resource updates have arrived; false after `timeout`.
+    pub async fn wait_for_updates(&self, count: usize, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.updated.notified();
+            if self.updates.lock().unwrap().len() >= count {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
+    }
+}
+
 impl rmcp::ClientHandler for Recorder {
+    /// A 2025-11-25 client (the tests' 2026-07-28 client is the Python SDK), named
+    /// [`CLIENT_TITLE`].
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        let mut info = rmcp::model::ClientConfig::default();
+        let mut info = rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25);
         info.client_info =
             rmcp::model::Implementation::new("jupyter-mcp-tests", env!("CARGO_PKG_VERSION"))
                 .with_title(CLIENT_TITLE);
         info
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.updates.lock().unwrap().push(params.uri);
+        self.updated.notify_waiters();
     }
 
     async fn on_progress(
@@ -589,6 +622,11 @@ impl Client {
             .await
             .context("MCP handshake over stdio")?;
         Ok(Client { service, recorder })
+    }
+
+    /// The session, for requests beyond tool calls (resources, prompts, subscriptions).
+    pub fn peer(&self) -> &rmcp::Peer<RoleClient> {
+        self.service.peer()
     }
 
     pub fn server_info(&self) -> Option<(String, String)> {

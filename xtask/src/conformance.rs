@@ -9,6 +9,9 @@
 //! that `conformance/expected-failures.yml` does not list, and on a listed one that passes, so
 //! that the list stays honest; each entry needs a reason, and entries may only name scenarios
 //! that call the suite's own fixture tools, resources or prompts.
+//!
+//! While the server is up, the MCP Inspector's `--strict` schema check runs against it too
+//! ([`inspector_strict`]): any portability warning on a published schema fails the run.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,6 +158,8 @@ pub fn conformance() -> Result<()> {
         .status()
         .context("could not start the conformance suite")?;
 
+    let portability = inspector_strict(&wheel, &url, &scratch)?;
+
     let outcomes = results(&output)?;
     if outcomes.is_empty() {
         bail!("conformance: the suite wrote no results ({suite})");
@@ -184,6 +189,13 @@ pub fn conformance() -> Result<()> {
         outcomes.len() - passed,
         problems.len()
     );
+    if let Some(findings) = portability {
+        problems.push(format!(
+            "the MCP Inspector's --strict check of tools/list found portability problems:\n{findings}"
+        ));
+    } else {
+        eprintln!("conformance: the MCP Inspector's --strict check found no schema warning");
+    }
     if !problems.is_empty() || !suite.success() {
         bail!(
             "conformance failed (suite {suite}):\n  {}\nserver log:\n{}",
@@ -192,6 +204,46 @@ pub fn conformance() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Runs `inspector --cli URL --transport http --method tools/list --strict` (pinned in
+/// `conformance/package.json`): its schema linter flags `type` arrays, schemas that accept
+/// anything, bare boolean schemas and remote `$ref`s in every input and output schema. Errors
+/// exit non-zero; warnings only print, so any `Warning:` line counts too. `None` when clean.
+fn inspector_strict(wheel: &Path, url: &str, scratch: &Path) -> Result<Option<String>> {
+    let launcher = suite_dir()
+        .join("node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js");
+    let output = Command::new(wheel.join("bin/node"))
+        .arg(launcher)
+        .args([
+            "--cli",
+            url,
+            "--transport",
+            "http",
+            "--method",
+            "tools/list",
+            "--strict",
+        ])
+        .current_dir(scratch)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .context("could not start the MCP Inspector")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let listed = serde_json::from_str::<serde_json::Value>(&stdout)
+        .ok()
+        .and_then(|value| value["tools"].as_array().map(Vec::len));
+    match listed {
+        Some(count) if output.status.success() && !stderr.contains("Warning:") => {
+            eprintln!("conformance: the inspector listed {count} tools");
+            Ok(None)
+        }
+        Some(_) => Ok(Some(stderr.into_owned())),
+        None => bail!(
+            "the MCP Inspector did not list the tools ({}):\n{stderr}",
+            output.status
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -16,12 +16,9 @@
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
 //! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
-//! - `browser-setup`: Node, playwright-core and Chromium for the JupyterLab browser test (see
-//!   `browser.rs`; `ci` runs it before the tests).
 //! - `conformance`: the official MCP conformance suite against the standalone server, compared
 //!   with `conformance/expected-failures.yml` (see `conformance.rs`).
 
-mod browser;
 mod conformance;
 mod vscode;
 
@@ -436,11 +433,11 @@ fn ci(arguments: &[String]) -> Result<()> {
         fuzz::remove_build()?;
         report_free_space("ci: fuzz targets built and removed");
     }
-    let node = browser::setup()?;
+    // The output viewer's and JupyterLab's browser tests drive Chromium.
+    vscode::system_packages()?;
     run(cargo()
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
-        .env("JUPYTER_MCP_TEST_NODE", node)
         // The build above made the server binary with the same features the tests use.
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     conformance::conformance()?;
@@ -545,8 +542,8 @@ fn tool_schemas() -> String {
                     "idempotentHint": spec.annotations.idempotent,
                     "openWorldHint": spec.annotations.open_world,
                 },
-                "inputSchema": (spec.input_schema)(),
-                "outputSchema": (spec.output_schema)(),
+                "inputSchema": mcp_contract::catalog::portable_input_schema(spec),
+                "outputSchema": mcp_contract::catalog::portable_output_schema(spec),
             })
         })
         .collect();
@@ -594,10 +591,9 @@ fn main() -> Result<()> {
         Some("extension-test") => vscode::extension_test(),
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         Some("conformance") => conformance::conformance(),
-        Some("browser-setup") => setup().and_then(|()| browser::setup()).map(|_| ()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | browser-setup | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | fuzz [args]>"
             );
             std::process::exit(2);
         }

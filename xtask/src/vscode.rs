@@ -224,15 +224,16 @@ pub(crate) fn node24() -> Result<PathBuf> {
     Ok(wheel)
 }
 
-pub(crate) fn is_root() -> bool {
+fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
         .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
 }
 
-/// `libkrb5-dev` (code-server's `kerberos` module builds against it) and `chromium`.
-fn system_packages() -> Result<()> {
+/// `libkrb5-dev` (code-server's `kerberos` module builds against it) and `chromium` (also what
+/// the tests' browser drives).
+pub(crate) fn system_packages() -> Result<()> {
     let have_krb5 = Path::new("/usr/include/gssapi/gssapi.h").exists();
     let have_chromium = which("chromium").is_some();
     if have_krb5 && have_chromium {
@@ -247,7 +248,7 @@ fn system_packages() -> Result<()> {
         .env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
-pub(crate) fn which(program: &str) -> Option<PathBuf> {
+fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|folder| folder.join(program))
         .find(|candidate| candidate.exists())

@@ -625,6 +625,55 @@ impl BrokerState {
     }
 }
 
+impl BrokerState {
+    /// Runs a reserved resource invocation in a window (see [`crate::protocol::LIST_RESOURCES`]).
+    async fn invoke_resources(
+        &self,
+        window_id: &str,
+        name: &str,
+        arguments: Map<String, Value>,
+    ) -> Option<Value> {
+        let output = if window_id == self.window.id {
+            crate::protocol::resource_invocation(self.local.as_ref(), name, Some(&arguments))
+                .await?
+        } else {
+            let info = self
+                .peers
+                .lock()
+                .expect("peer table lock")
+                .get(window_id)
+                .cloned()?;
+            let timeout = Some(self.timings.control_timeout);
+            self.invoke_peer(window_id, &info, name, arguments, timeout)
+                .await
+                .ok()?
+        };
+        output.structured.filter(|_| !output.is_error)
+    }
+
+    /// Every window that is connected now, own first.
+    fn windows(&self) -> Vec<String> {
+        let mut windows = vec![self.window.id.clone()];
+        windows.extend(
+            self.peers
+                .lock()
+                .expect("peer table lock")
+                .iter()
+                .map(|(id, _)| id.clone()),
+        );
+        windows
+    }
+
+    /// The window serving the notebook of a resource URI.
+    async fn resource_owner(&self, uri: &str) -> Option<String> {
+        let notebook = mcp_contract::resources::ResourceUri::parse(uri)
+            .ok()?
+            .notebook;
+        let mut targets = self.resolve_all(&[notebook]).await.ok()?;
+        Some(targets.remove(0).window_id)
+    }
+}
+
 /// The `/broker/*` endpoints on the shared port.
 pub(crate) struct BrokerRoutes {
     pub(crate) state: Arc<BrokerState>,
@@ -676,6 +725,77 @@ impl ToolDispatch for BrokerDispatch {
             }
         }
         specs
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Vec<mcp_contract::ResourceEntry>> {
+        Box::pin(async move {
+            let windows = self.state.windows();
+            let lists = windows.iter().map(|window_id| async move {
+                self.state
+                    .invoke_resources(window_id, crate::protocol::LIST_RESOURCES, Map::new())
+                    .await
+                    .and_then(|value| {
+                        serde_json::from_value::<Vec<_>>(value["resources"].clone()).ok()
+                    })
+                    .unwrap_or_default()
+            });
+            futures::future::join_all(lists)
+                .await
+                .into_iter()
+                .flatten()
+                .collect()
+        })
+    }
+
+    fn read_resource(
+        &self,
+        uri: String,
+    ) -> BoxFuture<'_, Result<Vec<mcp_contract::ResourceBody>, mcp_contract::ResourceError>> {
+        Box::pin(async move {
+            let not_found = |message: String| mcp_contract::ResourceError::NotFound {
+                uri: uri.clone(),
+                message,
+            };
+            let Some(window_id) = self.state.resource_owner(&uri).await else {
+                return Err(not_found(format!(
+                    "no connected window serves `{uri}`; call resources/list for the notebooks"
+                )));
+            };
+            let mut arguments = Map::new();
+            arguments.insert("uri".to_owned(), Value::String(uri.clone()));
+            let answer = self
+                .state
+                .invoke_resources(&window_id, crate::protocol::READ_RESOURCE, arguments)
+                .await
+                .ok_or_else(|| mcp_contract::ResourceError::Unavailable {
+                    message: "the window that serves this notebook did not answer; retry"
+                        .to_owned(),
+                })?;
+            if let Ok(error) = serde_json::from_value(answer["resourceError"].clone()) {
+                return Err(error);
+            }
+            serde_json::from_value(answer["contents"].clone())
+                .map_err(|_| not_found("the window's answer could not be read".to_owned()))
+        })
+    }
+
+    fn resource_versions(&self, uris: Vec<String>) -> BoxFuture<'_, Vec<Option<u64>>> {
+        Box::pin(async move {
+            let mut versions = vec![None; uris.len()];
+            for (index, uri) in uris.iter().enumerate() {
+                let Some(window_id) = self.state.resource_owner(uri).await else {
+                    continue;
+                };
+                let mut arguments = Map::new();
+                arguments.insert("uris".to_owned(), json!([uri]));
+                versions[index] = self
+                    .state
+                    .invoke_resources(&window_id, crate::protocol::RESOURCE_VERSIONS, arguments)
+                    .await
+                    .and_then(|answer| answer["versions"][0].as_u64());
+            }
+            versions
+        })
     }
 
     fn dispatch(

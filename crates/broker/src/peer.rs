@@ -101,14 +101,24 @@ impl PeerEndpoint {
                 );
             }
         };
-        let output = self
-            .local
-            .dispatch(
-                invocation.tool,
-                invocation.arguments,
-                CallContext::default(),
-            )
-            .await;
+        let resources = crate::protocol::resource_invocation(
+            self.local.as_ref(),
+            &invocation.tool,
+            invocation.arguments.as_ref(),
+        )
+        .await;
+        let output = match resources {
+            Some(output) => output,
+            None => {
+                self.local
+                    .dispatch(
+                        invocation.tool,
+                        invocation.arguments,
+                        CallContext::default(),
+                    )
+                    .await
+            }
+        };
         let answer = serde_json::to_vec(&InvocationResult::from(output))
             .expect("an invocation result serialises");
         Response::builder()

@@ -108,7 +108,49 @@ pub struct InvocationResult {
     pub text: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<WireImage>,
+    /// Resource links of the answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<mcp_contract::ResourceEntry>,
     pub is_error: bool,
+}
+
+/// Reserved invocation names for a peer's resources (never tool names: tools have no `/`).
+/// `resources/list` answers `{"resources": [...]}`; `resources/read` takes `{"uri"}` and
+/// answers `{"contents": [...]}` or an error; `resources/versions` takes `{"uris": [...]}` and
+/// answers `{"versions": [...]}`.
+pub const LIST_RESOURCES: &str = "resources/list";
+/// See [`LIST_RESOURCES`].
+pub const READ_RESOURCE: &str = "resources/read";
+/// See [`LIST_RESOURCES`].
+pub const RESOURCE_VERSIONS: &str = "resources/versions";
+
+/// Runs a reserved resource invocation on `local`; `None` for a tool call.
+pub async fn resource_invocation(
+    local: &dyn mcp_contract::ToolDispatch,
+    name: &str,
+    arguments: Option<&Map<String, Value>>,
+) -> Option<ToolOutput> {
+    let argument = |key: &str| arguments.and_then(|arguments| arguments.get(key)).cloned();
+    let value = match name {
+        LIST_RESOURCES => serde_json::json!({ "resources": local.list_resources().await }),
+        READ_RESOURCE => {
+            let uri = argument("uri")
+                .and_then(|uri| uri.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            match local.read_resource(uri).await {
+                Ok(contents) => serde_json::json!({ "contents": contents }),
+                Err(error) => serde_json::json!({ "resourceError": error }),
+            }
+        }
+        RESOURCE_VERSIONS => {
+            let uris: Vec<String> = argument("uris")
+                .and_then(|uris| serde_json::from_value(uris).ok())
+                .unwrap_or_default();
+            serde_json::json!({ "versions": local.resource_versions(uris).await })
+        }
+        _ => return None,
+    };
+    Some(ToolOutput::success(value, Vec::new()))
 }
 
 impl From<ToolOutput> for InvocationResult {
@@ -124,6 +166,7 @@ impl From<ToolOutput> for InvocationResult {
                     mime_type: image.mime_type,
                 })
                 .collect(),
+            links: output.links,
             is_error: output.is_error,
         }
     }
@@ -142,6 +185,7 @@ impl From<InvocationResult> for ToolOutput {
                     mime_type: image.mime_type,
                 })
                 .collect(),
+            links: result.links,
             is_error: result.is_error,
         }
     }
@@ -165,6 +209,14 @@ mod tests {
             images: vec![ImageContent {
                 data: "iVBOR".to_owned(),
                 mime_type: "image/png".to_owned(),
+            }],
+            links: vec![mcp_contract::ResourceEntry {
+                uri: "file:///a.ipynb#cells/c/outputs/0".to_owned(),
+                name: "cell c output 0".to_owned(),
+                title: None,
+                mime_type: "text/plain".to_owned(),
+                description: Some("the whole output".to_owned()),
+                size: None,
             }],
             is_error: false,
         };

@@ -398,6 +398,7 @@ pub fn merge_batch(outputs: Vec<ToolOutput>) -> ToolOutput {
                 text: body.to_string(),
                 structured: None,
                 images: failure.images,
+                links: failure.links,
                 is_error: true,
             }
         }

@@ -18,6 +18,7 @@ pub use mcp_contract::params::OutputMode;
 /// Options of [`format_outputs`]. `FormatOptions::default()` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatOptions {
+    /// How much of each output to show: `summary`, `text` (condensed) or `full`. Default `text`.
     pub mode: OutputMode,
     /// Bound on the returned text, in characters (Unicode scalar values). The caller clamps it;
     /// below [`MIN_TEXT_BOUND`] the text may still take up to that many characters, the room for
@@ -69,7 +70,9 @@ pub struct ReturnedImage {
     pub mime: &'static str,
     /// The encoded image, base64 (standard alphabet, padded).
     pub base64: String,
+    /// Width in pixels of the image as returned (after any downscaling).
     pub width: u32,
+    /// Height in pixels of the image as returned (after any downscaling).
     pub height: u32,
     /// Size of the encoded image in bytes (before base64).
     pub byte_len: usize,
@@ -80,7 +83,10 @@ pub struct ReturnedImage {
 pub enum ImageOutcome {
     /// Returned as `images[image_number - 1]`.
     Returned {
+        /// 1-based position of the image among those returned by the call.
         image_number: usize,
+        /// Whether the image was resized (to fit `max_image_side` or the byte budget) and
+        /// re-encoded.
         downscaled: bool,
     },
     /// Images were not requested (`include_images` false).
@@ -98,6 +104,7 @@ pub enum ImageOutcome {
 /// Per-image information, for every image in the outputs (`text` and `full` modes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageReport {
+    /// 0-based index of the output the image is in.
     pub output_index: usize,
     /// The MIME type under which the output stored it.
     pub mime: String,
@@ -105,6 +112,7 @@ pub struct ImageReport {
     pub original_bytes: usize,
     /// Width and height, when known.
     pub original_size: Option<(u32, u32)>,
+    /// Whether the image was returned, and why not when it was not.
     pub outcome: ImageOutcome,
 }
 

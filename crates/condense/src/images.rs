@@ -22,7 +22,9 @@ const JPEG_QUALITY: u8 = 80;
 /// The raster formats returned as images.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RasterFormat {
+    /// PNG (`image/png`).
     Png,
+    /// JPEG (`image/jpeg`).
     Jpeg,
 }
 
@@ -41,10 +43,15 @@ impl RasterFormat {
 pub struct DownscaledImage {
     /// The encoded image (the input bytes themselves when no downscaling was needed).
     pub bytes: Vec<u8>,
+    /// The format of `bytes`, the same as the input's.
     pub format: RasterFormat,
+    /// Width in pixels of `bytes`.
     pub width: u32,
+    /// Height in pixels of `bytes`.
     pub height: u32,
+    /// Width in pixels of the input image.
     pub original_width: u32,
+    /// Height in pixels of the input image.
     pub original_height: u32,
     /// Whether the image was resized and re-encoded.
     pub downscaled: bool,

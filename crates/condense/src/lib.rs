@@ -11,7 +11,22 @@
 //! [`collapse_carriage_returns`], [`render_terminal`], [`head_tail`], [`HeadTailBuffer`],
 //! [`html_table_to_rows`], [`html_to_text`], [`downscale_image`], [`condense_traceback`]) are
 //! public for reuse.
+//!
+//! ```
+//! use condense::{FormatOptions, format_outputs};
+//! use serde_json::json;
+//!
+//! // A progress bar that redraws itself with `\r` leaves only its last state.
+//! let outputs = [
+//!     json!({"output_type": "stream", "name": "stderr", "text": " 10%|#  |\r"}),
+//!     json!({"output_type": "stream", "name": "stderr", "text": ["100%|###|", "\n"]}),
+//! ];
+//! let condensed = format_outputs(&outputs, &FormatOptions::default());
+//! assert_eq!(condensed.text, "[outputs 1–2 | stderr]\n100%|###|");
+//! assert!(condensed.images.is_empty());
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod format;
 mod html;

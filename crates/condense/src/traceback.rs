@@ -33,6 +33,8 @@ impl Default for TracebackOptions {
 /// A condensed traceback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CondensedTraceback {
+    /// The traceback without ANSI and terminal control, trimmed when asked (each cut marked),
+    /// ending with the `Name: message` line.
     pub text: String,
     /// Characters of frames and context lines left out (each cut is marked in `text`).
     pub dropped_chars: usize,

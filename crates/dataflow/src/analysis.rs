@@ -91,7 +91,9 @@ impl DefinitionKind {
 /// A name the cell leaves bound in the kernel's global namespace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Definition {
+    /// The global name bound.
     pub name: String,
+    /// What binds it: an assignment, an import, a `def` or a `class`.
     pub kind: DefinitionKind,
     /// 1-based line of the first binding.
     pub line: u32,
@@ -104,6 +106,7 @@ pub struct Definition {
 /// A global name the cell reads that it did not bind itself first.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Use {
+    /// The global name read.
     pub name: String,
     /// 1-based line of the first read.
     pub line: u32,
@@ -119,6 +122,7 @@ pub struct Use {
 /// A name at a line: what [`CellAnalysis::mutates`] and [`CellAnalysis::deletes`] list.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NameAt {
+    /// The global name.
     pub name: String,
     /// 1-based line of the first occurrence.
     pub line: u32,
@@ -136,10 +140,12 @@ pub enum WildcardKind {
 /// A definition of unknown names.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Wildcard {
+    /// Whether a star import or `%run` defines the names.
     pub kind: WildcardKind,
     /// The module (`from os.path import *` → `os.path`, relative imports keep their dots) or the
     /// script (`%run setup.py` → `setup.py`).
     pub origin: String,
+    /// 1-based line of the star import or `%run`.
     pub line: u32,
 }
 
@@ -171,7 +177,9 @@ pub enum AnalysisErrorKind {
 /// A cell that could not be analysed. It defines and uses nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AnalysisError {
+    /// What kept the cell from being analysed.
     pub kind: AnalysisErrorKind,
+    /// A sentence saying what went wrong, for a lint finding.
     pub message: String,
     /// 1-based line.
     pub line: u32,
@@ -199,7 +207,9 @@ pub struct CellAnalysis {
     pub deletes: Vec<NameAt>,
     /// Star imports and `%run`: definitions of names nobody can list.
     pub wildcards: Vec<Wildcard>,
+    /// The cell magic on the first line, if any; `None` for plain Python.
     pub cell_magic: Option<CellMagic>,
+    /// Why the cell could not be analysed; `None` when it was (the lists are then complete).
     pub error: Option<AnalysisError>,
     /// Names the cell binds at module level and also reads itself after binding them (sorted).
     /// A definition read only by its own cell is not an unused definition.

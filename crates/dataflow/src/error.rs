@@ -10,11 +10,24 @@ pub enum DataflowError {
     /// The run records do not line up with the cells given to the last `update`: pass exactly one
     /// entry per cell, in document order.
     #[error("expected {expected} run records, one per cell, got {got}")]
-    RunRecordCount { expected: usize, got: usize },
+    RunRecordCount {
+        /// Number of cells given to the last `update`.
+        expected: usize,
+        /// Number of run records passed.
+        got: usize,
+    },
     /// A cell index is past the end of the notebook.
     #[error("cell index {index} is out of range: the notebook has {len} cells")]
-    CellOutOfRange { index: usize, len: usize },
+    CellOutOfRange {
+        /// The index asked for.
+        index: usize,
+        /// Number of cells given to the last `update`.
+        len: usize,
+    },
     /// Only code cells run; markdown and raw cells cannot be run targets.
     #[error("cell {index} is not a code cell, so it cannot be run")]
-    NotACodeCell { index: usize },
+    NotACodeCell {
+        /// The index asked for.
+        index: usize,
+    },
 }

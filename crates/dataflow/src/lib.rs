@@ -11,7 +11,31 @@
 //! each change (only new sources are parsed), reads [`Dataflow::edges`] and [`Dataflow::lint`],
 //! and asks [`Dataflow::freshness`] for the staleness of every cell given its run records and the
 //! live kernel's epoch; [`Freshness::stale_set`] and [`Freshness::plan`] say what to run.
+//!
+//! ```
+//! use dataflow::{CellInput, CellKind, CellState, Dataflow, RunStamp, StaleReason};
+//!
+//! let cell = |id, source, rev| CellInput { id, kind: CellKind::Code, source, rev };
+//! let mut dataflow = Dataflow::new();
+//! dataflow.update(&[cell("load", "x = 1", "r1"), cell("use", "y = x + 1", "r2")]);
+//! assert_eq!(dataflow.edges()[0].names, ["x"]);
+//!
+//! // Both cells ran on kernel epoch 7; then `load` was edited (its rev is now `r3`).
+//! dataflow.update(&[cell("load", "x = 2", "r3"), cell("use", "y = x + 1", "r2")]);
+//! let ran = |rev: &str, sequence| RunStamp {
+//!     rev: rev.into(),
+//!     kernel_epoch: 7,
+//!     sequence,
+//!     ok: true,
+//! };
+//! let (load_run, use_run) = (ran("r1", 1), ran("r2", 2));
+//! let freshness = dataflow.freshness(&[Some(&load_run), Some(&use_run)], Some(7))?;
+//! assert_eq!(freshness.state(0), Some(CellState::Stale(StaleReason::Edited)));
+//! assert_eq!(freshness.stale_set(), [0, 1]);
+//! # Ok::<(), dataflow::DataflowError>(())
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod analysis;
 mod builtins;

@@ -35,6 +35,8 @@ pub enum LintCode {
 }
 
 impl LintCode {
+    /// The stable snake_case name of the code, as tools report it (`syntax_error`,
+    /// `undefined_name`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             LintCode::SyntaxError => "syntax_error",
@@ -53,6 +55,7 @@ impl LintCode {
 /// One lint finding.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Finding {
+    /// What kind of problem this is.
     pub code: LintCode,
     /// Index of the cell, in document order.
     pub cell: usize,

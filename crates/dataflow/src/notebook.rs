@@ -13,8 +13,11 @@ use crate::staleness::{CellState, Freshness, RunStamp, StaleReason};
 /// The kind of a notebook cell. Only code cells take part in the dataflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CellKind {
+    /// A Python cell: analysed, linted and run.
     Code,
+    /// A markdown cell: no dataflow.
     Markdown,
+    /// A raw cell: no dataflow.
     Raw,
 }
 
@@ -23,7 +26,9 @@ pub enum CellKind {
 pub struct CellInput<'a> {
     /// The host's handle for the cell (its name or id); used in lint messages and findings.
     pub id: &'a str,
+    /// The cell's kind; only code cells are analysed.
     pub kind: CellKind,
+    /// The cell's source text, as it would be sent to the kernel.
     pub source: &'a str,
     /// The host's content hash of the cell. A cell is fresh only if its last run carries this
     /// same rev.
@@ -43,7 +48,9 @@ pub struct UpdateStats {
 /// `%run` in `from` may have defined).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Edge {
+    /// Index of the cell that writes the names.
     pub from: usize,
+    /// Index of the cell below it that reads them.
     pub to: usize,
     /// In order of first use in `to`.
     pub names: Vec<String>,
@@ -71,6 +78,7 @@ pub struct Dataflow {
 }
 
 impl Dataflow {
+    /// An empty dataflow, as of a notebook without cells.
     pub fn new() -> Self {
         Self::default()
     }
@@ -120,6 +128,7 @@ impl Dataflow {
         self.cells.len()
     }
 
+    /// Whether the last update had no cells.
     pub fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
@@ -134,6 +143,7 @@ impl Dataflow {
         self.cells.iter().position(|cell| cell.id == id)
     }
 
+    /// The kind given for cell `index`; `None` past the last cell.
     pub fn kind(&self, index: usize) -> Option<CellKind> {
         self.cells.get(index).map(|cell| cell.kind)
     }

@@ -32,9 +32,15 @@ pub enum StaleReason {
     /// Its source changed since it ran.
     Edited,
     /// An input cell is not fresh.
-    InputNotFresh { input: usize },
+    InputNotFresh {
+        /// Index of the input cell that is not fresh.
+        input: usize,
+    },
     /// An input cell ran after it, so it may have read older values.
-    InputRerun { input: usize },
+    InputRerun {
+        /// Index of the input cell that ran later.
+        input: usize,
+    },
 }
 
 /// The staleness of one code cell. `queued` and `running` are the host's to overlay.
@@ -61,6 +67,7 @@ impl CellState {
         }
     }
 
+    /// Whether the state is [`CellState::Fresh`].
     pub fn is_fresh(self) -> bool {
         self == CellState::Fresh
     }

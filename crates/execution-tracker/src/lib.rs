@@ -33,9 +33,54 @@
 //!    [`Registry::receipt`]. A `waitMs` wait re-checks [`Registry::is_terminal`] each time the
 //!    host's own notification fires (after every `apply` whose run [`Registry::version`] moved).
 //!
+//! ```
+//! use execution_tracker::{
+//!     CellCheck, CellRequest, ExecuteReply, IopubEvent, ReceiptOptions, Registry, RegistryConfig,
+//!     ReplyStatus, RunAction, RunEvent, RunRequest, RunStatus,
+//! };
+//! use serde_json::Value;
+//!
+//! // The host's formatter; a real one condenses the outputs.
+//! let formatter = |outputs: &[Value], _mode, _max_chars| format!("outputs: {}", outputs.len());
+//! let mut registry = Registry::new(RegistryConfig::default(), Box::new(formatter));
+//! let cell = CellRequest { cell_id: "c1".into(), index: 0, source: "print(1)".into() };
+//! let request = RunRequest { notebook: "file:///a.ipynb".into(), cells: vec![cell] };
+//! let id = registry.admit(request, 1_000, 42)?;
+//!
+//! let actions = registry.apply(id.as_str(), RunEvent::Start, 1_001)?;
+//! assert!(matches!(actions[..], [RunAction::VerifyCell { position: 0, .. }]));
+//! let check = CellCheck::Found {
+//!     current_index: 0,
+//!     cell_id: "c1".into(),
+//!     source: "print(1)".into(),
+//! };
+//! let checked = RunEvent::CellChecked { position: 0, check };
+//! let actions = registry.apply(id.as_str(), checked, 1_002)?;
+//! assert!(matches!(&actions[..], [RunAction::Dispatch { code, .. }] if code == "print(1)"));
+//!
+//! // The kernel's messages for that request, as the host converts them.
+//! let output = IopubEvent::Stream { name: "stdout".into(), text: "1\n".into() };
+//! let reply = ExecuteReply { status: ReplyStatus::Ok, execution_count: Some(1) };
+//! for event in [
+//!     RunEvent::KernelBusy { position: 0 },
+//!     RunEvent::Output { position: 0, event: output },
+//!     RunEvent::ExecuteReply { position: 0, reply },
+//!     RunEvent::KernelIdle { position: 0 },
+//! ] {
+//!     registry.apply(id.as_str(), event, 1_010)?;
+//! }
+//! assert_eq!(registry.is_terminal(id.as_str()), Some(true));
+//! let options = ReceiptOptions { include_outputs: true, ..ReceiptOptions::default() };
+//! let receipt = registry.receipt(id.as_str(), &options)?;
+//! assert_eq!(receipt.status, RunStatus::Completed);
+//! assert_eq!(receipt.cells[0].output.as_deref(), Some("outputs: 1"));
+//! # Ok::<(), execution_tracker::TrackerError>(())
+//! ```
+//!
 //! [`check_event_sequence`] is the body of a fuzz target:
 //! `fuzz_target!(|data: &[u8]| execution_tracker::check_event_sequence(data));`.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod check;
 mod error;

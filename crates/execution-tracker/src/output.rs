@@ -54,6 +54,8 @@ impl Default for OutputLimits {
 /// The `transient` part of a display message: never stored, used only to route updates.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 pub struct Transient {
+    /// The display's id, which `update_display_data` messages name to replace it; `None` for
+    /// displays that are never updated.
     #[serde(default)]
     pub display_id: Option<String>,
 }
@@ -63,43 +65,65 @@ pub struct Transient {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "msg_type", rename_all = "snake_case")]
 pub enum IopubEvent {
+    /// Text written to a stream.
     Stream {
+        /// `stdout` or `stderr`.
         name: String,
+        /// The text, appended to the cell's stream of that name.
         text: String,
     },
+    /// The value of the cell's last expression.
     ExecuteResult {
+        /// The MIME bundle (MIME type to content).
         #[serde(default = "empty_object")]
         data: Value,
+        /// Metadata per MIME type.
         #[serde(default = "empty_object")]
         metadata: Value,
+        /// The kernel's execution count for the request.
         #[serde(default)]
         execution_count: Option<u64>,
+        /// The display id, when the result may be updated later.
         #[serde(default)]
         transient: Option<Transient>,
     },
+    /// A rich display (`display(...)`, a figure).
     DisplayData {
+        /// The MIME bundle (MIME type to content).
         #[serde(default = "empty_object")]
         data: Value,
+        /// Metadata per MIME type.
         #[serde(default = "empty_object")]
         metadata: Value,
+        /// The display id, when the display may be updated later.
         #[serde(default)]
         transient: Option<Transient>,
     },
+    /// A new version of an earlier display, found by its display id.
     UpdateDisplayData {
+        /// The replacement MIME bundle.
         #[serde(default = "empty_object")]
         data: Value,
+        /// The replacement metadata.
         #[serde(default = "empty_object")]
         metadata: Value,
+        /// Names the display to replace; without a display id the update is ignored.
         #[serde(default)]
         transient: Option<Transient>,
     },
+    /// An exception raised by the cell.
     Error {
+        /// The exception's class name.
         ename: String,
+        /// The exception's message.
         evalue: String,
+        /// The formatted traceback lines, ANSI colours included.
         #[serde(default)]
         traceback: Vec<String>,
     },
+    /// `clear_output()`: the cell's outputs so far are removed.
     ClearOutput {
+        /// Clear only when the next output arrives (`clear_output(wait=True)`), to avoid flicker.
         #[serde(default)]
         wait: bool,
     },

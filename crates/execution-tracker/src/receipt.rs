@@ -54,6 +54,7 @@ fn slot(mode: OutputMode) -> usize {
 /// Renders nbformat outputs as text. `max_chars` is a bound on the work, not the cap: the
 /// tracker cuts the result itself. Any `Fn(&[Value], OutputMode, usize) -> String` is one.
 pub trait OutputFormatter {
+    /// Renders `outputs` (nbformat dicts) in `mode`, doing work for about `max_chars` characters.
     fn format(&self, outputs: &[Value], mode: OutputMode, max_chars: usize) -> String;
 }
 
@@ -71,6 +72,7 @@ where
 pub struct ReceiptOptions {
     /// Add `cells[].output` for dispatched cells.
     pub include_outputs: bool,
+    /// How outputs are rendered.
     pub output_mode: OutputMode,
     /// The client's `maxOutputChars`, before clamping.
     pub max_output_chars: Option<u64>,
@@ -92,14 +94,21 @@ pub fn clamp_max_output_chars(requested: Option<u64>) -> usize {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Receipt {
+    /// The run's id, to pass to `get_execution`.
     pub execution_id: ExecutionId,
     /// The notebook the run belongs to, as the host named it at admission.
     pub notebook_ref: String,
+    /// Where the run is: `requested`, `running`, or a terminal `completed`, `failed` or
+    /// `unavailable`.
     pub status: RunStatus,
+    /// Why the run stopped, in a sentence; `None` while it goes on and when it completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why the run stopped, as a stable code; `None` while it goes on and when it completed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason_code: Option<ReasonCode>,
+    /// The kernel status last observed when tracking stopped early; `None` when none was observed
+    /// or the run did not stop early.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_status_at_stop: Option<KernelStatus>,
     /// Present (and `true`) only when the wait budget ran out before a terminal status.
@@ -107,7 +116,9 @@ pub struct Receipt {
     pub wait_timed_out: bool,
     /// Whether an execute request of this notebook has not had its reply yet.
     pub notebook_command_pending: bool,
+    /// How many cells have settled, out of how many.
     pub progress: Progress,
+    /// One entry per requested cell, in requested order.
     pub cells: Vec<CellReceipt>,
 }
 
@@ -115,19 +126,30 @@ pub struct Receipt {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CellReceipt {
+    /// The cell's nbformat id, as captured at admission.
     pub cell_id: String,
+    /// The cell's 0-based index at admission.
     pub requested_index: usize,
+    /// The cell's 0-based index when it was dispatched; `None` if it never was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_index: Option<usize>,
+    /// Where the cell is: `requested`, `dispatched`, `completed`, `failed`, `unavailable` or
+    /// `not-run`.
     pub state: CellState,
+    /// Why the cell failed, was not run or became unavailable, in a sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The kernel's execution count for the cell, from its reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub execution_order: Option<u64>,
+    /// When the kernel started on the cell, in the host's milliseconds (its `now_ms` clock).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at_ms: Option<u64>,
+    /// How long the cell took, in milliseconds from its start to its reply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// The cell's output text, cut to the receipt's limits; present only when outputs were asked
+    /// for and the cell was dispatched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
 }

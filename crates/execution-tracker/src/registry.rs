@@ -21,8 +21,12 @@ use crate::run::{CellRequest, Run, RunAction, RunEvent};
 pub struct RegistryLimits {
     /// Notebooks that may have active work at once (an active run or a pending command).
     pub max_active_runs: usize,
+    /// Most cells in one run (default 256).
     pub max_cells_per_run: usize,
+    /// Most notebooks whose runs are retained (default 32); at capacity a notebook without active
+    /// runs is evicted.
     pub max_notebooks: usize,
+    /// Most runs retained per notebook (default 8).
     pub max_runs_per_notebook: usize,
     /// How long a terminal record is kept after it finished.
     pub terminal_retention_ms: u64,
@@ -43,7 +47,9 @@ impl Default for RegistryLimits {
 /// Everything a registry is configured with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegistryConfig {
+    /// Admission and retention limits.
     pub limits: RegistryLimits,
+    /// Bounds on the outputs kept per cell while a run is active.
     pub output_limits: OutputLimits,
 }
 
@@ -53,6 +59,7 @@ pub struct RunRequest {
     /// The notebook's key as the host names it (URI or path); receipts report it as
     /// `notebookRef`.
     pub notebook: String,
+    /// The cells to run, in order, with their identity and source captured now.
     pub cells: Vec<CellRequest>,
 }
 
@@ -120,6 +127,7 @@ impl Registry {
         }
     }
 
+    /// The limits this registry was built with.
     pub fn config(&self) -> &RegistryConfig {
         &self.config
     }

@@ -27,10 +27,16 @@ pub const MAX_CONSECUTIVE_FAILED_OBSERVATIONS: u32 = 3;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
+    /// Admitted; the first cell has not started.
     Requested,
+    /// A cell is executing or about to be.
     Running,
+    /// Every cell completed.
     Completed,
+    /// A cell failed (or the kernel aborted it); later cells were not run.
     Failed,
+    /// Tracking stopped without knowing how the run ended (kernel gone, restart, interrupt, closed
+    /// notebook, changed cell).
     Unavailable,
 }
 
@@ -59,11 +65,17 @@ impl RunStatus {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CellState {
+    /// Not dispatched yet.
     Requested,
+    /// Its execute request was sent; it has not settled.
     Dispatched,
+    /// It ran and its reply said `ok`.
     Completed,
+    /// It ran and raised, or the kernel aborted it.
     Failed,
+    /// Tracking stopped while it was dispatched or before it; how it ended is unknown.
     Unavailable,
+    /// The run ended (an earlier cell failed) before it was dispatched.
     NotRun,
 }
 
@@ -81,10 +93,15 @@ pub enum ReasonCode {
     CellChanged,
     /// The cell no longer exists in the notebook.
     CellMissing,
+    /// The notebook was closed.
     NotebookClosed,
+    /// The kernel process died.
     KernelDied,
+    /// The kernel restarted (outside MCP, or an MCP restart took effect).
     KernelRestarted,
+    /// The notebook now uses another kernel.
     KernelReplaced,
+    /// The kernel was shut down.
     KernelTerminated,
     /// The kernel disappeared and cannot be reached.
     KernelUnreachable,
@@ -100,12 +117,19 @@ pub enum ReasonCode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KernelStatus {
+    /// The kernel is starting.
     Starting,
+    /// The kernel waits for requests.
     Idle,
+    /// The kernel is executing a request.
     Busy,
+    /// The kernel is restarting on request.
     Restarting,
+    /// The kernel died and is being restarted automatically.
     Autorestarting,
+    /// The kernel process is gone.
     Dead,
+    /// The host could not tell.
     Unknown,
 }
 
@@ -167,22 +191,31 @@ pub enum KernelObservation {
 /// A restart or interrupt requested through MCP, sent before the command goes to the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Invalidation {
+    /// A kernel restart: every state is lost and the run ends as unavailable.
     Restart,
+    /// A kernel interrupt: the running cell gets a `KeyboardInterrupt` and the run ends as
+    /// unavailable.
     Interrupt,
 }
 
 /// The `status` of an `execute_reply`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReplyStatus {
+    /// The code ran to the end.
     Ok,
+    /// The code raised an exception.
     Error,
+    /// The kernel skipped the request without running it (typically because an earlier request
+    /// failed).
     Aborted,
 }
 
 /// The part of an `execute_reply` the tracker needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ExecuteReply {
+    /// Whether the code ran, raised or was skipped.
     pub status: ReplyStatus,
+    /// The kernel's execution count for the request, when it sent one.
     pub execution_count: Option<u64>,
 }
 
@@ -191,8 +224,11 @@ pub struct ExecuteReply {
 pub enum CellCheck {
     /// A cell was found (by id, or at the requested index): its id, current index and source.
     Found {
+        /// The cell's 0-based index now.
         current_index: usize,
+        /// The cell's nbformat id.
         cell_id: String,
+        /// The cell's source now; the run compares its hash with the one captured at admission.
         source: String,
     },
     /// No such cell any more.
@@ -218,18 +254,39 @@ pub enum RunEvent {
     /// Begin: the host has done its pre-run work (such as saving).
     Start,
     /// The host's answer to [`RunAction::VerifyCell`].
-    CellChecked { position: usize, check: CellCheck },
+    CellChecked {
+        /// The cell's position in the run.
+        position: usize,
+        /// What the host found.
+        check: CellCheck,
+    },
     /// The execute request for the cell could not be sent.
-    DispatchFailed { position: usize },
+    DispatchFailed {
+        /// The cell's position in the run.
+        position: usize,
+    },
     /// IOPub `status: busy` (or `execute_input`) for the cell's request.
-    KernelBusy { position: usize },
+    KernelBusy {
+        /// The cell's position in the run.
+        position: usize,
+    },
     /// An IOPub output message for the cell's request.
-    Output { position: usize, event: IopubEvent },
+    Output {
+        /// The cell's position in the run.
+        position: usize,
+        /// The message, reduced to what output accumulation needs.
+        event: IopubEvent,
+    },
     /// IOPub `status: idle` for the cell's request.
-    KernelIdle { position: usize },
+    KernelIdle {
+        /// The cell's position in the run.
+        position: usize,
+    },
     /// The shell `execute_reply` for the cell's request.
     ExecuteReply {
+        /// The cell's position in the run.
         position: usize,
+        /// The reply's status and execution count.
         reply: ExecuteReply,
     },
     /// The host knows the pending request can no longer complete (for example it shut the old
@@ -237,7 +294,9 @@ pub enum RunEvent {
     CommandSettled,
     /// A kernel lifecycle change, with the status observed at that moment if any.
     Lifecycle {
+        /// What happened to the kernel.
         lifecycle: KernelLifecycle,
+        /// The kernel status observed at that moment, if any.
         status: Option<KernelStatus>,
     },
     /// A periodic kernel observation.
@@ -253,33 +312,51 @@ pub enum RunEvent {
 pub enum RunAction {
     /// Look the cell up in the notebook and answer with [`RunEvent::CellChecked`].
     VerifyCell {
+        /// The cell's position in the run.
         position: usize,
+        /// The cell's nbformat id, as captured at admission.
         cell_id: String,
+        /// The cell's index at admission, for a host that finds cells by index when the id is gone.
         requested_index: usize,
     },
     /// Send an execute request with this code and route its messages to `position`. The host
     /// usually clears the cell's saved outputs at this point, as front ends do.
     Dispatch {
+        /// The cell's position in the run, to route the request's messages to.
         position: usize,
+        /// The cell's nbformat id.
         cell_id: String,
+        /// The cell's 0-based index as the host reported it.
         current_index: usize,
+        /// The source to execute, as the host reported it.
         code: String,
     },
     /// The outputs of a cell changed; the host may mirror them (see `Run::cell_outputs`). It
     /// can name a cell that already settled: a display update from a later cell, or late output
     /// from a background thread, changes an earlier cell of the same run.
-    OutputsChanged { position: usize },
+    OutputsChanged {
+        /// The cell's position in the run.
+        position: usize,
+    },
     /// A dispatched cell settled (completed, failed, or stopped as unavailable): write these
     /// outputs and execution count into the cell and save the notebook if it is file-backed.
     PersistCellOutputs {
+        /// The cell's position in the run.
         position: usize,
+        /// The cell's nbformat id.
         cell_id: String,
+        /// The cell's 0-based index when it was dispatched.
         current_index: usize,
+        /// The execution count to save; `None` writes `null`.
         execution_count: Option<u64>,
+        /// The cell's nbformat outputs, in order.
         outputs: Vec<Value>,
     },
     /// The run reached a terminal status.
-    Finished { status: RunStatus },
+    Finished {
+        /// The terminal status: completed, failed or unavailable.
+        status: RunStatus,
+    },
 }
 
 /// `progress` in the receipt: how many cells have settled (any state other than `requested`
@@ -287,7 +364,9 @@ pub enum RunAction {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
+    /// Cells that have settled (any state but `requested` and `dispatched`).
     pub cells_done: usize,
+    /// Cells in the run.
     pub cells_total: usize,
 }
 
@@ -307,27 +386,35 @@ pub struct TrackedCell {
 }
 
 impl TrackedCell {
+    /// The cell's nbformat id, as captured at admission.
     pub fn cell_id(&self) -> &str {
         &self.cell_id
     }
+    /// The cell's 0-based index at admission.
     pub fn requested_index(&self) -> usize {
         self.requested_index
     }
+    /// The cell's 0-based index when it was dispatched; `None` if it never was.
     pub fn current_index(&self) -> Option<usize> {
         self.current_index
     }
+    /// Where the cell is in its lifecycle.
     pub fn state(&self) -> CellState {
         self.state
     }
+    /// Why the cell failed, was not run or became unavailable; `None` otherwise.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
+    /// The kernel's execution count for the cell, from its reply; `None` before the reply.
     pub fn execution_order(&self) -> Option<u64> {
         self.execution_order
     }
+    /// When the kernel started on the cell (host milliseconds); `None` before that.
     pub fn started_at_ms(&self) -> Option<u64> {
         self.started_at_ms
     }
+    /// Milliseconds from the cell's start to its reply; `None` until it settled.
     pub fn duration_ms(&self) -> Option<u64> {
         self.duration_ms
     }
@@ -433,33 +520,43 @@ impl Run {
         }
     }
 
+    /// The run's id.
     pub fn id(&self) -> &ExecutionId {
         &self.id
     }
+    /// The notebook's key as the host named it at admission.
     pub fn notebook(&self) -> &str {
         &self.notebook
     }
+    /// The run's status now.
     pub fn status(&self) -> RunStatus {
         self.status
     }
+    /// Whether the status is final: completed, failed or unavailable.
     pub fn is_terminal(&self) -> bool {
         self.status.is_terminal()
     }
+    /// Why the run stopped, in a sentence; `None` while it goes on and when it completed.
     pub fn reason(&self) -> Option<&str> {
         self.reason.as_deref()
     }
+    /// Why the run stopped, as a stable code; `None` while it goes on and when it completed.
     pub fn reason_code(&self) -> Option<ReasonCode> {
         self.reason_code
     }
+    /// The kernel status last observed when tracking stopped early; `None` when there was none.
     pub fn kernel_status_at_stop(&self) -> Option<KernelStatus> {
         self.kernel_status_at_stop
     }
+    /// The run's cells, in requested order.
     pub fn cells(&self) -> &[TrackedCell] {
         &self.cells
     }
+    /// When the run was admitted (host milliseconds).
     pub fn admitted_at_ms(&self) -> u64 {
         self.admitted_at_ms
     }
+    /// When the run reached a terminal status (host milliseconds); `None` while it is active.
     pub fn finished_at_ms(&self) -> Option<u64> {
         self.finished_at_ms
     }
@@ -480,6 +577,7 @@ impl Run {
         self.pending_position
     }
 
+    /// How many cells have settled, out of how many.
     pub fn progress(&self) -> Progress {
         let cells_done = self
             .cells

@@ -328,6 +328,16 @@ impl<H: NotebookHost> Tools<H> {
         params: RunCellsParams,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
+        if params
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|key| key.chars().any(char::is_control))
+        {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "idempotencyKey holds a control character; use printable text, such as a UUID",
+            ));
+        }
         let location = self.resolve(&params.notebook_ref).await?;
         let targets = match params.cell_ids {
             Some(cells) => {
@@ -351,7 +361,33 @@ impl<H: NotebookHost> Tools<H> {
             max_output_chars: requested_chars(params.max_output_chars),
             include_images: params.include_images.unwrap_or(true),
         };
-        self.start_run(&location, targets, request, context).await
+        if let Some(key) = &params.idempotency_key {
+            // A retry of a run that is still known reports it instead of starting another.
+            let known = self
+                .idempotency
+                .lock()
+                .expect("idempotency lock")
+                .get(&(location.uri.clone(), key.clone()))
+                .cloned();
+            let still_known = known.filter(|id| {
+                let mut registry = self.registry.lock().expect("registry lock");
+                registry.prune(now_ms());
+                registry.resolve(&location.uri, Some(id)).is_ok()
+            });
+            if let Some(id) = still_known {
+                return self.wait_and_report(&location, &id, request, context).await;
+            }
+        }
+        let reply = self.start_run(&location, targets, request, context).await?;
+        if let (Some(key), Some(id)) = (&params.idempotency_key, reply.0["executionId"].as_str()) {
+            let mut keys = self.idempotency.lock().expect("idempotency lock");
+            // Runs are kept at most an hour; so are their keys (bounded like the registry).
+            if keys.len() >= 1_024 {
+                keys.clear();
+            }
+            keys.insert((location.uri.clone(), key.clone()), id.to_owned());
+        }
+        Ok(reply)
     }
 
     /// Plans, admits and starts a run, then waits for it within the caller's budget.

@@ -23,7 +23,9 @@ pub struct NotebookLocation {
 /// A notebook as the host holds it now.
 #[derive(Debug, Clone)]
 pub struct Document {
+    /// Where the notebook is.
     pub location: NotebookLocation,
+    /// Its content at `version`.
     pub notebook: Notebook,
     /// Changes whenever the document changes (through us or from outside).
     pub version: u64,
@@ -33,9 +35,14 @@ pub struct Document {
 /// description for undo history.
 #[derive(Debug, Clone)]
 pub struct Commit {
+    /// The notebook as it must be after the commit.
     pub notebook: Notebook,
+    /// The primitive changes from the loaded version to `notebook`, in order, for hosts that apply
+    /// them to a live document.
     pub changes: Vec<DocChange>,
+    /// What the change was (`edit_cells (2 edit(s))`), as `undo_last` reports it.
     pub description: String,
+    /// Whether the change is an edit or recorded outputs.
     pub kind: CommitKind,
 }
 
@@ -52,7 +59,9 @@ pub enum CommitKind {
 /// Whether `open` read the notebook or found it open already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenStatus {
+    /// The notebook was read now.
     Opened,
+    /// The notebook was open already and was kept as it is, unsaved changes included.
     AlreadyOpen,
 }
 
@@ -63,15 +72,18 @@ pub struct Restored {
     pub notebook: Notebook,
     /// The notebook as it was just before the undo.
     pub replaced: Notebook,
+    /// The undone change's description, as its commit gave it.
     pub description: String,
     /// When the undone change was made (RFC 3339).
     pub taken_at: String,
+    /// Snapshots left for further undo.
     pub remaining: usize,
 }
 
 /// The result of listing a host's notebooks.
 #[derive(Debug, Clone, Default)]
 pub struct Listing {
+    /// Every notebook the host can serve.
     pub notebooks: Vec<NotebookLocation>,
     /// Notebooks known to be unreadable, with the problem.
     pub unreadable: Vec<(NotebookLocation, String)>,
@@ -80,45 +92,99 @@ pub struct Listing {
 /// Why a host operation failed. Each variant maps to a contract error code.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum HostError {
+    /// No notebook is at the reference.
     #[error(
         "no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see"
     )]
-    NotFound { reference: String },
+    NotFound {
+        /// The reference as the caller gave it.
+        reference: String,
+    },
+    /// The reference resolves outside the host's root folder.
     #[error("`{reference}` is outside the root folder {root}; only notebooks under it can be used")]
-    OutsideRoot { reference: String, root: String },
+    OutsideRoot {
+        /// The reference as the caller gave it.
+        reference: String,
+        /// The root folder notebooks must be under.
+        root: String,
+    },
+    /// The reference does not name an `.ipynb` file.
     #[error("`{reference}` is not a notebook path: it must name an .ipynb file")]
-    NotANotebook { reference: String },
+    NotANotebook {
+        /// The reference as the caller gave it.
+        reference: String,
+    },
+    /// The file exists but is not a notebook this server can read.
     #[error("{path} could not be read as a notebook: {problem}")]
-    Unreadable { path: String, problem: String },
+    Unreadable {
+        /// The file.
+        path: String,
+        /// Why it could not be read, in words safe to show.
+        problem: String,
+    },
+    /// The file changed on disk since it was read, so nothing was written.
     #[error(
         "{path} was changed on disk by someone else since it was read; it has been reloaded and \
          nothing was written. Read it again and redo the change"
     )]
-    ChangedOnDisk { path: String },
+    ChangedOnDisk {
+        /// The file.
+        path: String,
+    },
+    /// A file that is never overwritten is there already.
     #[error("{path} already exists and is never overwritten; choose another path")]
-    AlreadyExists { path: String },
+    AlreadyExists {
+        /// The file that exists.
+        path: String,
+    },
+    /// A file operation failed; the file on disk is intact.
     #[error("could not {action} {path}: {reason}; the file on disk is intact")]
     Io {
+        /// What was being done, as a verb phrase (`write`, `rename`).
         action: &'static str,
+        /// The file it was done to.
         path: String,
+        /// Why it failed, in words safe to show.
         reason: String,
     },
+    /// The notebook has no snapshot left to restore.
     #[error("nothing to undo for {path}: no snapshot of an earlier change is left")]
-    NothingToUndo { path: String },
+    NothingToUndo {
+        /// The notebook's file.
+        path: String,
+    },
+    /// A `windowId` names a window that is not this host's.
     #[error("window `{window_id}` is not connected; call list_notebooks for the connected windows")]
-    WindowNotConnected { window_id: String },
+    WindowNotConnected {
+        /// The id given.
+        window_id: String,
+    },
+    /// The host cannot do what was asked.
     #[error("{what} is not supported by this host")]
-    NotSupported { what: String },
+    NotSupported {
+        /// What was asked, as a noun phrase ("writing a file without an open workspace folder").
+        what: String,
+    },
+    /// The path is unusable for another reason (a bad name, a folder).
     #[error("`{reference}` cannot be used: {reason}")]
-    InvalidPath { reference: String, reason: String },
+    InvalidPath {
+        /// The reference as the caller gave it.
+        reference: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The notebook file is too large to open.
     #[error(
         "{path} is {size_mib} MiB; notebooks larger than {limit_mib} MiB are not opened, to keep \
          the server's memory bounded. Clear its outputs (`jupyter nbconvert --clear-output \
          --inplace FILE`) or split it, then try again"
     )]
     TooLarge {
+        /// The file.
         path: String,
+        /// Its size, in MiB.
         size_mib: u64,
+        /// The largest size opened, in MiB.
         limit_mib: u64,
     },
 }
@@ -169,6 +235,7 @@ impl Default for DocumentCapabilities {
 /// A place that holds notebooks. Every method is async and cancel-safe from the caller's point
 /// of view: a dropped future leaves the document either changed completely or not at all.
 pub trait NotebookHost: Send + Sync + 'static {
+    /// The window (host) this is: its id and label, as `list_notebooks` shows them.
     fn window(&self) -> WindowInfo;
 
     /// Every notebook this host can serve.

@@ -9,6 +9,38 @@
 //! Code: the transports above it and the hosts beside it do. [`testing`] (feature `testing`)
 //! has an in-memory host and a scripted kernel for tests of tool logic, here and in other
 //! hosts.
+#![cfg_attr(
+    feature = "testing",
+    doc = r#"
+A tool call against the in-memory host of [`testing`]: [`Tools::call`] takes the arguments as a
+client sent them and returns what the client gets.
+
+```
+use std::sync::Arc;
+
+use host_core::testing::MemoryHost;
+use host_core::{CallContext, Tools};
+use serde_json::json;
+
+let host = Arc::new(MemoryHost::new());
+host.insert("analysis.ipynb", &["import math", "area = math.pi * 2 ** 2"]);
+let tools = Tools::new(host);
+// Booleans and numbers sent as strings are read as what the schema says they are.
+let arguments = json!({"notebookRef": "analysis.ipynb", "view": "source", "maxSourceChars": "8"});
+let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+let output = runtime.block_on(tools.call(
+    "read_notebook",
+    arguments.as_object().cloned(),
+    CallContext::default(),
+));
+assert!(!output.is_error, "{}", output.text);
+let read = output.structured.unwrap();
+assert_eq!(read["cellCount"], 2);
+assert_eq!(read["cells"][1]["source"], "area = m");
+assert_eq!(read["cells"][1]["sourceTruncated"], true);
+```
+"#
+)]
 #![warn(missing_docs)]
 
 mod budget;
@@ -20,6 +52,7 @@ mod inspect;
 pub mod kernel;
 mod kernel_tools;
 mod render;
+mod resources;
 mod session;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]

@@ -68,8 +68,11 @@ pub fn tldr(cell: &Cell) -> String {
 /// One cell to summarise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryRequest {
+    /// The cell's nbformat id, echoed in the response.
     pub id: String,
+    /// `code`, `markdown` or `raw`.
     pub kind: String,
+    /// The cell's source.
     pub source: String,
     /// Condensed output text (empty when the cell has none).
     pub outputs: String,
@@ -78,9 +81,13 @@ pub struct SummaryRequest {
 /// A model's summary of one cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SummaryResponse {
+    /// The id of the cell summarised, as in the request.
     pub id: String,
+    /// What the cell does, in one short line (the standalone host asks for at most 12 words).
     pub tldr: String,
+    /// What the cell does and why, in one to three sentences.
     pub description: String,
+    /// What the cell's outputs show, in one sentence; empty when it has none.
     pub output_summary: String,
 }
 

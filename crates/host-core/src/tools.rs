@@ -115,6 +115,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
     pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    /// `run_cells` idempotency keys: (notebook URI, key) → the run they started.
+    pub(crate) idempotency: Mutex<HashMap<(String, String), String>>,
     /// Names and revs of the latest document version seen per notebook.
     derived: Mutex<HashMap<String, Arc<Derived>>>,
     /// File transfers in progress, and each kernel's transfer budget and quarantine.
@@ -139,6 +141,8 @@ impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
 }
 
 impl<H: NotebookHost> Tools<H> {
+    /// The tools for `host`, listing those its kernels and files can serve. Takes the host's
+    /// kernels and files once, here.
     pub fn new(host: Arc<H>) -> Tools<H> {
         let kernels = host.kernels();
         let files = host.files();
@@ -178,12 +182,14 @@ impl<H: NotebookHost> Tools<H> {
                 registry_changed: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
+                idempotency: Mutex::new(HashMap::new()),
                 derived: Mutex::new(HashMap::new()),
                 transfers: Default::default(),
             }),
         }
     }
 
+    /// The host the tools act on.
     pub fn host(&self) -> &Arc<H> {
         &self.host
     }
@@ -260,10 +266,96 @@ impl<H: NotebookHost> Tools<H> {
             )),
         };
         let output = match result {
-            Ok((value, images)) => ToolOutput::success(value, images),
+            Ok((value, images)) => {
+                let links = self.reply_links(name, &value).await;
+                let mut output = ToolOutput::success(value, images);
+                output.links = links;
+                output
+            }
             Err(failure) => ToolOutput::failure(failure),
         };
         budget::cap_reply(name, output)
+    }
+
+    /// Resource links to the outputs a successful reply condensed or left out: in a read with
+    /// outputs, the long outputs of cells whose text was cut and the images not returned; in a
+    /// run receipt with outputs, every long output and image not returned of its settled cells.
+    async fn reply_links(&self, tool: &str, value: &Value) -> Vec<mcp_contract::ResourceEntry> {
+        let (uri, cells): (Option<&str>, Vec<(String, bool)>) = match tool {
+            "read_notebook" => (
+                value["notebook"].as_str(),
+                value["cells"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|cell| cell.get("outputs").is_some())
+                    .filter_map(|cell| {
+                        let cut = cell["outputsTruncated"].as_bool().unwrap_or(false);
+                        Some((cell["cell_id"].as_str()?.to_owned(), cut))
+                    })
+                    .collect(),
+            ),
+            "run_cells" | "get_execution" | "edit_cells" => {
+                let receipt = if tool == "edit_cells" {
+                    &value["execution"]
+                } else {
+                    value
+                };
+                (
+                    receipt["notebookRef"].as_str(),
+                    receipt["cells"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|cell| cell.get("output").is_some())
+                        .filter_map(|cell| Some((cell["cellId"].as_str()?.to_owned(), true)))
+                        .collect(),
+                )
+            }
+            _ => return Vec::new(),
+        };
+        let Some(uri) = uri.filter(|_| !cells.is_empty()) else {
+            return Vec::new();
+        };
+        let Ok(location) = self.host.locate(uri).await else {
+            return Vec::new();
+        };
+        let Ok(document) = self.host.load(&location).await else {
+            return Vec::new();
+        };
+        let notebook = &document.notebook;
+        let returned: Vec<(usize, usize)> = value["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|image| {
+                let output = image["outputIndex"].as_u64()? as usize;
+                let cell = match image.get("cellIndex") {
+                    Some(index) => index.as_u64()? as usize,
+                    None => notebook.position_of_id(image["cellId"].as_str()?)?,
+                };
+                Some((cell, output))
+            })
+            .collect();
+        let mut links = Vec::new();
+        for (cell_id, cut) in cells {
+            let Some(index) = notebook.position_of_id(&cell_id) else {
+                continue;
+            };
+            let images: HashSet<usize> = returned
+                .iter()
+                .filter(|(cell, _)| *cell == index)
+                .map(|(_, output)| *output)
+                .collect();
+            links.extend(crate::resources::output_links(
+                &location.uri,
+                notebook,
+                &cell_id,
+                cut,
+                &images,
+            ));
+        }
+        links
     }
 
     fn remember(&self, location: &NotebookLocation) -> String {
@@ -1342,5 +1434,20 @@ impl<H: NotebookHost> ToolDispatch for Tools<H> {
         context: CallContext,
     ) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move { self.call(&name, arguments, context).await })
+    }
+
+    fn list_resources(&self) -> BoxFuture<'_, Vec<mcp_contract::ResourceEntry>> {
+        Box::pin(async move { Tools::list_resources(self).await })
+    }
+
+    fn read_resource(
+        &self,
+        uri: String,
+    ) -> BoxFuture<'_, Result<Vec<mcp_contract::ResourceBody>, mcp_contract::ResourceError>> {
+        Box::pin(async move { Tools::read_resource(self, &uri).await })
+    }
+
+    fn resource_versions(&self, uris: Vec<String>) -> BoxFuture<'_, Vec<Option<u64>>> {
+        Box::pin(async move { Tools::resource_versions(self, &uris).await })
     }
 }

@@ -30,9 +30,15 @@ pub enum Capability {
 /// MCP tool annotations (hints for clients).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Annotations {
+    /// The tool only reads: it changes no notebook, kernel or file (`readOnlyHint`).
     pub read_only: bool,
+    /// The tool may delete or overwrite something a client cannot get back by another call
+    /// (`destructiveHint`).
     pub destructive: bool,
+    /// Calling the tool again with the same arguments changes nothing more (`idempotentHint`).
     pub idempotent: bool,
+    /// The tool reaches beyond the notebook documents, into a kernel that runs arbitrary code
+    /// (`openWorldHint`).
     pub open_world: bool,
 }
 
@@ -70,16 +76,36 @@ const EXECUTE: Annotations = Annotations {
 /// One tool of the contract.
 #[derive(Debug, Clone)]
 pub struct ToolSpec {
+    /// The snake_case name a client calls the tool by.
     pub name: &'static str,
+    /// A short human-readable title for clients' tool lists.
     pub title: &'static str,
+    /// What the tool does and how to use it, as `tools/list` shows it to the model.
     pub description: &'static str,
+    /// The MCP hints sent with the tool.
     pub annotations: Annotations,
+    /// What the host must provide for the tool to be listed.
     pub capability: Capability,
+    /// Builds the JSON Schema of the tool's arguments (strict, self-contained, strings bounded).
     pub input_schema: fn() -> Map<String, Value>,
+    /// Builds the JSON Schema of the tool's `structuredContent`.
     pub output_schema: fn() -> Map<String, Value>,
 }
 
+/// The schema of a tool's arguments: strings bounded (see [`MAX_NAME_CHARS`]).
 fn schema_object<T: JsonSchema>() -> Map<String, Value> {
+    let mut root = Value::Object(result_schema::<T>());
+    // The root is an object: this bounds the strings of its properties.
+    bound_strings("", &mut root);
+    let Value::Object(map) = root else {
+        unreachable!("still the object it was")
+    };
+    map
+}
+
+/// The schema of a tool's `structuredContent`: what the server sends is not bounded, so no
+/// `maxLength` (a client that validates results would refuse a long output).
+fn result_schema<T: JsonSchema>() -> Map<String, Value> {
     let generator = SchemaSettings::draft2020_12()
         .with(|settings| settings.inline_subschemas = true)
         .into_generator();
@@ -88,15 +114,158 @@ fn schema_object<T: JsonSchema>() -> Map<String, Value> {
         Value::Object(mut map) => {
             map.remove("$schema");
             map.remove("title");
-            let mut root = Value::Object(map);
-            // The root is an object: this bounds the strings of its properties.
-            bound_strings("", &mut root);
-            let Value::Object(map) = root else {
-                unreachable!("still the object it was")
-            };
             map
         }
         other => panic!("schema of a tool type is not an object: {other}"),
+    }
+}
+
+/// The input schema as published in `tools/list`: portable to clients that map tool schemas
+/// onto a single-type dialect (Gemini-style function declarations). An optional property is
+/// simply not required (no `type: [T, "null"]`), a cell reference is a string (the server still
+/// reads a JSON number as an index, and `null` as an absent argument), and a union with `null`
+/// is its other branch. The schema the server checks arguments against
+/// ([`ToolSpec::input_schema`]) keeps the full types, so nothing it accepts changes.
+pub fn portable_input_schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut schema = Value::Object((spec.input_schema)());
+    make_portable(&mut schema);
+    match schema {
+        Value::Object(map) => map,
+        _ => unreachable!("still an object"),
+    }
+}
+
+/// The output schema as published in `tools/list`: a nullable value is written as `anyOf` a
+/// single type and `null` instead of a `type` array, which single-type dialects read. What it
+/// accepts is unchanged.
+pub fn portable_output_schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut schema = Value::Object((spec.output_schema)());
+    split_type_unions(&mut schema);
+    match schema {
+        Value::Object(map) => map,
+        _ => unreachable!("still an object"),
+    }
+}
+
+/// Rewrites `{type: [a, b], ...}` as `{anyOf: [{type: a, ...}, {type: b}]}` (the keywords that
+/// constrain a value go with its non-null branches), in this node and everything under it.
+fn split_type_unions(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    for child in schema_children(map) {
+        split_type_unions(child);
+    }
+    let Some(Value::Array(types)) = map.get("type").cloned() else {
+        return;
+    };
+    map.remove("type");
+    // Annotations stay on the node; the rest constrains the typed branches.
+    let mut constraints = Map::new();
+    for key in map.keys().cloned().collect::<Vec<_>>() {
+        if !matches!(
+            key.as_str(),
+            "description" | "title" | "default" | "examples" | "anyOf"
+        ) {
+            constraints.insert(key.clone(), map.remove(&key).expect("listed"));
+        }
+    }
+    let branches: Vec<Value> = types
+        .iter()
+        .map(|kind| {
+            let mut branch = Map::new();
+            branch.insert("type".to_owned(), kind.clone());
+            if kind != "null" {
+                branch.extend(constraints.clone());
+            }
+            Value::Object(branch)
+        })
+        .collect();
+    match map.remove("anyOf") {
+        Some(existing) => {
+            map.insert(
+                "allOf".to_owned(),
+                serde_json::json!([{"anyOf": existing}, {"anyOf": branches}]),
+            );
+        }
+        None => {
+            map.insert("anyOf".to_owned(), Value::Array(branches));
+        }
+    }
+}
+
+/// The subschemas directly under a schema node.
+fn schema_children(map: &mut Map<String, Value>) -> Vec<&mut Value> {
+    let mut children = Vec::new();
+    for (key, child) in map.iter_mut() {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(named) = child {
+                    children.extend(named.values_mut());
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(branches) = child {
+                    children.extend(branches.iter_mut());
+                }
+            }
+            "items" | "additionalProperties" | "not" | "contains" => children.push(child),
+            _ => {}
+        }
+    }
+    children
+}
+
+/// Rewrites one schema node and everything under it (see [`portable_input_schema`]).
+fn make_portable(node: &mut Value) {
+    let Value::Object(map) = node else {
+        return;
+    };
+    if let Some(Value::Array(types)) = map.get("type") {
+        let named: Vec<&str> = types
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|kind| *kind != "null")
+            .collect();
+        // One type remains, or a cell reference (an index or an id) that is read from a string.
+        let single = match named.as_slice() {
+            [one] => Some((*one).to_owned()),
+            many if many.contains(&"string") => Some("string".to_owned()),
+            _ => None,
+        };
+        if let Some(single) = single {
+            if single == "string" && named.len() > 1 {
+                // The numeric keywords of the dropped integer branch do not apply to a string.
+                for keyword in ["minimum", "maximum", "format"] {
+                    map.remove(keyword);
+                }
+            }
+            map.insert("type".to_owned(), Value::String(single));
+        }
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = map.get(key) else {
+            continue;
+        };
+        let kept: Vec<Value> = branches
+            .iter()
+            .filter(|branch| branch.get("type").and_then(Value::as_str) != Some("null"))
+            .cloned()
+            .collect();
+        if kept.len() == 1 && kept.len() < branches.len() {
+            // `anyOf: [X, {type: null}]` is X; the node's own description wins over X's.
+            map.remove(key);
+            if let Value::Object(only) = &kept[0] {
+                for (keyword, value) in only {
+                    map.entry(keyword.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        } else if kept.len() < branches.len() {
+            map.insert(key.to_owned(), Value::Array(kept));
+        }
+    }
+    for child in schema_children(map) {
+        make_portable(child);
     }
 }
 
@@ -196,7 +365,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ListNotebooksParams,
-            schema_object::<ListNotebooksResult>,
+            result_schema::<ListNotebooksResult>,
             "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."
         ),
         tool!(
@@ -205,7 +374,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             IDEMPOTENT_WRITE,
             OpenNotebooksParams,
-            schema_object::<OpenNotebooksResult>,
+            result_schema::<OpenNotebooksResult>,
             "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."
         ),
         tool!(
@@ -214,7 +383,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             WRITE,
             CreateNotebookParams,
-            schema_object::<CreateNotebookResult>,
+            result_schema::<CreateNotebookResult>,
             "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."
         ),
         tool!(
@@ -223,7 +392,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ReadNotebookParams,
-            schema_object::<ReadNotebookResult>,
+            result_schema::<ReadNotebookResult>,
             "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked. A reply fits maxResponseChars (default 60000): cells past it are left out, and `notice` and `nextCellOffset` say how to read them (pass `cellOffset`)."
         ),
         tool!(
@@ -232,7 +401,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             SearchCellsParams,
-            schema_object::<SearchCellsResult>,
+            result_schema::<SearchCellsResult>,
             "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."
         ),
         tool!(
@@ -241,7 +410,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             DESTRUCTIVE,
             EditCellsParams,
-            schema_object::<EditCellsResult>,
+            result_schema::<EditCellsResult>,
             "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."
         ),
         tool!(
@@ -250,7 +419,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             WRITE,
             MoveCellsParams,
-            schema_object::<MoveCellsResult>,
+            result_schema::<MoveCellsResult>,
             "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."
         ),
         tool!(
@@ -259,7 +428,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             DESTRUCTIVE,
             ClearCellOutputsParams,
-            schema_object::<ClearCellOutputsResult>,
+            result_schema::<ClearCellOutputsResult>,
             "Clear the outputs and execution counts of cells, keeping their source, id and metadata."
         ),
         tool!(
@@ -268,7 +437,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             IDEMPOTENT_WRITE,
             NotebookRefsParams,
-            schema_object::<SaveNotebooksResult>,
+            result_schema::<SaveNotebooksResult>,
             "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"
         ),
         tool!(
@@ -277,7 +446,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Documents,
             READ,
             ExportNotebookParams,
-            schema_object::<ExportNotebookResult>,
+            result_schema::<ExportNotebookResult>,
             "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."
         ),
         tool!(
@@ -286,7 +455,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Undo,
             DESTRUCTIVE,
             NotebookRefParams,
-            schema_object::<UndoResult>,
+            result_schema::<UndoResult>,
             "Restore the snapshot taken before the last change made through this server (at most 20 kept per notebook, across restarts), and say what changed."
         ),
         tool!(
@@ -295,7 +464,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Execute,
             READ,
             NotebookRefParams,
-            schema_object::<KernelInfoResult>,
+            result_schema::<KernelInfoResult>,
             "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."
         ),
         tool!(
@@ -304,7 +473,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             READ,
             NotebookRefParams,
-            schema_object::<ListKernelsResult>,
+            result_schema::<ListKernelsResult>,
             "List the kernels this notebook can use (installed kernelspecs and project virtual environments with ipykernel), with exact ids. Read-only."
         ),
         tool!(
@@ -313,7 +482,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             WRITE,
             SelectKernelParams,
-            schema_object::<SelectKernelResult>,
+            result_schema::<SelectKernelResult>,
             "Select an exact kernel id from list_kernels for a notebook and record it in the notebook's metadata. No fallback, no start."
         ),
         tool!(
@@ -322,7 +491,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             ChooseKernel,
             IDEMPOTENT_WRITE,
             NotebookRefParams,
-            schema_object::<ConfigureKernelResult>,
+            result_schema::<ConfigureKernelResult>,
             "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."
         ),
         tool!(
@@ -349,7 +518,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Interrupt,
             EXECUTE,
             NotebookRefsParams,
-            schema_object::<KernelRequestsResult>,
+            result_schema::<KernelRequestsResult>,
             "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."
         ),
         tool!(
@@ -358,7 +527,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Restart,
             DESTRUCTIVE,
             NotebookRefsParams,
-            schema_object::<KernelRequestsResult>,
+            result_schema::<KernelRequestsResult>,
             "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."
         ),
         tool!(
@@ -385,7 +554,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Transfer,
             WRITE,
             TransferParams,
-            schema_object::<TransferResult>,
+            result_schema::<TransferResult>,
             "Copy a file from the server's machine (hostPath, inside the root folder or the window's workspace folders) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
         ),
         tool!(
@@ -394,7 +563,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Transfer,
             WRITE,
             TransferParams,
-            schema_object::<TransferResult>,
+            result_schema::<TransferResult>,
             "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root folder or the window's workspace folders), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
         ),
     ]
@@ -464,7 +633,130 @@ mod tests {
                 "{}",
                 spec.name
             );
+            // Results carry output text of any length: a bound would make validating clients
+            // refuse them.
+            assert!(
+                !Value::Object(output).to_string().contains("maxLength"),
+                "{} result schema bounds a string",
+                spec.name
+            );
         }
+    }
+
+    /// Where `node` (at `path`) breaks a rule of single-type dialects: a `type` array, a bare
+    /// boolean schema, or a schema with no keyword that constrains it.
+    fn unportable_nodes(node: &Value, path: &str, found: &mut Vec<String>) {
+        let Value::Object(map) = node else {
+            found.push(format!("{path}: bare {node}"));
+            return;
+        };
+        if map.get("type").is_some_and(Value::is_array) {
+            found.push(format!("{path}: type array"));
+        }
+        let constraining = map.keys().any(|key| {
+            !matches!(
+                key.as_str(),
+                "description" | "title" | "default" | "examples" | "format"
+            )
+        });
+        if !constraining {
+            found.push(format!("{path}: accepts anything"));
+        }
+        let mut copy = map.clone();
+        for (index, child) in schema_children(&mut copy).into_iter().enumerate() {
+            if child.is_boolean() {
+                // `additionalProperties: false|true` is the one place a boolean belongs.
+                continue;
+            }
+            unportable_nodes(child, &format!("{path}/{index}"), found);
+        }
+    }
+
+    #[test]
+    fn published_schemas_use_one_type_per_node() {
+        let mut found = Vec::new();
+        for spec in all_tools() {
+            let input = Value::Object(portable_input_schema(&spec));
+            unportable_nodes(&input, &format!("{}.input", spec.name), &mut found);
+            let output = Value::Object(portable_output_schema(&spec));
+            unportable_nodes(&output, &format!("{}.output", spec.name), &mut found);
+        }
+        assert!(found.is_empty(), "{found:#?}");
+    }
+
+    #[test]
+    fn a_nullable_value_becomes_two_branches_that_keep_its_constraints() {
+        let mut node = serde_json::json!({
+            "description": "a path",
+            "type": ["string", "null"],
+            "maxLength": 8,
+        });
+        split_type_unions(&mut node);
+        assert_eq!(
+            node,
+            serde_json::json!({
+                "description": "a path",
+                "anyOf": [{"type": "string", "maxLength": 8}, {"type": "null"}],
+            })
+        );
+        let mut nested = serde_json::json!({
+            "type": "object",
+            "properties": {"list": {"type": ["array", "null"], "items": {"type": "integer"}}},
+        });
+        split_type_unions(&mut nested);
+        assert_eq!(
+            nested["properties"]["list"],
+            serde_json::json!({"anyOf": [
+                {"type": "array", "items": {"type": "integer"}},
+                {"type": "null"},
+            ]})
+        );
+    }
+
+    /// Paths of the properties under `schema` (nested objects, array items and alternatives
+    /// included) that have no description, each written `tool.property.nested`.
+    fn undescribed_properties(schema: &Map<String, Value>, path: &str, found: &mut Vec<String>) {
+        if let Some(Value::Object(properties)) = schema.get("properties") {
+            for (key, property) in properties {
+                let property_path = format!("{path}.{key}");
+                let described = property
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|text| !text.trim().is_empty());
+                if !described {
+                    found.push(property_path.clone());
+                }
+                if let Value::Object(property) = property {
+                    undescribed_properties(property, &property_path, found);
+                }
+            }
+        }
+        if let Some(Value::Object(items)) = schema.get("items") {
+            undescribed_properties(items, &format!("{path}[]"), found);
+        }
+        for key in ["anyOf", "oneOf", "allOf"] {
+            for alternative in schema
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object)
+            {
+                undescribed_properties(alternative, path, found);
+            }
+        }
+    }
+
+    #[test]
+    fn every_input_property_is_described() {
+        let mut undescribed = Vec::new();
+        for spec in all_tools() {
+            undescribed_properties(&(spec.input_schema)(), spec.name, &mut undescribed);
+        }
+        assert!(
+            undescribed.is_empty(),
+            "input properties without a description (give the params field a doc comment): {undescribed:?}"
+        );
     }
 
     #[test]

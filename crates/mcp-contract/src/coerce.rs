@@ -439,3 +439,446 @@ mod tests {
         assert!(error.message.len() < 1_000, "{}", error.message.len());
     }
 }
+
+/// Property tests of [`parse_arguments`] against what clients send: valid arguments for a few
+/// tools, stringified the way buggy clients do, or spoilt by an unknown key or a wrong type.
+/// The kind of each argument is written out here rather than read from the schemas, so that
+/// these tests do not share their idea of the schema with the code they test.
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde::de::DeserializeOwned;
+    use serde_json::{Map, Value, json};
+    use std::fmt::Debug;
+
+    use super::parse_arguments;
+    use crate::catalog;
+    use crate::errors::ErrorCode;
+    use crate::params::{EditCellsParams, GetExecutionParams, ReadNotebookParams, RunCellsParams};
+
+    /// What an argument holds, as far as its JSON type goes.
+    #[derive(Debug, Clone, Copy)]
+    enum Kind {
+        /// Any string.
+        Text,
+        /// One of these strings.
+        Word(&'static [&'static str]),
+        Flag,
+        /// Any JSON number (an `f64` field).
+        Number,
+        /// A non-negative whole number (a `u64` field).
+        Count,
+        /// An array of cell references (numbers or strings).
+        CellRefs,
+        /// A cell reference: a number or a string.
+        CellRef,
+        /// A JSON object of anything.
+        Object,
+        /// The edits of `edit_cells`: an array of objects of [`EDIT`] fields.
+        Edits,
+        /// `edit_cells`' `run`: a boolean or the word `stale`.
+        FlagOrStale,
+    }
+
+    impl Kind {
+        /// Whether a client could send this argument's value as a string that must be read as
+        /// the value itself. Strings stay strings, and a cell reference may be a string.
+        /// `FlagOrStale` is left out: its schema admits a string (`"stale"`), so `"true"` is
+        /// not coerced and is refused as an unknown word.
+        fn stringifiable(self) -> bool {
+            matches!(
+                self,
+                Kind::Flag
+                    | Kind::Number
+                    | Kind::Count
+                    | Kind::CellRefs
+                    | Kind::Object
+                    | Kind::Edits
+            )
+        }
+    }
+
+    /// One argument of a tool.
+    struct Field {
+        key: &'static str,
+        kind: Kind,
+        required: bool,
+    }
+
+    const fn required(key: &'static str, kind: Kind) -> Field {
+        Field {
+            key,
+            kind,
+            required: true,
+        }
+    }
+
+    const fn optional(key: &'static str, kind: Kind) -> Field {
+        Field {
+            key,
+            kind,
+            required: false,
+        }
+    }
+
+    const VIEWS: &[&str] = &["outline", "source", "outputs", "all", "lint"];
+    const OUTPUT_MODES: &[&str] = &["summary", "text", "full"];
+    const EDIT_TYPES: &[&str] = &["insert", "edit", "delete", "replace"];
+
+    const READ_NOTEBOOK: &[Field] = &[
+        required("notebookRef", Kind::Text),
+        optional("cellIds", Kind::CellRefs),
+        optional("view", Kind::Word(VIEWS)),
+        optional("startLine", Kind::Count),
+        optional("endLine", Kind::Count),
+        optional("maxSourceChars", Kind::Count),
+        optional("outputMode", Kind::Word(OUTPUT_MODES)),
+        optional("maxOutputChars", Kind::Number),
+        optional("includeImages", Kind::Flag),
+        optional("cellOffset", Kind::Count),
+        optional("maxResponseChars", Kind::Count),
+    ];
+
+    const RUN_CELLS: &[Field] = &[
+        required("notebookRef", Kind::Text),
+        optional("cellIds", Kind::CellRefs),
+        optional("freshDeps", Kind::Flag),
+        optional("waitMs", Kind::Number),
+        optional("includeOutputs", Kind::Flag),
+        optional("outputMode", Kind::Word(OUTPUT_MODES)),
+        optional("maxOutputChars", Kind::Number),
+        optional("includeImages", Kind::Flag),
+    ];
+
+    const GET_EXECUTION: &[Field] = &[
+        required("notebookRef", Kind::Text),
+        optional("executionId", Kind::Text),
+        optional("waitMs", Kind::Number),
+        optional("includeOutputs", Kind::Flag),
+        optional("outputMode", Kind::Word(OUTPUT_MODES)),
+        optional("maxOutputChars", Kind::Number),
+        optional("includeImages", Kind::Flag),
+    ];
+
+    const EDIT_CELLS: &[Field] = &[
+        required("notebookRef", Kind::Text),
+        required("edits", Kind::Edits),
+        optional("run", Kind::FlagOrStale),
+        optional("waitMs", Kind::Number),
+    ];
+
+    /// The fields of one edit of `edit_cells`.
+    const EDIT: &[Field] = &[
+        required("editType", Kind::Word(EDIT_TYPES)),
+        optional("cellId", Kind::CellRef),
+        optional("newCode", Kind::Text),
+        optional("oldText", Kind::Text),
+        optional("expectedRev", Kind::Text),
+        optional("language", Kind::Text),
+        optional("metadata", Kind::Object),
+        optional("name", Kind::Text),
+        optional("run", Kind::Flag),
+    ];
+
+    fn text() -> BoxedStrategy<Value> {
+        "[a-zA-Z0-9_./ :-]{0,16}".prop_map(Value::from).boxed()
+    }
+
+    fn cell_ref() -> BoxedStrategy<Value> {
+        prop_oneof![any::<u64>().prop_map(Value::from), text()].boxed()
+    }
+
+    fn scalar() -> BoxedStrategy<Value> {
+        prop_oneof![
+            any::<bool>().prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            text(),
+            Just(Value::Null),
+        ]
+        .boxed()
+    }
+
+    fn object_of(fields: &'static [Field]) -> BoxedStrategy<Map<String, Value>> {
+        let values: Vec<BoxedStrategy<Option<Value>>> = fields
+            .iter()
+            .map(|field| {
+                let value = valid_value(field.kind);
+                if field.required {
+                    value.prop_map(Some).boxed()
+                } else {
+                    proptest::option::of(value).boxed()
+                }
+            })
+            .collect();
+        values
+            .prop_map(move |values| {
+                fields
+                    .iter()
+                    .zip(values)
+                    .filter_map(|(field, value)| Some((field.key.to_owned(), value?)))
+                    .collect()
+            })
+            .boxed()
+    }
+
+    fn valid_value(kind: Kind) -> BoxedStrategy<Value> {
+        match kind {
+            Kind::Text => text(),
+            Kind::Word(words) => proptest::sample::select(words)
+                .prop_map(Value::from)
+                .boxed(),
+            Kind::Flag => any::<bool>().prop_map(Value::from).boxed(),
+            Kind::Number => prop_oneof![
+                (0u64..10_000_000).prop_map(Value::from),
+                any::<f64>()
+                    .prop_filter("JSON numbers are finite", |number| number.is_finite())
+                    .prop_map(Value::from),
+            ]
+            .boxed(),
+            Kind::Count => any::<u64>().prop_map(Value::from).boxed(),
+            Kind::CellRefs => proptest::collection::vec(cell_ref(), 0..4)
+                .prop_map(Value::from)
+                .boxed(),
+            Kind::CellRef => cell_ref(),
+            Kind::Object => proptest::collection::btree_map("[a-z]{1,6}", scalar(), 0..3)
+                .prop_map(|map| Value::Object(map.into_iter().collect()))
+                .boxed(),
+            Kind::Edits => proptest::collection::vec(object_of(EDIT), 0..3)
+                .prop_map(|edits| Value::from_iter(edits.into_iter().map(Value::Object)))
+                .boxed(),
+            Kind::FlagOrStale => prop_oneof![
+                any::<bool>().prop_map(Value::from),
+                Just(Value::from("stale")),
+            ]
+            .boxed(),
+        }
+    }
+
+    /// Values of a JSON type `kind` does not accept. Strings start with `x`, so that none is
+    /// the string form of a number, a boolean, an array, an object or `null`.
+    fn wrong_values(kind: Kind, required: bool) -> Vec<Value> {
+        let flag = json!(true);
+        let number = json!(7);
+        let fraction = json!(2.5);
+        let word = json!("xyz");
+        let array = json!([]);
+        let object = json!({"x": 1});
+        let mut wrong = match kind {
+            Kind::Text | Kind::CellRef => vec![flag, number, array, object],
+            Kind::Word(_) => vec![flag, number, array, object, word],
+            Kind::Flag => vec![number, array, object, word],
+            Kind::Number => vec![flag, array, object, word],
+            Kind::Count => vec![flag, fraction, array, object, word],
+            Kind::CellRefs | Kind::Edits => vec![flag, number, object, word],
+            Kind::Object => vec![flag, number, array, word],
+            Kind::FlagOrStale => vec![number, array, object, word],
+        };
+        if required {
+            wrong.push(Value::Null);
+        }
+        wrong
+    }
+
+    /// `value` as a buggy client sends it: its JSON text, sometimes padded with spaces, and
+    /// booleans sometimes capitalised as Python prints them.
+    fn stringified(value: &Value, choice: u8) -> Value {
+        let text = match value {
+            Value::Bool(flag) if choice & 2 != 0 => if *flag { "True" } else { "False" }.to_owned(),
+            other => other.to_string(),
+        };
+        if choice & 4 != 0 {
+            Value::from(format!(" {text}\n"))
+        } else {
+            Value::from(text)
+        }
+    }
+
+    /// Stringifies the values of `object` that `choices` pick, the fields of nested edits
+    /// first (so that an edits array may be stringified with stringified fields inside).
+    fn stringify_some(
+        object: &mut Map<String, Value>,
+        fields: &[Field],
+        choices: &mut impl Iterator<Item = u8>,
+    ) {
+        for field in fields {
+            let Some(value) = object.get_mut(field.key) else {
+                continue;
+            };
+            if let (Kind::Edits, Value::Array(edits)) = (field.kind, &mut *value) {
+                for edit in edits.iter_mut().filter_map(Value::as_object_mut) {
+                    stringify_some(edit, EDIT, choices);
+                }
+            }
+            let choice = choices.next().expect("choices cycle");
+            if field.kind.stringifiable() && choice & 1 != 0 {
+                *value = stringified(value, choice);
+            }
+        }
+    }
+
+    fn schema_of(tool: &str) -> Map<String, Value> {
+        (catalog::tool(tool)
+            .expect("a tool of the catalogue")
+            .input_schema)()
+    }
+
+    /// Checks all three properties for one tool's arguments.
+    fn check_tool<T: DeserializeOwned + PartialEq + Debug>(
+        tool: &str,
+        fields: &[Field],
+        arguments: Map<String, Value>,
+        choices: Vec<u8>,
+        unknown_key: &str,
+        spoilt: prop::sample::Index,
+    ) -> Result<(), TestCaseError> {
+        let schema = schema_of(tool);
+        let expected: T = parse_arguments(Some(arguments.clone()), &schema)
+            .map_err(|error| TestCaseError::fail(format!("valid arguments refused: {error:?}")))?;
+
+        let mut stringy = arguments.clone();
+        stringify_some(&mut stringy, fields, &mut choices.iter().copied().cycle());
+        let parsed: T = parse_arguments(Some(stringy.clone()), &schema).map_err(|error| {
+            TestCaseError::fail(format!("stringified {stringy:?} refused: {error:?}"))
+        })?;
+        prop_assert_eq!(&parsed, &expected, "stringified: {:?}", stringy);
+
+        if !fields.iter().any(|field| field.key == unknown_key) {
+            let mut unknown = arguments.clone();
+            unknown.insert(unknown_key.to_owned(), json!(1));
+            let error = parse_arguments::<T>(Some(unknown), &schema)
+                .expect_err("an unknown key is refused");
+            prop_assert_eq!(error.code, ErrorCode::InvalidArguments);
+            prop_assert!(
+                error.message.contains(&format!("`{unknown_key}`")),
+                "{}",
+                error.message
+            );
+        }
+
+        let field = spoilt.get(fields);
+        let wrong_choices = wrong_values(field.kind, field.required);
+        let wrong = spoilt.get(&wrong_choices);
+        let mut spoilt_arguments = arguments;
+        spoilt_arguments.insert(field.key.to_owned(), wrong.clone());
+        let error = parse_arguments::<T>(Some(spoilt_arguments), &schema)
+            .expect_err("a wrongly typed value is refused");
+        prop_assert_eq!(error.code, ErrorCode::InvalidArguments);
+        prop_assert!(
+            error.message.contains(&format!("`{}`", field.key)),
+            "{} = {}: {}",
+            field.key,
+            wrong,
+            error.message
+        );
+        Ok(())
+    }
+
+    /// Keys no tool here knows: identifiers, like the obsolete or misspelt keys clients send.
+    fn unknown_key() -> impl Strategy<Value = String> {
+        "[a-zA-Z][a-zA-Z0-9_]{0,15}"
+    }
+
+    fn choices() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 1..48)
+    }
+
+    #[test]
+    fn the_kinds_here_cover_every_argument_of_the_schemas() {
+        for (tool, fields) in [
+            ("read_notebook", READ_NOTEBOOK),
+            ("run_cells", RUN_CELLS),
+            ("get_execution", GET_EXECUTION),
+            ("edit_cells", EDIT_CELLS),
+        ] {
+            let schema = schema_of(tool);
+            let mut keys: Vec<&str> = schema["properties"]
+                .as_object()
+                .expect("properties")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            let mut ours: Vec<&str> = fields.iter().map(|field| field.key).collect();
+            ours.sort_unstable();
+            assert_eq!(keys, ours, "{tool}");
+        }
+        let edit_schema = &schema_of("edit_cells")["properties"]["edits"]["items"]["properties"];
+        let mut keys: Vec<&str> = edit_schema
+            .as_object()
+            .expect("edit properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        let mut ours: Vec<&str> = EDIT.iter().map(|field| field.key).collect();
+        ours.sort_unstable();
+        assert_eq!(keys, ours);
+    }
+
+    proptest! {
+        #[test]
+        fn read_notebook_arguments(
+            arguments in object_of(READ_NOTEBOOK),
+            choices in choices(),
+            unknown in unknown_key(),
+            spoilt in any::<prop::sample::Index>(),
+        ) {
+            check_tool::<ReadNotebookParams>(
+                "read_notebook", READ_NOTEBOOK, arguments, choices, &unknown, spoilt,
+            )?;
+        }
+
+        #[test]
+        fn run_cells_arguments(
+            arguments in object_of(RUN_CELLS),
+            choices in choices(),
+            unknown in unknown_key(),
+            spoilt in any::<prop::sample::Index>(),
+        ) {
+            check_tool::<RunCellsParams>(
+                "run_cells", RUN_CELLS, arguments, choices, &unknown, spoilt,
+            )?;
+        }
+
+        #[test]
+        fn get_execution_arguments(
+            arguments in object_of(GET_EXECUTION),
+            choices in choices(),
+            unknown in unknown_key(),
+            spoilt in any::<prop::sample::Index>(),
+        ) {
+            check_tool::<GetExecutionParams>(
+                "get_execution", GET_EXECUTION, arguments, choices, &unknown, spoilt,
+            )?;
+        }
+
+        #[test]
+        fn edit_cells_arguments(
+            arguments in object_of(EDIT_CELLS),
+            choices in choices(),
+            unknown in unknown_key(),
+            spoilt in any::<prop::sample::Index>(),
+        ) {
+            check_tool::<EditCellsParams>(
+                "edit_cells", EDIT_CELLS, arguments, choices, &unknown, spoilt,
+            )?;
+        }
+
+        /// An unknown key inside one edit is refused and named too.
+        #[test]
+        fn an_unknown_key_inside_an_edit_is_named(
+            mut arguments in object_of(EDIT_CELLS),
+            edit in object_of(EDIT),
+            unknown in unknown_key(),
+        ) {
+            prop_assume!(!EDIT.iter().any(|field| field.key == unknown));
+            let mut edit = edit;
+            edit.insert(unknown.clone(), json!(true));
+            arguments.insert("edits".to_owned(), json!([edit]));
+            let error = parse_arguments::<EditCellsParams>(Some(arguments), &schema_of("edit_cells"))
+                .expect_err("an unknown key in an edit is refused");
+            prop_assert_eq!(error.code, ErrorCode::InvalidArguments);
+            prop_assert!(error.message.contains(&format!("`{unknown}`")), "{}", error.message);
+        }
+    }
+}

@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::catalog::ToolSpec;
@@ -33,6 +34,63 @@ pub struct ImageContent {
     pub mime_type: String,
 }
 
+/// A resource a host serves (a notebook, or a part of one), as listed or linked.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceEntry {
+    /// Its URI (see [`crate::resources`]).
+    pub uri: String,
+    /// A short name (a notebook's path, or `<path> cell <id> output <n>`).
+    pub name: String,
+    /// A human title, when there is a better one than the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Its MIME type.
+    pub mime_type: String,
+    /// What it is and why it is offered (for links: what the reply left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its size in bytes, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// One representation of a resource's content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceBody {
+    /// The resource's URI.
+    pub uri: String,
+    /// This representation's MIME type.
+    pub mime_type: String,
+    /// Text, for textual representations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Base64 bytes, for binary ones (images).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+}
+
+/// Why a resource cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum ResourceError {
+    /// No such resource (or not one of this server's).
+    #[error("{message}")]
+    NotFound {
+        /// The URI asked for.
+        uri: String,
+        /// What to do next.
+        message: String,
+    },
+    /// It exists but could not be read now.
+    #[error("{message}")]
+    Unavailable {
+        /// What went wrong and what to do next.
+        message: String,
+    },
+}
+
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolOutput {
@@ -42,6 +100,8 @@ pub struct ToolOutput {
     pub text: String,
     /// Image content blocks, after the text.
     pub images: Vec<ImageContent>,
+    /// Resource links, after the images: the whole of what the reply condensed or left out.
+    pub links: Vec<ResourceEntry>,
     /// `isError`.
     pub is_error: bool,
 }
@@ -53,6 +113,7 @@ impl ToolOutput {
             text: value.to_string(),
             structured: Some(value),
             images,
+            links: Vec::new(),
             is_error: false,
         }
     }
@@ -64,6 +125,7 @@ impl ToolOutput {
             text: json!({ "error": body }).to_string(),
             structured: None,
             images: Vec::new(),
+            links: Vec::new(),
             is_error: true,
         }
     }
@@ -105,7 +167,8 @@ impl std::fmt::Debug for CallContext {
 }
 
 /// Anything that serves tool calls: one host's tools, or a broker in front of many hosts.
-/// Transports (HTTP, stdio, the broker's peer endpoint) serve a `dyn ToolDispatch`.
+/// Transports (HTTP, stdio, the broker's peer endpoint) serve a `dyn ToolDispatch`. The
+/// resource methods have defaults for a dispatch that serves no resources.
 pub trait ToolDispatch: Send + Sync + 'static {
     /// The tools to list.
     fn specs(&self) -> Vec<ToolSpec>;
@@ -116,6 +179,31 @@ pub trait ToolDispatch: Send + Sync + 'static {
         arguments: Option<Map<String, Value>>,
         context: CallContext,
     ) -> BoxFuture<'_, ToolOutput>;
+
+    /// The notebooks served, as resources.
+    fn list_resources(&self) -> BoxFuture<'_, Vec<ResourceEntry>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// Every representation of the resource `uri` (see [`crate::resources`]).
+    fn read_resource(
+        &self,
+        uri: String,
+    ) -> BoxFuture<'_, Result<Vec<ResourceBody>, ResourceError>> {
+        Box::pin(async move {
+            Err(ResourceError::NotFound {
+                message: format!("this server serves no resources, so not `{uri}`"),
+                uri,
+            })
+        })
+    }
+
+    /// A number per notebook resource URI that changes whenever the notebook does (anyone's
+    /// edit, a run's outputs, a change on disk); `None` for one not served. What change
+    /// notifications are made from.
+    fn resource_versions(&self, uris: Vec<String>) -> BoxFuture<'_, Vec<Option<u64>>> {
+        Box::pin(async move { vec![None; uris.len()] })
+    }
 }
 
 #[cfg(test)]

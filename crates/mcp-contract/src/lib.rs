@@ -20,13 +20,16 @@ pub mod coerce;
 pub mod dispatch;
 pub mod errors;
 pub mod params;
+pub mod prompts;
 pub mod refs;
+pub mod resources;
 pub mod results;
 
 pub use catalog::{Annotations, Capability, ToolSpec, all_tools};
 pub use coerce::parse_arguments;
 pub use dispatch::{
-    BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, WindowInfo,
+    BoxFuture, CallContext, ImageContent, ProgressSink, ResourceBody, ResourceEntry, ResourceError,
+    ToolDispatch, ToolOutput, WindowInfo,
 };
 pub use errors::ErrorCode;
 pub use results::ToolError;

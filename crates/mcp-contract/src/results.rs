@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 pub struct NotebookEntry {
     /// Short handle to pass as `notebookRef`: `nb_` + 24 hex characters.
     pub notebook_ref: String,
+    /// The notebook's URI (`file:` for notebooks on disk).
     pub uri: String,
     /// Path relative to the window's root folder, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -20,61 +21,82 @@ pub struct NotebookEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WindowEntry {
+    /// The id to pass as `windowId` to `open_notebooks` and `create_notebook`.
     pub window_id: String,
+    /// A human-readable name of the window, such as its workspace folder.
     pub window_label: String,
     /// `available`, or `unavailable` when the host did not answer (its notebooks are then unknown).
     pub status: String,
+    /// The notebooks this host knows (open ones, or every `.ipynb` under the standalone server's
+    /// root).
     pub notebooks: Vec<NotebookEntry>,
     /// Notebooks under the root that could not be read, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<UnreadableNotebook>,
 }
 
+/// A notebook file under the root that was found but could not be parsed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnreadableNotebook {
+    /// The file's URI.
     pub uri: String,
+    /// Why it could not be read, in words (no raw error text).
     pub problem: String,
 }
 
+/// What `list_notebooks` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListNotebooksResult {
+    /// Every connected window (host), each with its notebooks.
     pub windows: Vec<WindowEntry>,
 }
 
+/// What `open_notebooks` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenNotebooksResult {
+    /// One entry per requested notebook, in request order.
     pub notebooks: Vec<OpenedNotebook>,
 }
 
+/// A notebook that `open_notebooks` opened or found open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OpenedNotebook {
+    /// Short handle to pass as `notebookRef` to the other tools.
     pub notebook_ref: String,
+    /// The notebook's URI.
     pub uri: String,
     /// `opened` (read from disk) or `already-open` (the live document was kept as it is).
     pub status: String,
+    /// Number of cells in the notebook.
     pub cell_count: usize,
 }
 
+/// What `create_notebook` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateNotebookResult {
+    /// Short handle to pass as `notebookRef` to the other tools.
     pub notebook_ref: String,
+    /// The new notebook's URI.
     pub uri: String,
+    /// Its path relative to the root folder, when the host has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The kernel the notebook will use, as resolved now (absent when none is available).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<KernelChoice>,
+    /// The outline of the new notebook's cells (a title heading and an empty code cell).
     pub cells: Vec<CellOutline>,
 }
 
 /// One cell in a read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CellOutline {
+    /// 0-based position of the cell in the notebook.
     pub index: usize,
     /// The nbformat cell id (pass it, or the name, as a cell reference).
     pub cell_id: String,
@@ -84,7 +106,10 @@ pub struct CellOutline {
     pub rev: String,
     /// `code`, `markdown` or `raw`.
     pub kind: String,
+    /// The cell's language: for code cells the notebook's language or the cell's override,
+    /// `markdown` for markdown cells, `raw` (or an override) for raw cells.
     pub language: String,
+    /// Number of lines in the source (0 for an empty cell).
     #[serde(rename = "lineCount")]
     pub line_count: usize,
     /// What the saved file says: `success`, `error`, `unknown`, `not-run`, or `n/a` (markdown, raw).
@@ -102,6 +127,7 @@ pub struct CellOutline {
     /// One-line summary (a `*` prefix marks a deterministic fallback, not a model summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tldr: Option<String>,
+    /// The saved execution count of a code cell; absent when it never ran or for other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_count: Option<i64>,
     /// Number of saved outputs.
@@ -111,16 +137,21 @@ pub struct CellOutline {
         skip_serializing_if = "Option::is_none"
     )]
     pub output_count: Option<usize>,
+    /// The source, sliced by `startLine`/`endLine` and cut at `maxSourceChars` (in `source` and
+    /// `all` views).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// True when `maxSourceChars` cut the source (in `source` and `all` views).
     #[serde(
         rename = "sourceTruncated",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub source_truncated: Option<bool>,
+    /// The saved outputs condensed to text by `outputMode` (in `outputs` and `all` views).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<String>,
+    /// True when `maxOutputChars` or the reply's budget cut the outputs.
     #[serde(
         rename = "outputsTruncated",
         default,
@@ -140,21 +171,28 @@ pub struct LintFinding {
     pub code: String,
     /// `error`, `warning` or `info`.
     pub severity: String,
+    /// 0-based position of the cell the finding is in.
     pub cell_index: usize,
+    /// Name of that cell.
     pub cell_name: String,
+    /// 1-based line within the cell, when the finding has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// What is wrong and, where it helps, what to do.
     pub message: String,
 }
 
+/// What `read_notebook` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReadNotebookResult {
     /// The notebook's URI.
     pub notebook: String,
+    /// Short handle to pass as `notebookRef` to the other tools.
     pub notebook_ref: String,
     /// Total number of cells (not only those returned).
     pub cell_count: usize,
+    /// The cells returned, in the order asked for (empty in the `lint` view).
     pub cells: Vec<CellOutline>,
     /// Lint findings (outline and lint views).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -178,13 +216,19 @@ pub struct ReadNotebookResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ImageRef {
+    /// 0-based position of the cell whose output holds the image.
     pub cell_index: usize,
+    /// 0-based position of the output within that cell.
     pub output_index: usize,
+    /// The image's MIME type, such as `image/png`.
     pub mime_type: String,
+    /// Width in pixels, as decoded from the image.
     pub width: u32,
+    /// Height in pixels, as decoded from the image.
     pub height: u32,
 }
 
+/// One match of `search_cells`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchMatchEntry {
@@ -193,100 +237,146 @@ pub struct SearchMatchEntry {
     pub place: String,
     /// 1-based line in the source or output text.
     pub line: usize,
+    /// The matching line, cut to 200 characters around the match.
     pub text: String,
+    /// For a match in an output: the 0-based position of that output in the cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_index: Option<usize>,
+    /// For a match in an output: the MIME type of the text that matched; for a stream its name
+    /// (`stdout`, `stderr`), for an error `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime: Option<String>,
 }
 
+/// A cell with at least one match.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchCellEntry {
+    /// 0-based position of the cell.
     pub index: usize,
+    /// The nbformat cell id.
     pub cell_id: String,
+    /// The cell's kebab-case name.
     pub name: String,
+    /// Its matches: the name first, then source lines, then outputs.
     pub matches: Vec<SearchMatchEntry>,
 }
 
+/// What `search_cells` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchCellsResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The query as given.
     pub query: String,
+    /// Number of matches returned, across cells (at most `maxMatches`).
     pub total_matches: usize,
+    /// True when `maxMatches` stopped the search before the last cell.
     pub truncated: bool,
+    /// The cells with matches, in document order.
     pub cells: Vec<SearchCellEntry>,
 }
 
 /// A cell an edit touched, as it is now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EditedCell {
+    /// 0-based position of the cell after the change.
     pub index: usize,
+    /// The nbformat cell id.
     pub cell_id: String,
+    /// The cell's kebab-case name.
     pub name: String,
+    /// The cell's new rev: quote it as `expectedRev` in the next edit.
     pub rev: String,
 }
 
+/// One edit of a batch, as applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppliedEdit {
+    /// `insert`, `edit`, `delete` or `replace`.
     pub edit_type: String,
+    /// The cells the edit created or changed, as they are now.
     pub cells: Vec<EditedCell>,
+    /// Ids of the cells the edit removed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deleted: Vec<String>,
 }
 
+/// What `edit_cells` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EditCellsResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// One entry per edit, in the order given.
     pub applied: Vec<AppliedEdit>,
+    /// Number of cells after the batch.
     pub cell_count: usize,
-    /// Present when the call also ran cells.
+    /// Present when the call also ran cells: the run's receipt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub execution: Option<Value>,
 }
 
+/// What `move_cells` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MoveCellsResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The moved cells at their new positions, in the order given.
     pub moved: Vec<EditedCell>,
+    /// Number of cells in the notebook.
     pub cell_count: usize,
 }
 
+/// What `clear_cell_outputs` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ClearCellOutputsResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The cells named in the request; only code cells had outputs to clear.
     pub cleared: Vec<EditedCell>,
 }
 
+/// What `save_notebooks` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SaveNotebooksResult {
+    /// URIs of the notebooks written to disk.
     pub saved: Vec<String>,
+    /// Notebooks the host did not write, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedNotebook>,
 }
 
+/// A notebook `save_notebooks` did not write.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SkippedNotebook {
+    /// The notebook's URI.
     pub notebook: String,
+    /// Why it was not written.
     pub reason: String,
 }
 
+/// What `export_notebook` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExportNotebookResult {
+    /// The exported notebook's URI.
     pub notebook: String,
+    /// `markdown`, `python` or `html`.
     pub format: String,
     /// The export (absent when written to `outputPath`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// URI of the file written, when `outputPath` was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_path: Option<String>,
+    /// Size of the export in bytes of UTF-8.
     pub bytes: usize,
 }
 
@@ -296,18 +386,25 @@ pub struct ExportNotebookResult {
 pub struct KernelChoice {
     /// Exact id to pass to `select_kernel`.
     pub id: String,
+    /// The name a person would recognise, such as the kernelspec's display name.
     pub label: String,
+    /// The kernel's language, such as `python`.
     pub language: String,
     /// Where it was found: `jupyter_path`, `user`, `sys_prefix`, `system`, `venv`, `path_python`, `remote`.
     pub source: String,
+    /// Where the kernel lives (a virtual environment's folder or the interpreter's path), when
+    /// known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
+/// What `list_kernels` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ListKernelsResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// Every kernel the notebook can use.
     pub kernels: Vec<KernelChoice>,
     /// The id the notebook would use now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -317,12 +414,15 @@ pub struct ListKernelsResult {
     pub hint: Option<String>,
 }
 
+/// A notebook's kernel as observed now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KernelState {
     /// Display name of the kernel, or null when none runs.
     pub label: Option<String>,
+    /// The kernel's id (as `list_kernels` shows it), or null when none runs.
     pub id: Option<String>,
+    /// The language the kernel reported, else the notebook's code language.
     pub language: String,
     /// `idle`, `busy`, `starting`, `restarting`, `dead`, `not-started`, or `unknown`.
     pub status: String,
@@ -331,73 +431,97 @@ pub struct KernelState {
     /// Why no kernel is active (never raw exception text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_reason: Option<String>,
+    /// The kernel's implementation, such as `ipython`, when it reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implementation: Option<String>,
+    /// The language's version, such as `3.12.4`, when the kernel reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language_version: Option<String>,
     /// Increases with every start or restart; cells are fresh only relative to the current one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
+    /// The kernel process's id, when the host started it and knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
 }
 
+/// What `get_kernel_info` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KernelInfoResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The kernel as observed now.
     pub kernel: KernelState,
     /// What this host can do for the notebook: each entry says `available`/`unavailable` and why.
     pub capabilities: Map<String, Value>,
 }
 
+/// What `select_kernel` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SelectKernelResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The kernel recorded for the notebook.
     pub kernel: KernelChoice,
     /// True when a running kernel of another kind was shut down so the next run uses this one.
     pub replaced_running_kernel: bool,
 }
 
+/// What `configure_kernel` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConfigureKernelResult {
+    /// The notebook's URI.
     pub notebook: String,
+    /// The kernel chosen and started.
     pub kernel: KernelChoice,
+    /// The kernel as observed after the start.
     pub state: KernelState,
     /// True once the kernel answered a kernel_info request.
     pub ready: bool,
 }
 
+/// What happened to one notebook's kernel in `interrupt_kernels` or `restart_kernels`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KernelRequestEntry {
+    /// The notebook's URI.
     pub notebook: String,
-    /// `restarted`, `interrupt-sent`, `not-running`, or `failed`.
+    /// `restarted`, `interrupt-sent`, `restart-requested` or `interrupt-requested` (an editor
+    /// was asked; completion is not claimed), `not-running`, or `failed`.
     pub outcome: String,
+    /// What the outcome means for the notebook, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The id of the tracked run that the request ended, if one was active.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalidated_execution: Option<String>,
+    /// The kernel's epoch after the request, when the host knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub epoch: Option<u64>,
 }
 
+/// What `interrupt_kernels` and `restart_kernels` return.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct KernelRequestsResult {
+    /// One entry per notebook, in request order.
     pub results: Vec<KernelRequestEntry>,
 }
 
+/// What `undo_last` returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UndoResult {
+    /// The notebook's URI.
     pub notebook: String,
     /// What the restored snapshot undid, e.g. `edit_cells (2 edits)`.
     pub undid: String,
     /// When the undone change was made (RFC 3339).
     pub snapshot_taken_at: String,
+    /// Number of cells in the restored notebook.
     pub cell_count: usize,
     /// Cells whose content differs between the undone version and the restored one.
     pub changed_cells: Vec<String>,
@@ -405,18 +529,26 @@ pub struct UndoResult {
     pub remaining: usize,
 }
 
+/// What `upload_file` and `download_file` return.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TransferResult {
     /// `upload_file` or `download_file`.
     pub operation: String,
+    /// Size of the file moved, in bytes.
     pub bytes: u64,
+    /// SHA-256 of the file, as lower-case hex.
     pub sha256: String,
+    /// The path on the server's machine that was read or written.
     pub host_path: String,
+    /// The absolute path in the kernel's filesystem, normalised (backslashes turned into `/`).
     pub kernel_path: String,
+    /// True when both sides' SHA-256 matched before the destination was promoted (always, for a
+    /// success).
     pub verified: bool,
     /// Bytes that went over the kernel channel (after compression).
     pub wire_bytes: u64,
+    /// Number of chunks sent through the kernel.
     pub chunks: u64,
 }
 

@@ -207,9 +207,13 @@ impl HttpApp {
         let config = StreamableHttpServerConfig::default()
             .with_max_request_body_bytes(MAX_REQUEST_BODY_BYTES)
             .with_sse_keep_alive(Some(Duration::from_secs(15)))
+            // A reply with nothing before it goes as one JSON body, not an SSE event: clients cap
+            // event sizes (the Python SDK at 1 MiB), and a whole log read as a resource is larger.
+            // A call that reports progress first still streams.
+            .with_json_response(true)
             .with_cancellation_token(cancel);
         let mcp = StreamableHttpService::new(
-            move || Ok(handler.clone()),
+            move || Ok(handler.for_session()),
             Arc::new(LocalSessionManager::default()),
             config,
         );

@@ -6,6 +6,8 @@
 
 pub mod handler;
 pub mod http;
+mod subscriptions;
+mod tasks;
 
 pub use handler::McpHandler;
 pub use http::{

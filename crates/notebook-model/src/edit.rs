@@ -25,49 +25,84 @@ use crate::refs::{CellRef, Resolver};
 pub enum EditOp {
     /// Insert a new cell after `anchor` (`TOP` = first, `BOTTOM` or none = last).
     Insert {
+        /// The cell the new one goes after: `TOP` puts it first, `BOTTOM` or `None` last.
         anchor: Option<CellRef>,
+        /// Code, markdown or raw.
         kind: CellKind,
+        /// The new cell's source.
         source: String,
         /// A cell language other than the notebook's (stored as `metadata.vscode.languageId`).
         language: Option<String>,
+        /// The new cell's nbformat metadata; `None` for none.
         metadata: Option<Map<String, Value>>,
+        /// A kebab-case name for the new cell; `None` derives a unique one from its content.
         name: Option<String>,
     },
     /// Replace the source and/or shallow-merge metadata and/or rename. Outputs are kept (they show
     /// as stale until the cell runs again).
     Edit {
+        /// The cell to change.
         target: CellRef,
+        /// The rev the caller last read; a different current rev rejects the batch. Required when
+        /// the policy says so.
         expected_rev: Option<String>,
+        /// The new source; `None` keeps it.
         source: Option<String>,
+        /// A code cell's language (`metadata.vscode.languageId`; the notebook's own language
+        /// removes the override); `None` keeps it.
         language: Option<String>,
+        /// Metadata to shallow-merge into the cell's (a `null` value removes the key); `None` keeps
+        /// it.
         metadata: Option<Map<String, Value>>,
+        /// A new kebab-case name; `None` keeps the current one.
         name: Option<String>,
     },
+    /// Remove a cell.
     Delete {
+        /// The cell to remove.
         target: CellRef,
+        /// The rev the caller last read; a different current rev rejects the batch. Required when
+        /// the policy says so.
         expected_rev: Option<String>,
     },
     /// Replace the one occurrence of `old_text` in the cell's source with `new_text`.
     Replace {
+        /// The cell whose source changes.
         target: CellRef,
+        /// The rev the caller last read; a different current rev rejects the batch. Required when
+        /// the policy says so.
         expected_rev: Option<String>,
+        /// Text that must occur exactly once in the source (not empty).
         old_text: String,
+        /// What replaces it (may be empty).
         new_text: String,
+        /// Metadata to shallow-merge into the cell's as well; `None` keeps it.
         metadata: Option<Map<String, Value>>,
     },
     /// Move cells, in the order given, to `to_index` among the cells that stay.
     Move {
+        /// The cells to move, each once, in the order they end up in.
         targets: Vec<CellRef>,
+        /// Their first position among the cells that stay: 0 to the number of those cells.
         to_index: u64,
     },
     /// Remove outputs and execution counts.
-    ClearOutputs { targets: Vec<CellRef> },
+    ClearOutputs {
+        /// The cells to clear; markdown and raw cells are accepted and left as they are.
+        targets: Vec<CellRef>,
+    },
     /// Shallow-merge notebook-level metadata (a `null` value removes the key).
-    MergeNotebookMetadata { metadata: Map<String, Value> },
+    MergeNotebookMetadata {
+        /// The keys to set (or, with `null`, remove).
+        metadata: Map<String, Value>,
+    },
     /// Replace a cell's outputs (a host recording a run).
     SetOutputs {
+        /// The code cell whose outputs are replaced.
         target: CellRef,
+        /// The new nbformat output objects, in order.
         outputs: Vec<Value>,
+        /// The new `execution_count`; `None` writes `null`.
         execution_count: Option<i64>,
     },
 }
@@ -98,23 +133,33 @@ pub struct EditPolicy {
 /// A primitive change, in order, for hosts that keep their own copy of the document.
 #[derive(Debug, Clone, PartialEq)]
 pub enum DocChange {
+    /// A new cell now sits at `index`; the cells from there on moved down by one.
     InsertCell {
+        /// Its position after the insertion.
         index: usize,
+        /// The inserted cell.
         cell: Cell,
     },
+    /// The cell at `index` was removed; the cells after it moved up by one.
     DeleteCell {
+        /// Its position before the removal.
         index: usize,
     },
     /// The cell at `index` now looks like `cell` (same id): source, metadata or outputs changed.
     UpdateCell {
+        /// Its position.
         index: usize,
+        /// The cell as it is now.
         cell: Cell,
     },
     /// The cells were reordered; `order` lists the ids in their new order.
     Reorder {
+        /// Every cell id, in the new order.
         order: Vec<String>,
     },
+    /// The notebook-level metadata was changed.
     SetNotebookMetadata {
+        /// The whole notebook-level metadata as it is now.
         metadata: Map<String, Value>,
     },
 }
@@ -122,6 +167,7 @@ pub enum DocChange {
 /// What one operation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedOp {
+    /// The operation's short name ([`EditOp::verb`]).
     pub verb: &'static str,
     /// Cells this operation created, changed or moved: their final index, id, name and rev.
     pub cells: Vec<TouchedCell>,
@@ -132,17 +178,24 @@ pub struct AppliedOp {
 /// A cell as it is after the batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TouchedCell {
+    /// 0-based position after the batch.
     pub index: usize,
+    /// The cell id.
     pub id: String,
+    /// The cell's effective (unique kebab-case) name after the batch.
     pub name: String,
+    /// The cell's rev after the batch: quote it to edit the cell again.
     pub rev: String,
 }
 
 /// A successful batch.
 #[derive(Debug, Clone)]
 pub struct EditOutcome {
+    /// The notebook after the whole batch.
     pub notebook: Notebook,
+    /// What each operation did, one entry per operation in batch order.
     pub applied: Vec<AppliedOp>,
+    /// The primitive changes, in order, for a host to replay on its own copy of the document.
     pub changes: Vec<DocChange>,
     /// Ids of cells whose source changed, were inserted or were deleted (for staleness).
     pub source_changed: Vec<String>,
@@ -151,10 +204,15 @@ pub struct EditOutcome {
 /// The cell an error is about, as it is now, so the caller can retry without another read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrentCell {
+    /// 0-based position of the cell.
     pub index: usize,
+    /// The cell id.
     pub id: String,
+    /// The cell's effective name.
     pub name: String,
+    /// The cell's current rev: quote it as the expected rev when retrying.
     pub rev: String,
+    /// The cell's current source.
     pub source: String,
 }
 
@@ -164,53 +222,95 @@ pub struct CurrentCell {
 pub struct EditError {
     /// 0-based position of the offending operation in the batch.
     pub op_index: usize,
+    /// The offending operation's short name ([`EditOp::verb`]).
     pub verb: &'static str,
+    /// What was wrong.
     pub kind: EditErrorKind,
+    /// The cell the error is about, when it is about one cell that exists; `None` otherwise.
     pub current: Option<Box<CurrentCell>>,
 }
 
 /// The specific problem.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum EditErrorKind {
+    /// A cell reference did not resolve.
     #[error("{0}")]
     CellRef(#[from] CellRefError),
+    /// The cell changed since the caller read it: its rev is not the expected one.
     #[error(
         "the cell's rev is {actual}, not the expected {expected}: it changed since you read it. \
          Its current source is returned; re-apply your change to it and pass expectedRev {actual}"
     )]
-    RevMismatch { expected: String, actual: String },
+    RevMismatch {
+        /// The rev the operation quoted.
+        expected: String,
+        /// The cell's current rev.
+        actual: String,
+    },
+    /// The policy requires an expected rev and the operation gave none.
     #[error("expectedRev is required to change an existing cell; its current rev is {actual}")]
-    ExpectedRevRequired { actual: String },
+    ExpectedRevRequired {
+        /// The cell's current rev, to quote.
+        actual: String,
+    },
+    /// A replace gave an empty `old_text`.
     #[error("oldText must not be empty")]
     OldTextEmpty,
+    /// A replace's `old_text` does not occur in the source.
     #[error("oldText does not occur in the cell's source; read the source and quote it exactly")]
     OldTextNotFound,
+    /// A replace's `old_text` occurs more than once in the source.
     #[error(
         "oldText occurs more than once in the cell's source; it must occur exactly once, so \
          include more surrounding text"
     )]
     OldTextAmbiguous,
+    /// An edit gave no source, language, metadata or name to change.
     #[error("an edit must change something: give newCode, metadata or name")]
     NothingToChange,
+    /// A move names the same cell twice.
     #[error("cell `{reference}` is listed more than once")]
-    DuplicateTarget { reference: String },
+    DuplicateTarget {
+        /// The reference as the caller wrote it.
+        reference: String,
+    },
+    /// A move or clear names no cells.
     #[error("no cells given")]
     NoTargets,
+    /// A move's `to_index` is past the cells that stay.
     #[error(
         "toIndex {to_index} is out of range: with {moving} cell(s) moving and {count} in total it must be 0 to {max}"
     )]
     ToIndexOutOfRange {
+        /// The position asked for.
         to_index: u64,
+        /// Number of cells moving.
         moving: usize,
+        /// Number of cells in the notebook.
         count: usize,
+        /// The largest allowed `to_index`: the number of cells that stay.
         max: usize,
     },
+    /// A name is not valid kebab-case of at most [`identity::MAX_NAME_LEN`] characters.
     #[error("`{name}` is not a valid cell name: use lower-case kebab-case (a-z, 0-9, single dashes), at most {max} characters", max = identity::MAX_NAME_LEN)]
-    InvalidName { name: String },
+    InvalidName {
+        /// The name given.
+        name: String,
+    },
+    /// A name is already another cell's.
     #[error("the name `{name}` is already used by cell {index}")]
-    NameTaken { name: String, index: usize },
+    NameTaken {
+        /// The name given.
+        name: String,
+        /// 0-based position of the cell that has it.
+        index: usize,
+    },
+    /// Outputs were set on a markdown or raw cell.
     #[error("a {kind} cell has no outputs to set")]
-    NotACodeCell { kind: &'static str },
+    NotACodeCell {
+        /// The cell's `cell_type`: `markdown` or `raw`.
+        kind: &'static str,
+    },
 }
 
 /// Finds the single occurrence of `needle` (non-overlapping search, as the reference does).

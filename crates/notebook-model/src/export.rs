@@ -8,8 +8,12 @@ use crate::outputs::{joined_text, output_texts};
 /// Export formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExportFormat {
+    /// Markdown: markdown cells as they are, code and raw cells as fenced blocks.
     Markdown,
+    /// A Python script in percent format: each cell starts with a `# %%` line (outputs are never
+    /// included).
     Python,
+    /// A standalone HTML page.
     Html,
 }
 

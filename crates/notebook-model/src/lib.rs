@@ -4,7 +4,36 @@
 //! no filesystem and no clock. Bytes come in, a typed [`Notebook`] comes out, and it is written
 //! back exactly as Python's nbformat writes it. Cell identity (ids, kebab-case names, revs), cell
 //! references, read views, search, edit transactions and exports are pure functions over it.
+//!
+//! ```
+//! use notebook_model::{CellRef, Notebook, Resolver};
+//!
+//! let text = r##"{
+//!  "cells": [
+//!   {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": ["# Sales"]},
+//!   {"cell_type": "code", "id": "a1b2", "metadata": {}, "execution_count": null,
+//!    "outputs": [], "source": ["# load data\n", "df = load()"]}
+//!  ],
+//!  "metadata": {},
+//!  "nbformat": 4,
+//!  "nbformat_minor": 5
+//! }"##;
+//! let notebook = Notebook::parse(text.as_bytes())?;
+//! assert_eq!(notebook.cell(1).unwrap().source(), "# load data\ndf = load()");
+//!
+//! // A cell is named by index, id, kebab-case name (here from its first comment), TOP or BOTTOM.
+//! let resolver = Resolver::new(&notebook);
+//! assert_eq!(resolver.resolve(&CellRef::from("load-data")), Ok(1));
+//! assert_eq!(resolver.resolve(&CellRef::from("BOTTOM")), Ok(1));
+//! assert_eq!(resolver.resolve(&CellRef::Index(0)), Ok(0));
+//!
+//! // Writing gives the text nbformat would write, which parses to the same notebook.
+//! let written = notebook.to_ipynb_string();
+//! assert_eq!(Notebook::parse(written.as_bytes())?.to_ipynb_string(), written);
+//! # Ok::<(), notebook_model::ParseError>(())
+//! ```
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod check;
 pub mod edit;

@@ -21,8 +21,11 @@ pub const CURRENT_MINOR: u64 = 5;
 /// The kind of a cell, from its `cell_type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CellKind {
+    /// A code cell (`"code"`): it has outputs and an execution count.
     Code,
+    /// A markdown cell (`"markdown"`).
     Markdown,
+    /// A raw cell (`"raw"`), passed through untouched by nbconvert.
     Raw,
 }
 
@@ -88,10 +91,12 @@ impl Cell {
         }
     }
 
+    /// Code, markdown or raw.
     pub fn kind(&self) -> CellKind {
         self.kind
     }
 
+    /// The source text, with nbformat's line lists joined.
     pub fn source(&self) -> &str {
         &self.source
     }
@@ -101,10 +106,12 @@ impl Cell {
         &self.id
     }
 
+    /// Whether the id came from the file or was assigned in memory.
     pub fn id_origin(&self) -> IdOrigin {
         self.id_origin
     }
 
+    /// The cell's nbformat metadata.
     pub fn metadata(&self) -> &Map<String, Value> {
         &self.metadata
     }
@@ -114,6 +121,7 @@ impl Cell {
         &self.outputs
     }
 
+    /// The saved `execution_count`; `None` when it is `null` (and for markdown and raw cells).
     pub fn execution_count(&self) -> Option<i64> {
         self.execution_count
     }
@@ -128,28 +136,34 @@ impl Cell {
         identity::rev(self.kind, &self.source)
     }
 
+    /// Changes the kind; outputs and the execution count are left as they are.
     pub fn set_kind(&mut self, kind: CellKind) {
         self.kind = kind;
     }
 
+    /// Replaces the source text.
     pub fn set_source(&mut self, source: impl Into<String>) {
         self.source = source.into();
     }
 
+    /// Replaces the id, recording where it came from.
     pub fn set_id(&mut self, id: impl Into<String>, origin: IdOrigin) {
         self.id = id.into();
         self.id_origin = origin;
     }
 
+    /// The cell's nbformat metadata, to change.
     pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
         &mut self.metadata
     }
 
+    /// Replaces the outputs and the execution count (`None` writes `null`).
     pub fn set_outputs(&mut self, outputs: Vec<Value>, execution_count: Option<i64>) {
         self.outputs = outputs;
         self.execution_count = execution_count;
     }
 
+    /// The keys of the cell object that the model does not interpret, to change.
     pub fn extra_mut(&mut self) -> &mut Map<String, Value> {
         &mut self.extra
     }
@@ -275,6 +289,7 @@ impl Notebook {
         })
     }
 
+    /// The `nbformat_minor` the notebook is written with (0 to 5).
     pub fn nbformat_minor(&self) -> u64 {
         self.nbformat_minor
     }
@@ -287,30 +302,37 @@ impl Notebook {
         }
     }
 
+    /// The notebook-level metadata (kernelspec, language_info and the rest).
     pub fn metadata(&self) -> &Map<String, Value> {
         &self.metadata
     }
 
+    /// The notebook-level metadata, to change.
     pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
         &mut self.metadata
     }
 
+    /// Top-level keys of the notebook object that the model does not interpret, kept verbatim.
     pub fn extra(&self) -> &Map<String, Value> {
         &self.extra
     }
 
+    /// The cells, in document order.
     pub fn cells(&self) -> &[Arc<Cell>] {
         &self.cells
     }
 
+    /// The cell at 0-based `index`; `None` past the last cell.
     pub fn cell(&self, index: usize) -> Option<&Cell> {
         self.cells.get(index).map(Arc::as_ref)
     }
 
+    /// Number of cells.
     pub fn len(&self) -> usize {
         self.cells.len()
     }
 
+    /// Whether the notebook has no cells.
     pub fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
@@ -320,14 +342,18 @@ impl Notebook {
         self.cells.get_mut(index).map(Arc::make_mut)
     }
 
+    /// Inserts `cell` at `index`, moving the cells from there on down; panics if `index` is past
+    /// the end.
     pub fn insert_cell(&mut self, index: usize, cell: Cell) {
         self.cells.insert(index, Arc::new(cell));
     }
 
+    /// Removes and returns the cell at `index`; panics if there is none.
     pub fn remove_cell(&mut self, index: usize) -> Arc<Cell> {
         self.cells.remove(index)
     }
 
+    /// Appends `cell` as the last cell.
     pub fn push_cell(&mut self, cell: Cell) {
         self.cells.push(Arc::new(cell));
     }

@@ -11,7 +11,9 @@ use crate::notebook::Notebook;
 /// A reference to a cell as a caller wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum CellRef {
+    /// A 0-based index, as given by a JSON number.
     Index(u64),
+    /// A string: `TOP`, `BOTTOM`, an id, a name, `#<id>`, `index:<N>` or digits.
     Text(String),
 }
 
@@ -45,6 +47,7 @@ pub struct Resolver<'a> {
 }
 
 impl<'a> Resolver<'a> {
+    /// A resolver for `notebook`, with its cells' effective names computed once.
     pub fn new(notebook: &'a Notebook) -> Resolver<'a> {
         Resolver {
             notebook,

@@ -10,7 +10,9 @@ use crate::outputs::output_texts;
 /// What to search for and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchQuery {
+    /// The text to find, or the pattern with `regex`; must not be empty.
     pub query: String,
+    /// Match letter case exactly; otherwise case-insensitive.
     pub case_sensitive: bool,
     /// Treat `query` as a regular expression (Rust `regex` syntax).
     pub regex: bool,
@@ -23,14 +25,24 @@ pub struct SearchQuery {
 /// Where a match was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MatchPlace {
+    /// In the cell's source.
     Source,
-    Output { output_index: usize, mime: String },
+    /// In the text of one of the cell's saved outputs.
+    Output {
+        /// 0-based position of the output in the cell.
+        output_index: usize,
+        /// The MIME type of the text that matched; for a stream its name (`stdout`, `stderr`),
+        /// for an error `error`.
+        mime: String,
+    },
+    /// In the cell's effective name.
     Name,
 }
 
 /// One match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchMatch {
+    /// Where in the cell the match is.
     pub place: MatchPlace,
     /// 1-based line within the source or output text (1 for names).
     pub line: usize,
@@ -41,25 +53,34 @@ pub struct SearchMatch {
 /// Matches within one cell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellMatches {
+    /// 0-based position of the cell.
     pub index: usize,
+    /// The cell id.
     pub id: String,
+    /// The cell's effective name.
     pub name: String,
+    /// Its matches: the name first, then source lines, then outputs.
     pub matches: Vec<SearchMatch>,
 }
 
 /// The result of a search.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchResult {
+    /// The cells with at least one match, in document order.
     pub cells: Vec<CellMatches>,
+    /// Number of matches in `cells`, at most `max_matches`.
     pub total_matches: usize,
     /// True when `max_matches` stopped the search early.
     pub truncated: bool,
 }
 
+/// Why a search could not run.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SearchError {
+    /// The query is empty.
     #[error("query must not be empty")]
     EmptyQuery,
+    /// The query is not a valid regular expression; the text says why.
     #[error("query is not a valid regular expression: {0}")]
     InvalidRegex(String),
 }

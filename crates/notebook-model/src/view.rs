@@ -27,6 +27,7 @@ pub enum ExecutionState {
 }
 
 impl ExecutionState {
+    /// The name used in views: `n/a`, `success`, `error`, `unknown` or `not-run`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExecutionState::NotApplicable => "n/a",
@@ -61,18 +62,30 @@ pub fn execution_state(cell: &Cell) -> ExecutionState {
 /// Why a source slice could not be taken.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SliceError {
+    /// A start or end line of 0 was given.
     #[error("startLine and endLine are 1-based: {0} is not allowed")]
     LineBelowOne(u64),
+    /// The end line is before the start line.
     #[error("endLine {end} is before startLine {start}")]
-    EndBeforeStart { start: u64, end: u64 },
+    EndBeforeStart {
+        /// The first line asked for (1-based).
+        start: u64,
+        /// The last line asked for (1-based).
+        end: u64,
+    },
+    /// A line past the cell's last line was asked for.
     #[error(
         "requested source lines {start}-{end} exceed cell {index}'s line count {count}; ask for \
          fewer lines or target other cells"
     )]
     BeyondEnd {
+        /// The first line asked for (1-based).
         start: u64,
+        /// The last line asked for (1-based, inclusive).
         end: u64,
+        /// The cell's 0-based position.
         index: usize,
+        /// The cell's number of lines.
         count: usize,
     },
 }
@@ -80,6 +93,7 @@ pub enum SliceError {
 /// A slice of a cell's source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceSlice {
+    /// The selected lines, cut to the character bound when `truncated`.
     pub text: String,
     /// True when `max_chars` cut the text.
     pub truncated: bool,

@@ -34,6 +34,27 @@
 //! `Restarted` if it was replaced), enforce each step's [`Deadline`], and quarantine a kernel
 //! whose execution timed out until it settles.
 //!
+//! The same loop, run for its first step:
+//!
+//! ```
+//! use transfer::{Action, KernelBudget, Phase, REQUEST_TAG, Upload, UploadConfig};
+//!
+//! let nonce = "4f9c2b8e-0d1a-4c3b-9e7f-2a6b5c8d1e0f";
+//! let config = UploadConfig::new("data/sales.csv", "/content/sales.csv", nonce, 1_000);
+//! let mut upload = Upload::new(config)?;
+//! let mut kernel_budget = KernelBudget::new();
+//! match upload.next_action(&mut kernel_budget) {
+//!     // The file fits `maxBytes` and the budget, so the kernel creates the temp file first.
+//!     Action::ExecuteKernel(step) => {
+//!         assert_eq!(step.phase, Phase::InitializeRemoteTemporaryFile);
+//!         assert!(step.code.starts_with(REQUEST_TAG));
+//!     }
+//!     other => panic!("expected a kernel step, got {other:?}"),
+//! }
+//! assert_eq!(upload.temp_path(), format!("/content/sales.csv.jupyter-mcp-{nonce}.part"));
+//! # Ok::<(), transfer::TransferError>(())
+//! ```
+//!
 //! # Kernel requests
 //!
 //! Each kernel step is a [`KernelRequest`] (kept as data) rendered by
@@ -72,6 +93,7 @@
 //! left a temp file, the machine asks for best-effort cleanup before reporting. Errors name the
 //! phase; an unconfirmed promotion is reported as [`TransferError::Uncertain`].
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod budget;
 mod download;

@@ -1143,7 +1143,7 @@ async fn jupyter_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
         report,
     );
     let note = "
-The agent's reply waits for the server's echo of its update, which the server broadcasts to every client at once: the person usually has the change before the agent has its reply.
+The agent's reply waits for the server's echo of its update, which the server sends to every client in the room at once: a negative first row means the person had the change before the agent had its reply. Times at the person are taken when its Yjs client applies the update (a Python process, so its own scheduling is in them; the baseline's receiver is the same client).
 ";
     print!("{note}");
     report.push_str(note);

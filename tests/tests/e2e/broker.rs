@@ -76,6 +76,22 @@ fn health_owner(port: u16) -> Option<String> {
     body["ownerId"].as_str().map(str::to_owned)
 }
 
+fn notebook_uri(root: &Path, name: &str) -> String {
+    host_files::file_uri(&root.canonicalize().unwrap().join(name))
+}
+
+#[expect(
+    deprecated,
+    reason = "resources/subscribe is how a 2025-11-25 client subscribes"
+)]
+async fn subscribe(client: &Client, uri: &str) {
+    client
+        .peer()
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri.to_owned()))
+        .await
+        .unwrap();
+}
+
 /// Edits cell 0 of `<name>.ipynb` to `x = value`, runs the notebook and checks the file.
 async fn edit_and_run(client: &Client, root: &Path, listing: &Value, name: &str, value: usize) {
     let notebook_ref = ref_of(listing, name);
@@ -159,10 +175,46 @@ async fn three_servers_share_one_port_and_survive_the_broker() {
         assert!(label.starts_with(name), "{labels:?}");
     }
 
+    // Resources through the shared URL: every server's notebooks, read from their owner; a
+    // subscriber to a peer's notebook hears the edit another client makes through the broker.
+    let gamma = notebook_uri(roots[2].path(), "gamma.ipynb");
+    let subscriber = Client::http(&url).await.expect("client connects");
+    subscribe(&subscriber, &gamma).await;
+    let resources = client.peer().list_all_resources().await.unwrap();
+    for (root, name) in roots.iter().zip(NAMES) {
+        let uri = notebook_uri(root.path(), &format!("{name}.ipynb"));
+        assert!(
+            resources.iter().any(|resource| resource.uri == uri),
+            "{uri} listed through the broker"
+        );
+    }
+    let source = client
+        .peer()
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(format!(
+            "{}#cells/c0/source",
+            notebook_uri(roots[1].path(), "beta.ipynb")
+        )))
+        .await
+        .unwrap();
+    let source = serde_json::to_value(&source.contents[0]).unwrap();
+    assert_eq!(
+        source["text"], "x = 1",
+        "beta's first cell, read from its owner"
+    );
+
     // Edits and runs reach the right owner, verified on disk.
     for (index, (root, name)) in roots.iter().zip(NAMES).enumerate() {
         edit_and_run(&client, root.path(), &listing, name, 100 + index).await;
     }
+    assert!(
+        subscriber
+            .recorder
+            .wait_for_updates(1, Duration::from_secs(10))
+            .await,
+        "the subscriber to gamma heard its edit"
+    );
+    let heard = subscriber.recorder.updates.lock().unwrap().clone();
+    assert!(heard.iter().all(|uri| *uri == gamma), "{heard:?}");
 
     // A path every root has is ambiguous; the error names each window's ref.
     let ambiguous = client

@@ -5,7 +5,10 @@
 
 use std::time::{Duration, Instant};
 
-use jupyter_mcp_tests::collab::{CollabServer, Peer, api_get, shared_server, write_notebook};
+use jupyter_mcp_tests::browser::{Browser, save_screenshot};
+use jupyter_mcp_tests::collab::{
+    CollabServer, JupyterLab, Peer, api_get, shared_server, write_notebook,
+};
 use jupyter_mcp_tests::{CLIENT_TITLE, Client, HttpServer, is_terminal, nbformat_problems};
 use serde_json::{Value, json};
 
@@ -345,15 +348,9 @@ async fn jupyterlab_in_a_browser_shows_the_agents_cell_and_output_without_a_relo
     let mcp = serve(&server, transfers.path(), &[]);
     let client = Client::http(&mcp.url).await.unwrap();
     // The person opens the notebook in JupyterLab, which starts its kernel session.
-    let opened = {
-        let server = server.clone();
-        tokio::task::spawn_blocking(move || {
-            jupyter_mcp_tests::collab::Browser::open(&server, "lab.ipynb")
-        })
-    };
-    let mut browser = opened
+    let browser = Browser::launch().await.expect("Chromium starts");
+    let lab = JupyterLab::open(&browser, &server, "lab.ipynb")
         .await
-        .unwrap()
         .expect("JupyterLab opens the notebook");
     // The agent finds that kernel (the tab's), then the person runs their cell in the page.
     let info = client
@@ -361,7 +358,7 @@ async fn jupyterlab_in_a_browser_shows_the_agents_cell_and_output_without_a_relo
         .await
         .ok();
     assert!(info["kernel"]["epoch"].is_u64(), "the tab's kernel: {info}");
-    browser.ask(json!({"cmd": "run_first"})).unwrap();
+    lab.run_first_cell().await.unwrap();
     // What the person ran counts for staleness, and lives in the one shared kernel.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -396,24 +393,19 @@ async fn jupyterlab_in_a_browser_shows_the_agents_cell_and_output_without_a_relo
         .await
         .ok();
     assert_eq!(edited["execution"]["status"], "completed", "{edited}");
-    let screenshots = jupyter_mcp_tests::workspace_root().join(".work/screenshots");
-    std::fs::create_dir_all(&screenshots).unwrap();
-    let screenshot = screenshots.join("jupyterlab-agent-cell.png");
-    let shown = tokio::task::spawn_blocking(move || {
-        let shown = browser.ask(json!({
-            "cmd": "wait_cell", "source": "hello from the agent",
-            "output": "hello from the agent 42", "screenshot": screenshot
-        }));
-        (browser, shown)
-    });
-    let (browser, shown) = shown.await.unwrap();
-    let shown = shown.expect("the page shows the agent's cell and its output");
+    let shown = lab
+        .wait_for_cell("hello from the agent", "hello from the agent 42")
+        .await
+        .expect("the page shows the agent's cell and its output");
+    let png = lab.screenshot().await.unwrap();
+    save_screenshot("jupyterlab-agent-cell", &png).unwrap();
     assert!(
         shown["prompt"]
             .as_str()
             .is_some_and(|prompt| prompt.starts_with('[') && !prompt.contains('*')),
         "a settled prompt with the count: {shown}"
     );
+    drop(lab);
     drop(browser);
     client.close().await.unwrap();
 }

@@ -10,6 +10,8 @@ mod faults;
 mod intelligence;
 mod jupyter;
 mod load;
+mod mcp_features;
 mod remote;
 mod summaries;
 mod transfer;
+mod viewer;

@@ -428,3 +428,42 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
         .await;
     assert_eq!(world.kernels.log()[before..], ["y = x + 1"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_with_the_same_idempotency_key_reports_the_first_run_and_sends_nothing() {
+    let world = World::new();
+    world
+        .host
+        .insert("a.ipynb", &["#> wait 5000\n#> out once", "#> out other"]);
+    let arguments = json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 0,
+                           "idempotencyKey": "retry-1"});
+    let first = world.ok("run_cells", arguments.clone()).await;
+    // Retried while running and after it settled: the same run, never a second execution.
+    let retried = world.ok("run_cells", arguments.clone()).await;
+    assert_eq!(retried["executionId"], first["executionId"]);
+    let mut settled = arguments.clone();
+    settled["waitMs"] = json!(60_000);
+    let settled = world.ok("run_cells", settled).await;
+    assert_eq!(settled["executionId"], first["executionId"]);
+    assert_eq!(settled["status"], "completed", "{settled}");
+    let sent = |needle: &str| {
+        world
+            .kernels
+            .log()
+            .iter()
+            .filter(|code| code.contains(needle))
+            .count()
+    };
+    assert_eq!(sent("once"), 1);
+
+    // Another key is a new run.
+    let other = world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 60_000,
+                   "idempotencyKey": "retry-2"}),
+        )
+        .await;
+    assert_ne!(other["executionId"], first["executionId"]);
+    assert_eq!(sent("once"), 2);
+}

@@ -325,6 +325,16 @@ impl<H: NotebookHost> Tools<H> {
         params: RunCellsParams,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
+        if params
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|key| key.chars().any(char::is_control))
+        {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "idempotencyKey holds a control character; use printable text, such as a UUID",
+            ));
+        }
         let location = self.resolve(&params.notebook_ref).await?;
         let targets = match params.cell_ids {
             Some(cells) => {

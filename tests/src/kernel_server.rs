@@ -1,6 +1,7 @@
 //! Real kernel servers for the remote-kernel tests: a Jupyter Server or a Jupyter Kernel
 //! Gateway from the test Python environment, on loopback, on a free port, with a random token,
-//! stopped when dropped; and a TCP proxy that can cut every connection through it.
+//! over plain HTTP or TLS with a certificate of a CA made here ([`TestCa`]), stopped when
+//! dropped; and a TCP proxy that can cut every connection through it.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -31,15 +32,89 @@ pub struct KernelServer {
     token: String,
     root: PathBuf,
     extra_args: Vec<String>,
+    /// Serve TLS with these certificate and key files, trusted through this CA file.
+    tls: Option<ServerTls>,
     /// Runtime, config and data folders of its own, so nothing of the user's is read or
     /// written; also holds the token file.
     home: tempfile::TempDir,
+}
+
+/// A server's TLS files: its certificate and key, and the CA that signed them.
+#[derive(Debug, Clone)]
+pub struct ServerTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+}
+
+/// A certificate authority made for one test run (rcgen, ECDSA P-256), and the server
+/// certificates it signs (for `127.0.0.1` and `localhost`). Its files live as long as it does.
+pub struct TestCa {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    folder: tempfile::TempDir,
+}
+
+impl TestCa {
+    /// A new CA called `name`, its certificate written to [`TestCa::ca_file`].
+    pub fn new(name: &str) -> Result<TestCa> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate()?;
+        let certificate = params.self_signed(&key)?;
+        let folder = tempfile::tempdir()?;
+        std::fs::write(folder.path().join("ca.pem"), certificate.pem())?;
+        Ok(TestCa {
+            issuer: rcgen::Issuer::new(params, key),
+            folder,
+        })
+    }
+
+    /// The CA's certificate (PEM), for `--kernel-server-ca`.
+    pub fn ca_file(&self) -> PathBuf {
+        self.folder.path().join("ca.pem")
+    }
+
+    /// A server certificate for `127.0.0.1` and `localhost`, written as `<stem>.pem` and
+    /// `<stem>.key` next to the CA.
+    pub fn issue(&self, stem: &str) -> Result<ServerTls> {
+        use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "127.0.0.1");
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let key = KeyPair::generate()?;
+        let certificate = params.signed_by(&key, &self.issuer)?;
+        let cert = self.folder.path().join(format!("{stem}.pem"));
+        let key_file = self.folder.path().join(format!("{stem}.key"));
+        std::fs::write(&cert, certificate.pem())?;
+        std::fs::write(&key_file, key.serialize_pem())?;
+        Ok(ServerTls {
+            cert,
+            key: key_file,
+            ca: self.ca_file(),
+        })
+    }
 }
 
 impl KernelServer {
     /// Starts a server of `kind` serving (or working in) `root`, with `extra_args`, and waits
     /// until it answers `/api/kernelspecs` with its token.
     pub fn start(kind: ServerKind, root: &Path, extra_args: &[&str]) -> Result<KernelServer> {
+        KernelServer::start_with_tls(kind, root, extra_args, None)
+    }
+
+    /// Like [`KernelServer::start`], serving HTTPS with `tls` when given.
+    pub fn start_with_tls(
+        kind: ServerKind,
+        root: &Path,
+        extra_args: &[&str],
+        tls: Option<ServerTls>,
+    ) -> Result<KernelServer> {
         let home = tempfile::tempdir()?;
         let token = format!("{:016x}{:016x}", random_u64(), random_u64().rotate_left(17));
         std::fs::write(home.path().join("token"), &token)?;
@@ -50,15 +125,17 @@ impl KernelServer {
             token,
             root: root.to_path_buf(),
             extra_args: extra_args.iter().map(|arg| (*arg).to_owned()).collect(),
+            tls,
             home,
         };
         server.launch()?;
         Ok(server)
     }
 
-    /// `http://127.0.0.1:<port>/`.
+    /// `http://127.0.0.1:<port>/` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/", self.port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
     pub fn port(&self) -> u16 {
@@ -111,6 +188,11 @@ impl KernelServer {
                     ])
                     .arg(format!("--ServerApp.root_dir={}", self.root.display()))
                     .env("JUPYTER_TOKEN", &self.token);
+                if let Some(tls) = &self.tls {
+                    command
+                        .arg(format!("--ServerApp.certfile={}", tls.cert.display()))
+                        .arg(format!("--ServerApp.keyfile={}", tls.key.display()));
+                }
             }
             ServerKind::KernelGateway => {
                 command
@@ -146,7 +228,20 @@ impl KernelServer {
                     self.log()
                 );
             }
-            if http_status(self.port, "/api/kernelspecs", Some(&self.token)) == Some(200) {
+            let answered = match &self.tls {
+                None => http_status(self.port, "/api/kernelspecs", Some(&self.token)),
+                Some(tls) => https_request(
+                    self.port,
+                    &tls.ca,
+                    "GET",
+                    "/api/kernelspecs",
+                    &[("Authorization", &format!("token {}", self.token))],
+                    "",
+                )
+                .ok()
+                .map(|(status, _)| status),
+            };
+            if answered == Some(200) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -190,7 +285,23 @@ impl KernelServer {
     /// How many kernels the server runs now (`GET /api/kernels`; a Kernel Gateway lists
     /// them only when `--KernelGatewayApp.list_kernels=True`).
     pub fn kernel_count(&self) -> Option<usize> {
-        let body = http_get(self.port, "/api/kernels", Some(&self.token))?;
+        let body = match &self.tls {
+            None => http_get(self.port, "/api/kernels", Some(&self.token))?,
+            Some(tls) => {
+                let authorization = format!("token {}", self.token);
+                match https_request(
+                    self.port,
+                    &tls.ca,
+                    "GET",
+                    "/api/kernels",
+                    &[("Authorization", &authorization)],
+                    "",
+                ) {
+                    Ok((200, body)) => body,
+                    _ => return None,
+                }
+            }
+        };
         let value: serde_json::Value = serde_json::from_str(&body).ok()?;
         value.as_array().map(Vec::len)
     }
@@ -242,6 +353,65 @@ fn http_exchange(port: u16, path: &str, token: Option<&str>) -> Option<(u16, Str
         .map(|(_, body)| body.to_owned())
         .unwrap_or_default();
     Some((status, body))
+}
+
+/// One HTTP/1.0 request over TLS to `127.0.0.1:port`, trusting only the CA in `ca`: the status
+/// and the body.
+pub fn https_request(
+    port: u16,
+    ca: &Path,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<(u16, String)> {
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
+        roots.add(certificate?)?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connection = rustls::ClientConnection::new(
+        Arc::new(config),
+        rustls::pki_types::ServerName::try_from("127.0.0.1")?.to_owned(),
+    )?;
+    let stream =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut tls = rustls::StreamOwned::new(connection, stream);
+    let mut request = format!(
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    tls.write_all(request.as_bytes())?;
+    let mut answer = Vec::new();
+    match tls.read_to_end(&mut answer) {
+        Ok(_) => {}
+        // Some servers close without close_notify after an HTTP/1.0 answer.
+        Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {}
+        Err(error) => return Err(error.into()),
+    }
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| anyhow::anyhow!("not an HTTP answer"))?;
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
 }
 
 /// The status of `GET path`, `None` when nothing answered.

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 pub mod browser;
 pub mod collab;
+pub mod hub;
 pub mod kernel_server;
 
 /// The workspace root.

@@ -1,7 +1,8 @@
 //! Project automation. `cargo xtask <command>`:
 //!
-//! - `setup`: the project-local Python environment (`.venv`) with ipykernel, nbformat and the
-//!   test client, from `python/requirements.txt`.
+//! - `setup`: the project-local Python environment (`.venv`) with ipykernel, nbformat, the
+//!   test client, Jupyter Server, Kernel Gateway and JupyterHub, from
+//!   `python/requirements.txt`, and JupyterHub's proxy (`tests/hub`, from npm).
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
 //! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
@@ -107,16 +108,9 @@ const LAYER_RULES: &[LayerRule] = &[
     },
     LayerRule {
         crates: &["host-jupyter"],
-        packages: &[
-            "rmcp",
-            "napi",
-            "zeromq",
-            "jupyter-zmq-client",
-            "rustls",
-            "openssl",
-        ],
+        packages: &["rmcp", "napi", "zeromq", "jupyter-zmq-client", "openssl"],
         source: &["std::fs", "std::process", "tokio::process"],
-        why: "the JupyterLab host reaches the server over plain HTTP and WebSocket only (TLS comes with the remote-kernel client's connection profiles), starts no local kernels, serves no MCP itself and never touches the notebook files",
+        why: "the JupyterLab host starts no local kernels, serves no MCP itself and never touches the notebook files (TLS, when it has any, is the remote-kernel client's rustls, never the system's OpenSSL)",
     },
     LayerRule {
         crates: &["mcp-server"],
@@ -162,9 +156,30 @@ pub(crate) fn venv_python() -> PathBuf {
     root().join(".venv/bin/python")
 }
 
-/// Creates `.venv` and installs `python/requirements.txt` when they changed.
+/// Creates `.venv` and installs `python/requirements.txt` when they changed, and JupyterHub's
+/// proxy for the hub tests (`tests/hub`, `npm ci` from its lock file).
 pub(crate) fn setup() -> Result<()> {
-    install_venv(".venv", "python/requirements.txt")
+    install_venv(".venv", "python/requirements.txt")?;
+    install_hub_proxy()
+}
+
+/// `npm ci` in `tests/hub/` when `node_modules` is older than the lock file: the
+/// configurable-http-proxy the JupyterHub of the end-to-end tests runs.
+fn install_hub_proxy() -> Result<()> {
+    let folder = root().join("tests/hub");
+    let lock = folder.join("package-lock.json");
+    let marker = folder.join("node_modules/.package-lock.json");
+    let fresh = match (std::fs::metadata(&lock), std::fs::metadata(&marker)) {
+        (Ok(lock), Ok(marker)) => marker.modified()? >= lock.modified()?,
+        _ => false,
+    };
+    if !fresh {
+        run(Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&folder))
+        .context("installing configurable-http-proxy for the JupyterHub tests needs node and npm (Debian: apt-get install nodejs npm)")?;
+    }
+    Ok(())
 }
 
 /// Creates the virtual environment `folder` and installs `requirements` into it when they

@@ -345,11 +345,12 @@ fn decode_event(bytes: &mut ByteSource<'_>, cell_count: usize) -> RunEvent {
         }
         9 => RunEvent::CommandSettled,
         10 => {
-            let lifecycle = match bytes.next() % 5 {
+            let lifecycle = match bytes.next() % 6 {
                 0 => KernelLifecycle::Died,
                 1 => KernelLifecycle::Restarted,
                 2 => KernelLifecycle::Replaced,
                 3 => KernelLifecycle::Terminated,
+                4 => KernelLifecycle::ServerStopped,
                 _ => KernelLifecycle::Disappeared,
             };
             let status = decode_status(bytes);

@@ -111,6 +111,9 @@ pub enum ReasonCode {
     InvalidatedByInterrupt,
     /// Three consecutive kernel observations failed.
     ObservationFailed,
+    /// The server that ran the kernel was stopped (a JupyterHub stopped or culled the user's
+    /// server), taking the kernel with it.
+    ServerStopped,
 }
 
 /// A kernel execution status as last observed (`kernelStatusAtStop`).
@@ -147,6 +150,9 @@ pub enum KernelLifecycle {
     Terminated,
     /// The kernel cannot be found or reached any more; what it does is unknown.
     Disappeared,
+    /// The server the kernel ran on was stopped (a JupyterHub stopped or culled it): the
+    /// kernel is gone with it.
+    ServerStopped,
 }
 
 impl KernelLifecycle {
@@ -157,6 +163,7 @@ impl KernelLifecycle {
             KernelLifecycle::Replaced => ReasonCode::KernelReplaced,
             KernelLifecycle::Terminated => ReasonCode::KernelTerminated,
             KernelLifecycle::Disappeared => ReasonCode::KernelUnreachable,
+            KernelLifecycle::ServerStopped => ReasonCode::ServerStopped,
         }
     }
 
@@ -167,6 +174,9 @@ impl KernelLifecycle {
             KernelLifecycle::Replaced => "the notebook's kernel was replaced",
             KernelLifecycle::Terminated => "the kernel was shut down",
             KernelLifecycle::Disappeared => "the kernel can no longer be reached",
+            KernelLifecycle::ServerStopped => {
+                "the server the kernel ran on was stopped (by its JupyterHub)"
+            }
         }
     }
 
@@ -174,7 +184,10 @@ impl KernelLifecycle {
     fn settles_pending_command(self) -> bool {
         matches!(
             self,
-            KernelLifecycle::Died | KernelLifecycle::Restarted | KernelLifecycle::Terminated
+            KernelLifecycle::Died
+                | KernelLifecycle::Restarted
+                | KernelLifecycle::Terminated
+                | KernelLifecycle::ServerStopped
         )
     }
 }

@@ -26,7 +26,9 @@ use notebook_model::{CellKind, CellRef, Notebook, Resolver};
 use serde_json::{Value, json};
 
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
-use crate::kernel::{CellToRun, KernelEvent, KernelPreference, SharedKernels, SharedSession};
+use crate::kernel::{
+    CellToRun, KernelEvent, KernelPreference, SharedKernels, SharedSession, StartProgress,
+};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
 use crate::tools::{CallContext, ImageContent, Tools, error};
@@ -279,9 +281,10 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         location: &NotebookLocation,
         notebook: &Notebook,
+        progress: Option<Arc<dyn crate::ProgressSink>>,
     ) -> Result<SharedSession, ToolError> {
         self.kernels()?
-            .start(location, Self::preference(notebook))
+            .start_with_progress(location, Self::preference(notebook), progress)
             .await
             .map_err(ToolError::from)
     }
@@ -440,7 +443,23 @@ impl<H: NotebookHost> Tools<H> {
             });
             return Ok((body, Vec::new()));
         }
-        let session = self.start_kernel(location, notebook).await?;
+        // A slow start (a JupyterHub spawning the user's server) reports progress first; the
+        // run's own progress then counts on after it.
+        let start = context.progress.clone().map(StartProgress::new);
+        let session = self
+            .start_kernel(location, notebook, start.as_ref().map(StartProgress::sink))
+            .await?;
+        let shifted;
+        let context = match &start {
+            Some(start) if start.reported() => {
+                shifted = CallContext {
+                    progress: Some(start.after()),
+                    ..context.clone()
+                };
+                &shifted
+            }
+            _ => context,
+        };
         // A kernel without epochs gives staleness nothing to judge against: exactly the targets
         // run.
         let plan = if with_ancestors && session.epoch().is_some() {

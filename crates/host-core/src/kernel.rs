@@ -17,13 +17,13 @@ use std::sync::Arc;
 
 use execution_tracker::{IopubEvent, KernelLifecycle, ReplyStatus};
 use mcp_contract::ErrorCode;
-use mcp_contract::results::KernelChoice;
+use mcp_contract::results::{KernelChoice, KernelPlace};
 use serde_json::{Map, Value};
 use thiserror::Error;
 use tokio::sync::watch;
 
 use crate::host::NotebookLocation;
-use crate::tools::BoxFuture;
+use crate::tools::{BoxFuture, ProgressSink};
 
 /// Which kernel tools a host's kernels support. A tool is listed only when its capability is
 /// here ([`crate::Tools`] builds `tools/list` from it).
@@ -151,6 +151,8 @@ pub struct SessionInfo {
     pub language_version: Option<String>,
     /// The kernel's process id, for local kernels.
     pub pid: Option<u32>,
+    /// Where it runs, when the host knows.
+    pub runs_on: Option<KernelPlace>,
 }
 
 /// Options of one execution of helper code (or of a cell, with the defaults).
@@ -555,6 +557,19 @@ pub trait NotebookKernels: Send + Sync + 'static {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<SharedSession, KernelError>>;
 
+    /// Like [`NotebookKernels::start`], reporting the progress of a slow start (a JupyterHub
+    /// spawning the user's server) to `progress` as fractions from 0 to 1 (total 1). Hosts
+    /// whose starts are quick need not override it.
+    fn start_with_progress<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        preference: KernelPreference,
+        progress: Option<Arc<dyn ProgressSink>>,
+    ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
+        let _ = progress;
+        self.start(location, preference)
+    }
+
     /// The kernels the notebook can use, and the one it would use.
     fn list<'a>(
         &'a self,
@@ -576,6 +591,18 @@ pub trait NotebookKernels: Send + Sync + 'static {
         location: &'a NotebookLocation,
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<Configured, KernelError>>;
+
+    /// Like [`NotebookKernels::configure`], reporting a slow start's progress as
+    /// [`NotebookKernels::start_with_progress`] does.
+    fn configure_with_progress<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        preference: KernelPreference,
+        progress: Option<Arc<dyn ProgressSink>>,
+    ) -> BoxFuture<'a, Result<Configured, KernelError>> {
+        let _ = progress;
+        self.configure(location, preference)
+    }
 
     /// Restarts the notebook's kernel.
     fn restart<'a>(
@@ -609,6 +636,75 @@ pub trait NotebookKernels: Send + Sync + 'static {
 
 /// A shared handle on a host's kernels.
 pub type SharedKernels = Arc<dyn NotebookKernels>;
+
+/// The progress of a kernel start inside a call that reports progress of its own afterwards
+/// (a run). MCP wants each notification's progress above the last: the start's fractions are
+/// kept strictly increasing below 1, and what the call reports after them counts from 1.
+pub(crate) struct StartProgress {
+    sink: Arc<dyn ProgressSink>,
+    state: Arc<std::sync::Mutex<Option<f64>>>,
+}
+
+struct StartSink {
+    sink: Arc<dyn ProgressSink>,
+    state: Arc<std::sync::Mutex<Option<f64>>>,
+}
+
+struct AfterStart {
+    sink: Arc<dyn ProgressSink>,
+}
+
+impl StartProgress {
+    pub(crate) fn new(sink: Arc<dyn ProgressSink>) -> StartProgress {
+        StartProgress {
+            sink,
+            state: Arc::default(),
+        }
+    }
+
+    /// Where the start reports.
+    pub(crate) fn sink(&self) -> Arc<dyn ProgressSink> {
+        Arc::new(StartSink {
+            sink: Arc::clone(&self.sink),
+            state: Arc::clone(&self.state),
+        })
+    }
+
+    /// Whether the start reported anything.
+    pub(crate) fn reported(&self) -> bool {
+        self.state.lock().expect("progress lock").is_some()
+    }
+
+    /// Where the call reports after the start: its progress and total shifted by 1.
+    pub(crate) fn after(&self) -> Arc<dyn ProgressSink> {
+        Arc::new(AfterStart {
+            sink: Arc::clone(&self.sink),
+        })
+    }
+}
+
+impl ProgressSink for StartSink {
+    fn report(&self, progress: f64, _total: Option<f64>, message: Option<String>) {
+        let value = {
+            let mut last = self.state.lock().expect("progress lock");
+            let wanted = progress.clamp(0.0, 1.0) * 0.98;
+            let value = match *last {
+                Some(previous) if wanted <= previous => previous + (0.99 - previous) / 16.0,
+                _ => wanted,
+            };
+            *last = Some(value);
+            value
+        };
+        self.sink.report(value, Some(1.0), message);
+    }
+}
+
+impl ProgressSink for AfterStart {
+    fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        self.sink
+            .report(progress + 1.0, total.map(|total| total + 1.0), message);
+    }
+}
 
 /// What one execution of helper code produced, gathered.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -699,6 +795,42 @@ pub fn iopub_of_output(output: &Value) -> Option<IopubEvent> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[derive(Default)]
+    struct Recorded(std::sync::Mutex<Vec<(f64, Option<f64>)>>);
+
+    impl ProgressSink for Recorded {
+        fn report(&self, progress: f64, total: Option<f64>, _message: Option<String>) {
+            self.0.lock().unwrap().push((progress, total));
+        }
+    }
+
+    #[test]
+    fn start_progress_increases_and_what_follows_counts_on_after_it() {
+        let recorded = Arc::new(Recorded::default());
+        let start = StartProgress::new(recorded.clone());
+        assert!(!start.reported());
+        let sink = start.sink();
+        // The hub's own events repeat values (two at 0) and end at 100 %.
+        for fraction in [0.0, 0.0, 0.5, 1.0, 1.0] {
+            sink.report(fraction, Some(1.0), None);
+        }
+        assert!(start.reported());
+        start.after().report(0.0, Some(2.0), None);
+        start.after().report(2.0, Some(2.0), None);
+        let values = recorded.0.lock().unwrap().clone();
+        assert!(
+            values.windows(2).all(|pair| pair[0].0 < pair[1].0),
+            "strictly increasing: {values:?}"
+        );
+        assert!(
+            values[..5]
+                .iter()
+                .all(|(value, total)| *value < 1.0 && *total == Some(1.0))
+        );
+        assert_eq!(values[5], (1.0, Some(3.0)));
+        assert_eq!(values[6], (3.0, Some(3.0)));
+    }
 
     #[test]
     fn outputs_become_the_events_that_make_them() {

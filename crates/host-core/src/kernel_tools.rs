@@ -10,8 +10,9 @@ use notebook_model::identity::METADATA_KEY;
 use serde_json::{Map, Value, json};
 
 use crate::host::{NotebookHost, NotebookLocation};
+use crate::kernel::StartProgress;
 use crate::kernel::{KernelLookup, KernelRecord, RequestOutcome, SharedSession};
-use crate::tools::{ImageContent, Tools, error};
+use crate::tools::{CallContext, ImageContent, Tools, error};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
@@ -40,6 +41,7 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
                 language_version: info.language_version.filter(|text| !text.is_empty()),
                 epoch: session.epoch(),
                 pid: info.pid,
+                runs_on: info.runs_on,
             }
         }
         KernelLookup::Absent { reason } | KernelLookup::Unobserved { reason } => {
@@ -60,6 +62,7 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
                 language_version: None,
                 epoch: None,
                 pid: None,
+                runs_on: None,
             }
         }
     }
@@ -194,11 +197,20 @@ impl<H: NotebookHost> Tools<H> {
         Ok(Some(option.choice))
     }
 
-    pub(crate) async fn configure_kernel(&self, params: NotebookRefParams) -> ToolResult {
+    pub(crate) async fn configure_kernel(
+        &self,
+        params: NotebookRefParams,
+        context: &CallContext,
+    ) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
         let kernels = self.kernels()?;
+        let start = context.progress.clone().map(StartProgress::new);
         let configured = kernels
-            .configure(&location, Self::preference(&document.notebook))
+            .configure_with_progress(
+                &location,
+                Self::preference(&document.notebook),
+                start.as_ref().map(StartProgress::sink),
+            )
             .await?;
         let lookup = kernels.lookup(&location).await;
         let ready = match &lookup {

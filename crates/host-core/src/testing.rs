@@ -631,6 +631,7 @@ impl ScriptedKernels {
             language: "python".to_owned(),
             source: "scripted".to_owned(),
             detail: None,
+            runs_on: None,
         }
     }
 }
@@ -845,6 +846,7 @@ impl ScriptedSession {
                 implementation: Some("scripted".to_owned()),
                 language_version: Some("3".to_owned()),
                 pid: None,
+                runs_on: None,
             },
             kernels,
             epoch: AtomicU64::new(EPOCHS.fetch_add(1, Ordering::Relaxed)),

@@ -251,7 +251,7 @@ impl<H: NotebookHost> Tools<H> {
             "get_kernel_info" => with!(kernel_info),
             "list_kernels" => with!(list_kernels),
             "select_kernel" => with!(select_kernel),
-            "configure_kernel" => with!(configure_kernel),
+            "configure_kernel" => with!(configure_kernel, context),
             "restart_kernels" => with!(restart_kernels),
             "interrupt_kernels" => with!(interrupt_kernels),
             "run_cells" => with!(run_cells, context),

@@ -78,11 +78,13 @@ impl JupyterHost {
         let rest = Rest::new(config.connection.clone());
         let presence = Presence::new();
         let rooms = Rooms::new(rest.clone(), presence.clone());
-        let kernels = config.kernels.then(|| {
-            let kernels = JupyterKernels::new(rest.clone(), rooms.clone());
+        let kernels = if config.kernels {
+            let kernels = JupyterKernels::new(rest.clone(), rooms.clone())?;
             rooms.set_kernels(&kernels);
-            kernels
-        });
+            Some(kernels)
+        } else {
+            None
+        };
         let files = match &config.transfer_root {
             Some(folder) => Some(
                 host_files::ConfinedFiles::new(std::slice::from_ref(folder)).map_err(

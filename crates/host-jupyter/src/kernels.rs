@@ -63,16 +63,21 @@ fn kernel_error(failure: JupyterError) -> KernelError {
 }
 
 impl JupyterKernels {
-    pub(crate) fn new(rest: Rest, rooms: Arc<Rooms>) -> Arc<JupyterKernels> {
-        let provider = RemoteProvider::new(rest.connection().kernel_config());
-        Arc::new(JupyterKernels {
+    pub(crate) fn new(rest: Rest, rooms: Arc<Rooms>) -> Result<Arc<JupyterKernels>, JupyterError> {
+        let provider =
+            RemoteProvider::new(rest.connection().kernel_config()).map_err(|failure| {
+                JupyterError::Config {
+                    message: format!("the kernel client cannot reach the server: {failure}"),
+                }
+            })?;
+        Ok(Arc::new(JupyterKernels {
             rest,
             provider,
             rooms,
             sessions: Mutex::new(HashMap::new()),
             attaching: tokio::sync::Mutex::new(()),
             looked: Mutex::new(HashMap::new()),
-        })
+        }))
     }
 
     fn path(location: &NotebookLocation) -> Result<&str, KernelError> {
@@ -305,6 +310,7 @@ impl NotebookKernels for JupyterKernels {
                     language: info.language,
                     source: "remote".to_owned(),
                     detail: None,
+                    runs_on: info.runs_on,
                 },
             })
         })
@@ -430,6 +436,7 @@ impl KernelSession for JupyterSession {
             implementation: Some(info.implementation).filter(|text| !text.is_empty()),
             language_version: Some(info.language_version).filter(|text| !text.is_empty()),
             pid: None,
+            runs_on: Some(host_kernels::place(&self.kernel.place())),
         }
     }
 

@@ -6,6 +6,7 @@ use host_core::kernel::{
     KernelError, KernelEvent, KernelEvents, KernelReply, KernelStatus, RaisedError,
 };
 use kernels::{ExecuteEvent, ExecuteHandle};
+use mcp_contract::results::KernelPlace;
 use serde_json::Value;
 
 /// A kernel status as host-core sees it.
@@ -17,6 +18,44 @@ pub fn status(status: &kernels::KernelStatus) -> KernelStatus {
         kernels::KernelStatus::Restarting => KernelStatus::Restarting,
         kernels::KernelStatus::Dead { .. } => KernelStatus::Dead,
         kernels::KernelStatus::Unreachable => KernelStatus::Unreachable,
+    }
+}
+
+/// Where kernels run, as the tools show it (`runsOn`).
+pub fn place(place: &kernels::KernelPlace) -> KernelPlace {
+    let nothing = KernelPlace {
+        kind: String::new(),
+        url: None,
+        hub: None,
+        user: None,
+        server: None,
+    };
+    match place {
+        kernels::KernelPlace::Local => KernelPlace {
+            kind: "local".to_owned(),
+            ..nothing
+        },
+        kernels::KernelPlace::Server { url } => KernelPlace {
+            kind: "server".to_owned(),
+            url: Some(url.clone()),
+            ..nothing
+        },
+        kernels::KernelPlace::JupyterHub {
+            hub,
+            user,
+            server,
+            url,
+        } => KernelPlace {
+            kind: "jupyterhub".to_owned(),
+            url: url.clone(),
+            hub: Some(hub.clone()),
+            user: user.clone(),
+            server: Some(if server.is_empty() {
+                "default".to_owned()
+            } else {
+                server.clone()
+            }),
+        },
     }
 }
 
@@ -110,6 +149,7 @@ pub(crate) fn event(event: ExecuteEvent) -> Option<KernelEvent> {
         ExecuteEvent::KernelDied { .. } => Some(KernelEvent::Ended(KernelLifecycle::Died)),
         ExecuteEvent::KernelShutdown => Some(KernelEvent::Ended(KernelLifecycle::Terminated)),
         ExecuteEvent::ConnectionLost => Some(KernelEvent::Ended(KernelLifecycle::Disappeared)),
+        ExecuteEvent::ServerStopped => Some(KernelEvent::Ended(KernelLifecycle::ServerStopped)),
     }
 }
 
@@ -148,6 +188,7 @@ mod tests {
             (ExecuteEvent::KernelRestarted, true),
             (ExecuteEvent::KernelShutdown, true),
             (ExecuteEvent::ConnectionLost, true),
+            (ExecuteEvent::ServerStopped, true),
         ] {
             assert_eq!(super::event(event).unwrap().is_terminal(), terminal);
         }
@@ -157,6 +198,32 @@ mod tests {
                 execution_count: None
             }),
             None
+        );
+    }
+
+    #[test]
+    fn places_name_the_server_and_the_hub_user_without_secrets() {
+        assert_eq!(place(&kernels::KernelPlace::Local).kind, "local");
+        let server = place(&kernels::KernelPlace::Server {
+            url: "https://jupyter.example.org/".into(),
+        });
+        assert_eq!(
+            (server.kind.as_str(), server.url.as_deref()),
+            ("server", Some("https://jupyter.example.org/"))
+        );
+        let hub = place(&kernels::KernelPlace::JupyterHub {
+            hub: "https://hub.example.org/".into(),
+            user: Some("alice".into()),
+            server: String::new(),
+            url: None,
+        });
+        assert_eq!(hub.kind, "jupyterhub");
+        assert_eq!(hub.server.as_deref(), Some("default"));
+        assert_eq!(hub.user.as_deref(), Some("alice"));
+        assert_eq!(
+            serde_json::to_value(&hub).unwrap(),
+            serde_json::json!({"kind": "jupyterhub", "hub": "https://hub.example.org/",
+                               "user": "alice", "server": "default"})
         );
     }
 

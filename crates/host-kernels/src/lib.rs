@@ -32,12 +32,12 @@ use host_core::kernel::{
     KernelSession, KernelStatus, NotebookKernels, RequestOutcome, SessionFeatures, SessionInfo,
     SharedSession,
 };
-use host_core::{BoxFuture, NotebookLocation};
+use host_core::{BoxFuture, NotebookLocation, ProgressSink};
 use kernels::{KernelHandle, KernelManager, KernelSpecInfo};
 use mcp_contract::results::KernelChoice;
 use tokio::sync::watch;
 
-pub use convert::{events, kernel_error, status};
+pub use convert::{events, kernel_error, place, status};
 
 /// Where a notebook's kernel lives: the notebook file, whose folder is the kernel's working
 /// directory. `None` for a notebook that cannot have one.
@@ -141,8 +141,8 @@ impl ManagedKernels {
     }
 }
 
-/// How `list_kernels` shows a kernelspec.
-fn choice(spec: &KernelSpecInfo) -> KernelChoice {
+/// How `list_kernels` shows a kernelspec that would run at `runs_on`.
+fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice {
     KernelChoice {
         id: spec.id.clone(),
         label: spec.display_name.clone(),
@@ -152,7 +152,15 @@ fn choice(spec: &KernelSpecInfo) -> KernelChoice {
             .venv_dir()
             .map(|folder| folder.display().to_string())
             .or_else(|| spec.argv.first().cloned()),
+        runs_on: Some(place(runs_on)),
     }
+}
+
+/// Relays the `kernels` crate's start progress to a call's progress sink.
+fn reporter(sink: Arc<dyn ProgressSink>) -> kernels::ProgressReporter {
+    Arc::new(move |progress: kernels::StartProgress| {
+        sink.report(progress.fraction, Some(1.0), Some(progress.message));
+    })
 }
 
 /// How a notebook's metadata records a kernelspec: a virtual environment runs as `python3`.
@@ -216,6 +224,36 @@ impl NotebookKernels for ManagedKernels {
         })
     }
 
+    fn start_with_progress<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        wanted: KernelPreference,
+        progress: Option<Arc<dyn ProgressSink>>,
+    ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
+        match progress {
+            Some(sink) => Box::pin(kernels::with_start_progress(
+                reporter(sink),
+                self.start(location, wanted),
+            )),
+            None => self.start(location, wanted),
+        }
+    }
+
+    fn configure_with_progress<'a>(
+        &'a self,
+        location: &'a NotebookLocation,
+        wanted: KernelPreference,
+        progress: Option<Arc<dyn ProgressSink>>,
+    ) -> BoxFuture<'a, Result<Configured, KernelError>> {
+        match progress {
+            Some(sink) => Box::pin(kernels::with_start_progress(
+                reporter(sink),
+                self.configure(location, wanted),
+            )),
+            None => self.configure(location, wanted),
+        }
+    }
+
     fn list<'a>(
         &'a self,
         location: &'a NotebookLocation,
@@ -229,12 +267,13 @@ impl NotebookKernels for ManagedKernels {
                 Ok(spec) => (Some(spec.id.clone()), None),
                 Err(failure) => (None, Some(failure.to_string())),
             };
+            let runs_on = self.manager.provider().place();
             Ok(KernelListing {
                 kernels: discovery
                     .specs
                     .iter()
                     .map(|spec| KernelOption {
-                        choice: choice(spec),
+                        choice: choice(spec, &runs_on),
                         record: Some(record(spec)),
                     })
                     .collect(),
@@ -274,7 +313,7 @@ impl NotebookKernels for ManagedKernels {
                 .get(&key)
                 .is_some_and(|running| running.spec().id != spec.id);
             Ok(KernelSelection {
-                kernel: choice(spec),
+                kernel: choice(spec, &self.manager.provider().place()),
                 record: Some(record(spec)),
                 replaces_running,
             })
@@ -289,18 +328,19 @@ impl NotebookKernels for ManagedKernels {
         Box::pin(async move {
             let session = self.start(location, wanted).await?;
             let key = self.key(location)?;
-            let spec = self
+            let current = self
                 .current(&key)
-                .map(|current| current.kernel.spec().clone());
+                .map(|current| (current.kernel.spec().clone(), current.kernel.place()));
             Ok(Configured {
-                kernel: match spec {
-                    Some(spec) => choice(&spec),
+                kernel: match current {
+                    Some((spec, runs_on)) => choice(&spec, &runs_on),
                     None => KernelChoice {
                         id: session.info().id,
                         label: session.info().label,
                         language: session.info().language,
                         source: "unknown".to_owned(),
                         detail: None,
+                        runs_on: session.info().runs_on,
                     },
                 },
             })
@@ -390,6 +430,7 @@ impl KernelSession for ManagedSession {
             implementation: Some(info.implementation).filter(|text| !text.is_empty()),
             language_version: Some(info.language_version).filter(|text| !text.is_empty()),
             pid: self.kernel.process_id(),
+            runs_on: Some(place(&self.kernel.place())),
         }
     }
 

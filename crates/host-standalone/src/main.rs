@@ -47,20 +47,45 @@ enum Command {
         /// shared access token). Default: $XDG_RUNTIME_DIR/jupyter-mcp, else the cache folder.
         #[arg(long, env = "JUPYTER_MCP_RUNTIME_DIR")]
         runtime_dir: Option<PathBuf>,
-        /// Run kernels on this Jupyter Server or Kernel Gateway (http://host:port/base/)
-        /// instead of locally. Its token comes from --kernel-server-token-file or
-        /// JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
+        /// Run kernels on this Jupyter Server or Kernel Gateway (https://host/base/, or
+        /// http:// on loopback) instead of locally. Its token comes from
+        /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
         #[arg(long, value_name = "URL", conflicts_with = "no_kernels")]
         kernel_server: Option<String>,
-        /// Read the kernel server's (or the --jupyter server's) token from this file.
+        /// Read the kernel server's (or the --jupyter server's) token from this file (for a
+        /// kernel server: read again when it changes, and when the server refuses the token).
         #[arg(long, value_name = "PATH")]
         kernel_server_token_file: Option<PathBuf>,
+        /// Trust this certificate authority (a PEM file) for https:// kernel servers and hubs,
+        /// besides the system's (SSL_CERT_FILE replaces the system's). Repeatable.
+        #[arg(long, value_name = "FILE")]
+        kernel_server_ca: Vec<PathBuf>,
+        /// Allow plain http:// to a kernel server or hub that is not on loopback. The token
+        /// and all code and outputs then cross the network unencrypted.
+        #[arg(long)]
+        allow_insecure_http: bool,
+        /// Run kernels on your server of this JupyterHub (https://hub.example.org/): it is
+        /// found through the hub's API, started if it is not running, and used through the
+        /// hub's proxy. The token comes from --jupyterhub-token-file or JUPYTERHUB_API_TOKEN.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["no_kernels", "kernel_server"])]
+        jupyterhub: Option<String>,
+        /// Read the JupyterHub API token from this file (read again when it changes, and when
+        /// the hub refuses the token).
+        #[arg(long, value_name = "PATH", requires = "jupyterhub")]
+        jupyterhub_token_file: Option<PathBuf>,
+        /// Use this named server of yours instead of the default one.
+        #[arg(long, value_name = "NAME", requires = "jupyterhub")]
+        jupyterhub_server: Option<String>,
+        /// Start your server again when the hub stopped or culled it while jupyter-mcp used
+        /// it (without it, such a run ends and the next one says how to start the server).
+        #[arg(long, requires = "jupyterhub")]
+        jupyterhub_start: bool,
         /// Work alongside JupyterLab: serve the notebooks of this Jupyter Server
         /// (http://host:port/base/, with jupyter-collaboration) live in their shared documents,
         /// on the kernels their JupyterLab tabs use. Its token comes from
         /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN; --root is then the
         /// folder file transfers read and write.
-        #[arg(long, value_name = "URL", conflicts_with = "kernel_server")]
+        #[arg(long, value_name = "URL", conflicts_with_all = ["kernel_server", "jupyterhub"])]
         jupyter: Option<String>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
@@ -99,6 +124,12 @@ fn main() -> anyhow::Result<()> {
             kernel_server,
             kernel_server_token_file,
             jupyter,
+            kernel_server_ca,
+            allow_insecure_http,
+            jupyterhub,
+            jupyterhub_token_file,
+            jupyterhub_server,
+            jupyterhub_start,
         } => {
             anyhow::ensure!(
                 kernel_server_token_file.is_none() || kernel_server.is_some() || jupyter.is_some(),
@@ -111,28 +142,69 @@ fn main() -> anyhow::Result<()> {
             } else {
                 Auth::RandomToken
             };
-            let kernel_server = match kernel_server {
-                Some(url) => {
-                    let token = token_from(
-                        kernel_server_token_file.as_deref(),
-                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
-                    )?;
-                    Some(KernelServer {
-                        url: kernels::ServerUrl::parse(&url)?,
-                        token: token.as_deref().and_then(kernels::ServerToken::new),
-                    })
-                }
-                None => None,
-            };
+            // Read before the kernel server's credential takes the token file (the two
+            // options exclude each other).
             let jupyter = match jupyter {
                 Some(url) => {
                     let token = token_from(
                         kernel_server_token_file.as_deref(),
                         "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
                     )?;
-                    Some(host_jupyter::ServerConnection::new(&url, token.as_deref())?)
+                    let connection = host_jupyter::ServerConnection::new(&url, token.as_deref())?;
+                    // The same rule as for kernel servers: plain http:// on loopback only,
+                    // unless the network on the way is said to be the user's.
+                    let mut profile = kernels::ConnectionProfile::jupyter_server(
+                        kernels::ServerUrl::parse(&url)?,
+                        None,
+                    );
+                    profile.allow_insecure_http = allow_insecure_http;
+                    profile.check_transport()?;
+                    Some(connection)
                 }
                 None => None,
+            };
+            let tls = kernels::TlsTrust {
+                extra_roots: kernel_server_ca,
+            };
+            let kernel_server = match (kernel_server, jupyterhub) {
+                (Some(url), _) => {
+                    let credential = credential_from(
+                        kernel_server_token_file,
+                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+                        "--kernel-server-token-file",
+                    )?;
+                    let mut profile = kernels::ConnectionProfile::jupyter_server(
+                        kernels::ServerUrl::parse(&url)?,
+                        credential,
+                    );
+                    profile.tls = tls;
+                    profile.allow_insecure_http = allow_insecure_http;
+                    profile.check_transport()?;
+                    Some(KernelServer::Server(profile))
+                }
+                (None, Some(url)) => {
+                    let credential = credential_from(
+                        jupyterhub_token_file,
+                        "JUPYTERHUB_API_TOKEN",
+                        "--jupyterhub-token-file",
+                    )?
+                    .ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--jupyterhub needs your hub API token: put it in a file and pass --jupyterhub-token-file FILE, or set JUPYTERHUB_API_TOKEN (the hub's Token page makes one; it needs the scopes read:servers, servers and access:servers)"
+                        )
+                    })?;
+                    let mut hub = kernels::JupyterHubConfig::new(
+                        kernels::ServerUrl::parse(&url)?,
+                        credential,
+                    );
+                    hub.server_name = jupyterhub_server.unwrap_or_default();
+                    hub.restart_stopped = jupyterhub_start;
+                    hub.tls = tls;
+                    hub.allow_insecure_http = allow_insecure_http;
+                    hub.profile().check_transport()?;
+                    Some(KernelServer::JupyterHub(hub))
+                }
+                (None, None) => None,
             };
             let config = ServeConfig {
                 root,
@@ -158,6 +230,22 @@ fn main() -> anyhow::Result<()> {
                 .block_on(host_standalone::serve(config))
         }
     }
+}
+
+/// Where a server credential comes from: `file` (read now, to fail early, and again whenever it
+/// changes), else the environment variable `variable` when it is set, else none.
+fn credential_from(
+    file: Option<PathBuf>,
+    variable: &str,
+    option: &str,
+) -> anyhow::Result<Option<kernels::CredentialSource>> {
+    if let Some(file) = file {
+        token_from(Some(&file), variable)
+            .map_err(|error| anyhow::anyhow!("{error} (given with {option})"))?;
+        return Ok(Some(kernels::CredentialSource::File(file)));
+    }
+    Ok(token_from(None, variable)?
+        .map(|_| kernels::CredentialSource::Environment(variable.to_owned())))
 }
 
 /// A token from `file` (trimmed; an empty file is an error), else from the environment

@@ -43,12 +43,54 @@ pub struct ServeConfig {
     pub jupyter: Option<host_jupyter::ServerConnection>,
 }
 
-/// A Jupyter Server or Kernel Gateway that runs the notebooks' kernels.
+/// Where the notebooks' kernels run when not locally.
 #[derive(Debug, Clone)]
-pub struct KernelServer {
-    pub url: kernels::ServerUrl,
-    /// Never printed: its `Debug` is redacted.
-    pub token: Option<kernels::ServerToken>,
+pub enum KernelServer {
+    /// A Jupyter Server or Kernel Gateway, as the profile says how to reach it (its `Debug`
+    /// shows no credential).
+    Server(kernels::ConnectionProfile),
+    /// The token user's server on a JupyterHub.
+    JupyterHub(kernels::JupyterHubConfig),
+}
+
+impl KernelServer {
+    /// A Jupyter Server at `url` with a fixed token (tests and benchmarks).
+    pub fn jupyter_server(url: kernels::ServerUrl, token: Option<kernels::ServerToken>) -> Self {
+        KernelServer::Server(kernels::ConnectionProfile::jupyter_server(
+            url,
+            token.map(kernels::CredentialSource::Static),
+        ))
+    }
+
+    /// What the start line says about it.
+    fn describe(&self) -> String {
+        match self {
+            KernelServer::Server(profile) => format!("kernel server {}", profile.base_url),
+            KernelServer::JupyterHub(hub) => format!(
+                "JupyterHub {} (server {})",
+                hub.url,
+                if hub.server_name.is_empty() {
+                    "default"
+                } else {
+                    &hub.server_name
+                }
+            ),
+        }
+    }
+
+    /// Warns, loudly, about plain HTTP to another machine.
+    fn warn_if_insecure(&self) {
+        let (url, allowed) = match self {
+            KernelServer::Server(profile) => (&profile.base_url, profile.allow_insecure_http),
+            KernelServer::JupyterHub(hub) => (&hub.url, hub.allow_insecure_http),
+        };
+        if allowed && !url.is_https() && !url.is_loopback() {
+            tracing::warn!(
+                server = %url,
+                "--allow-insecure-http: the token and every cell's code and output cross the network to {url} unencrypted; anyone on the way can read them and run code as you"
+            );
+        }
+    }
 }
 
 /// How HTTP clients authenticate.
@@ -92,18 +134,29 @@ pub fn local_kernels(
 
 /// The kernel manager of a standalone server rooted at `root` whose kernels run on `server`.
 /// A notebook's kernel is started in the server folder with the notebook folder's path
-/// relative to `root`.
+/// relative to `root`. Fails when the connection settings cannot be used (plain HTTP to
+/// another machine without `--allow-insecure-http`, an unreadable CA file).
 pub fn remote_kernels(
     root: &std::path::Path,
     idle_ttl: Option<std::time::Duration>,
     server: &KernelServer,
-) -> kernels::KernelManager {
-    let mut config = kernels::RemoteConfig::new(server.url.clone(), server.token.clone());
-    config.served_root = Some(root.to_path_buf());
-    kernels::KernelManager::new(
-        Arc::new(kernels::RemoteProvider::new(config)),
+) -> anyhow::Result<kernels::KernelManager> {
+    let provider = match server {
+        KernelServer::Server(profile) => {
+            let mut config = kernels::RemoteConfig::with_profile(profile.clone());
+            config.served_root = Some(root.to_path_buf());
+            kernels::RemoteProvider::new(config)?
+        }
+        KernelServer::JupyterHub(hub) => {
+            let mut config = kernels::RemoteConfig::with_profile(hub.profile());
+            config.served_root = Some(root.to_path_buf());
+            kernels::RemoteProvider::jupyterhub(hub.clone(), config)?
+        }
+    };
+    Ok(kernels::KernelManager::new(
+        Arc::new(provider),
         kernels::ManagerConfig { idle_ttl },
-    )
+    ))
 }
 
 /// SIGINT and SIGTERM, installed before the server announces itself so that a signal sent as
@@ -203,13 +256,15 @@ fn files_host(
     })
     .with_context(|| format!("cannot serve {}", config.root.display()))?;
     let root = host.root().to_path_buf();
-    let kernels = config.kernels.then(|| match &config.kernel_server {
-        Some(server) => {
-            tracing::info!(server = %server.url, "kernels run on a kernel server");
-            remote_kernels(&root, config.kernel_idle_ttl, server)
+    let kernels = match (config.kernels, &config.kernel_server) {
+        (false, _) => None,
+        (true, Some(server)) => {
+            server.warn_if_insecure();
+            tracing::info!("kernels run on the {}", server.describe());
+            Some(remote_kernels(&root, config.kernel_idle_ttl, server)?)
         }
-        None => local_kernels(&root, config.kernel_idle_ttl),
-    });
+        (true, None) => Some(local_kernels(&root, config.kernel_idle_ttl)),
+    };
     let standalone = StandaloneHost::new(
         Arc::new(host),
         kernels.clone(),

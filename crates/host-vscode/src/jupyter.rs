@@ -257,6 +257,7 @@ impl JupyterKernels {
                         language: "unknown".to_owned(),
                         source: extension,
                         detail,
+                        runs_on: None,
                     })
                 })
                 .collect())
@@ -672,6 +673,7 @@ impl KernelSession for JupyterSession {
             implementation: None,
             language_version: None,
             pid: None,
+            runs_on: None,
         }
     }
 

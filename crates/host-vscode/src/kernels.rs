@@ -231,6 +231,7 @@ impl NotebookKernels for WindowKernels {
                         .unwrap_or_else(|| "unknown".to_owned()),
                     source: "editor".to_owned(),
                     detail: Some(detail),
+                    runs_on: None,
                 },
             })
         })

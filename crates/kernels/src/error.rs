@@ -120,15 +120,31 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
-    /// The kernel server refused our token.
-    #[error(
-        "the kernel server at {url} refused the token ({operation}, HTTP {status}); check --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN"
-    )]
+    /// The kernel server refused our token (a fresh one, when its source had one, too).
+    #[error("the kernel server at {url} refused the token ({operation}, HTTP {status}); {hint}")]
     ServerAuth {
         url: String,
         operation: &'static str,
         status: u16,
+        /// Where the token comes from, to check.
+        hint: String,
     },
+
+    /// The server's TLS certificate was refused; `problem` says why and which option fixes it.
+    #[error("the kernel server at {url} presented a TLS certificate that {problem}")]
+    ServerCertificate { url: String, problem: &'static str },
+
+    /// The TLS settings cannot be used (an unreadable CA file).
+    #[error("{reason}")]
+    Tls { reason: String },
+
+    /// The JupyterHub refused or could not do what was asked; `message` says what to do.
+    #[error("{message}")]
+    Hub { message: String },
+
+    /// The JupyterHub stopped (or culled) the user's server while kernels ran on it.
+    #[error("{message}")]
+    ServerStopped { message: String },
 
     /// The kernel server answered with an HTTP status we cannot act on.
     #[error("the kernel server at {url} answered HTTP {status} ({operation})")]

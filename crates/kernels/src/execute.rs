@@ -162,6 +162,9 @@ pub enum ExecuteEvent {
     KernelShutdown,
     /// Terminal: the event source went away without saying why.
     ConnectionLost,
+    /// Terminal: the server that ran the kernel was stopped (a JupyterHub stopped or culled
+    /// the user's server), and the kernel with it.
+    ServerStopped,
 }
 
 impl ExecuteEvent {
@@ -174,6 +177,7 @@ impl ExecuteEvent {
                 | ExecuteEvent::KernelDied { .. }
                 | ExecuteEvent::KernelShutdown
                 | ExecuteEvent::ConnectionLost
+                | ExecuteEvent::ServerStopped
         )
     }
 }
@@ -305,6 +309,11 @@ impl ExecuteHandle {
                 ExecuteEvent::KernelDied { exit } => return Err(Error::KernelDied { exit }),
                 ExecuteEvent::KernelShutdown => return Err(Error::NotRunning),
                 ExecuteEvent::ConnectionLost => return Err(Error::ConnectionLost),
+                ExecuteEvent::ServerStopped => {
+                    return Err(Error::ServerStopped {
+                        message: "the server that ran the kernel was stopped".to_owned(),
+                    });
+                }
                 ExecuteEvent::Busy
                 | ExecuteEvent::Input { .. }
                 | ExecuteEvent::UpdateDisplayData { .. }

@@ -5,9 +5,11 @@
 //! plus project virtual environments with ipykernel), starts them as local processes in their
 //! own process group and talks to them over ZeroMQ with `jupyter-zmq-client` (pure Rust, no
 //! Python bridge; Python runs only as the kernel itself). The remote one (feature `remote`)
-//! uses a Jupyter Server or Kernel Gateway: kernelspecs and lifecycle over its REST API,
-//! execution over the kernel WebSocket (JSON or the `v1.kernel.websocket.jupyter.org` binary
-//! subprotocol), reconnecting when the socket drops. Both report each execute request as the
+//! uses a Jupyter Server, Kernel Gateway or a JupyterHub user's server, over HTTPS (rustls) or
+//! plain HTTP on loopback, as a connection profile says: kernelspecs and lifecycle over its REST
+//! API, execution over the kernel WebSocket (JSON or the `v1.kernel.websocket.jupyter.org`
+//! binary subprotocol), reconnecting when the socket drops, renewing the credential when the
+//! server refuses it, and starting the hub user's server when needed. Both report each execute request as the
 //! same ordered stream of events. A [`KernelManager`] keeps one kernel per notebook, stops
 //! idle ones and stops all of them on server exit. Callers see only the [`KernelProvider`] and
 //! [`KernelHandle`] traits.
@@ -27,6 +29,8 @@ mod execute;
 #[cfg(feature = "local")]
 mod local;
 mod manager;
+mod place;
+mod progress;
 mod provider;
 #[cfg(feature = "remote")]
 mod remote;
@@ -50,11 +54,14 @@ pub use execute::{
 #[cfg(feature = "local")]
 pub use local::{LaunchConfig, LocalKernel, LocalProvider};
 pub use manager::{KernelManager, ManagerConfig};
+pub use place::KernelPlace;
+pub use progress::{ProgressReporter, StartProgress, with_start_progress};
 pub use provider::{KernelHandle, KernelProvider};
 #[cfg(feature = "remote")]
 pub use remote::{
-    DEFAULT_MAX_MESSAGE_BYTES, REMOTE_SPEC_PREFIX, RemoteConfig, RemoteKernel, RemoteProvider,
-    ServerToken, ServerUrl,
+    CertificateProblem, ConnectionProfile, CredentialPlacement, CredentialSource,
+    DEFAULT_MAX_MESSAGE_BYTES, JupyterHubConfig, REMOTE_SPEC_PREFIX, RefreshCredential,
+    RemoteConfig, RemoteKernel, RemoteProvider, ServerToken, ServerUrl, TlsTrust,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

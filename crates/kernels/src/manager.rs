@@ -327,6 +327,10 @@ impl KernelHandle for ManagedKernel {
         self.inner.process_id()
     }
 
+    fn place(&self) -> crate::place::KernelPlace {
+        self.inner.place()
+    }
+
     fn diagnostics(&self) -> String {
         self.inner.diagnostics()
     }

@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::error::Result;
 use crate::execute::{ExecuteHandle, ExecuteOptions, ExecuteResultSummary};
+use crate::place::KernelPlace;
 use crate::spec::{Discovery, KernelSpecInfo};
 use crate::status::{KernelInfo, KernelStatus};
 
@@ -31,6 +32,11 @@ pub trait KernelProvider: Send + Sync {
 
     /// The folder the server serves, used to choose between virtual environments.
     fn server_root(&self) -> Option<&Path>;
+
+    /// Where the kernels it starts run.
+    fn place(&self) -> KernelPlace {
+        KernelPlace::Local
+    }
 }
 
 /// One running (or dead, or restartable) kernel.
@@ -53,6 +59,11 @@ pub trait KernelHandle: Send + Sync {
 
     /// The kernel's process id, for local kernels.
     fn process_id(&self) -> Option<u32>;
+
+    /// Where it runs.
+    fn place(&self) -> KernelPlace {
+        KernelPlace::Local
+    }
 
     /// The tail of the kernel's own stdout and stderr, for diagnostics only.
     fn diagnostics(&self) -> String;

@@ -396,6 +396,30 @@ pub struct KernelChoice {
     /// known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Where it would run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_on: Option<KernelPlace>,
+}
+
+/// Where a kernel runs (`runsOn`). URLs never carry credentials.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KernelPlace {
+    /// `local` (this machine), `server` (a Jupyter Server or Kernel Gateway), or `jupyterhub`
+    /// (a JupyterHub user's server).
+    pub kind: String,
+    /// The server's URL: the Jupyter Server's, or the hub user server's once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The JupyterHub's URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hub: Option<String>,
+    /// The hub user the token belongs to, once the hub said it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The hub user's server: `default`, or a named server's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 /// What `list_kernels` returns.
@@ -443,6 +467,9 @@ pub struct KernelState {
     /// The kernel process's id, when the host started it and knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Where it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_on: Option<KernelPlace>,
 }
 
 /// What `get_kernel_info` returns.

@@ -11,6 +11,8 @@
 mod chart;
 #[path = "bench/peers.rs"]
 mod peers;
+#[path = "bench/raw_ws.rs"]
+mod raw_ws;
 #[path = "bench/report.rs"]
 mod report;
 
@@ -596,6 +598,18 @@ async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats 
     .await
 }
 
+/// The raw client's trivial execute round trip, `runs` times after one warm-up.
+async fn measure_raw(raw: &mut raw_ws::RawKernel, runs: usize) -> anyhow::Result<Stats> {
+    raw.execute("1 + 1").await?;
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        raw.execute("1 + 1").await?;
+        samples.push(start.elapsed());
+    }
+    Ok(stats(samples))
+}
+
 /// `run_cells` of one trivial cell through the in-process tools (dispatch, outputs written
 /// to the notebook file, receipt).
 async fn trivial_run(
@@ -671,26 +685,56 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
 
     let server = KernelServer::start(ServerKind::JupyterServer, folder.path(), &[])?;
     eprintln!("started a Jupyter Server at {}", server.url());
-    let remote = |offer_binary: bool| {
-        let mut config = kernels::RemoteConfig::new(
+    // The same server over TLS, with a certificate of a CA made for the run.
+    let ca = jupyter_mcp_tests::kernel_server::TestCa::new("jupyter-mcp bench CA")?;
+    let tls_server = KernelServer::start_with_tls(
+        ServerKind::JupyterServer,
+        folder.path(),
+        &[],
+        Some(ca.issue("bench")?),
+    )?;
+    eprintln!("started a Jupyter Server at {}", tls_server.url());
+    let remote = |server: &KernelServer, offer_binary: bool| {
+        let mut profile = kernels::ConnectionProfile::jupyter_server(
             kernels::ServerUrl::parse(&server.url()).expect("URL"),
-            kernels::ServerToken::new(server.token()),
+            kernels::ServerToken::new(server.token()).map(kernels::CredentialSource::Static),
         );
+        profile.tls.extra_roots = vec![ca.ca_file()];
+        let mut config = kernels::RemoteConfig::with_profile(profile);
         config.offer_binary_protocol = offer_binary;
         config.served_root = Some(folder.path().to_path_buf());
-        kernels::RemoteProvider::new(config)
+        kernels::RemoteProvider::new(config).expect("a usable profile")
     };
+    // Per transport and protocol: our client's trivial execute, then the raw floor on the same
+    // kernel (a minimal WebSocket client of its own, `raw_ws`).
     let mut remote_cells = Vec::new();
-    for offer_binary in [true, false] {
-        let provider = remote(offer_binary);
-        let discovery = provider.discover(None).await?;
-        let spec = discovery
-            .find("remote:python3")
-            .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
-        let kernel = provider.start_remote(spec, folder.path()).await?;
-        let protocol = kernel.protocol().await.unwrap_or("?");
-        remote_cells.push((protocol, trivial_cell(&kernel, runs).await));
-        kernel.shutdown().await?;
+    for (transport, server, tls_ca) in [
+        ("HTTP", &server, None),
+        ("HTTPS", &tls_server, Some(ca.ca_file())),
+    ] {
+        for offer_binary in [true, false] {
+            let provider = remote(server, offer_binary);
+            let discovery = provider.discover(None).await?;
+            let spec = discovery
+                .find("remote:python3")
+                .ok_or_else(|| anyhow::anyhow!("the server has no python3 kernelspec"))?;
+            let kernel = provider.start_remote(spec, folder.path()).await?;
+            let protocol = kernel.protocol().await.unwrap_or("?");
+            let ours = trivial_cell(&kernel, runs).await;
+            let kernel_id = kernel.kernel_id().expect("a kernel id");
+            let mut raw = raw_ws::RawKernel::connect(
+                server.port(),
+                tls_ca.as_deref(),
+                server.token(),
+                &kernel_id,
+                offer_binary,
+            )
+            .await?;
+            let raw_figures = measure_raw(&mut raw, runs).await?;
+            drop(raw);
+            remote_cells.push((transport, protocol, ours, raw_figures));
+            kernel.shutdown().await?;
+        }
     }
 
     let local_root = tempfile::tempdir()?;
@@ -703,12 +747,12 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
     .await?;
     // Notebooks outside the server's folder: kernels start in its root.
     let remote_root = tempfile::tempdir()?;
-    let kernel_server = host_standalone::KernelServer {
-        url: kernels::ServerUrl::parse(&server.url())?,
-        token: kernels::ServerToken::new(server.token()),
-    };
+    let kernel_server = host_standalone::KernelServer::jupyter_server(
+        kernels::ServerUrl::parse(&server.url())?,
+        kernels::ServerToken::new(server.token()),
+    );
     let remote_run = trivial_run(
-        host_standalone::server::remote_kernels(remote_root.path(), None, &kernel_server),
+        host_standalone::server::remote_kernels(remote_root.path(), None, &kernel_server)?,
         remote_root.path(),
         runs / 3,
     )
@@ -723,16 +767,29 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
         target: "",
         pass: None,
     }];
-    for (protocol, figures) in &remote_cells {
+    for (transport, protocol, figures, raw) in &remote_cells {
+        let protocol = if *protocol == "json" {
+            "JSON"
+        } else {
+            "v1 binary"
+        };
         rows.push(Row {
-            name: if *protocol == "json" {
-                "execute `1 + 1`, Jupyter Server kernel, JSON WebSocket protocol".to_owned()
-            } else {
-                "execute `1 + 1`, Jupyter Server kernel, v1 binary WebSocket protocol".to_owned()
-            },
+            name: format!(
+                "execute `1 + 1`, Jupyter Server kernel, {transport}, {protocol} WebSocket protocol"
+            ),
             figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
             baseline: format!("{} (local kernel)", ms(local_cell.median)),
             ratio: format!("{:.2}×", ratio(figures.median, local_cell.median)),
+            target: "",
+            pass: None,
+        });
+        rows.push(Row {
+            name: format!(
+                "the same, against that server's floor (a raw WebSocket execute round trip, {transport}, {protocol})"
+            ),
+            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
+            baseline: format!("{} (raw client)", ms(raw.median)),
+            ratio: format!("{:.2}×", ratio(figures.median, raw.median)),
             target: "",
             pass: None,
         });
@@ -754,7 +811,7 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
         pass: None,
     });
     print_rows(
-        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback",
+        "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback (HTTP and HTTPS), and against that server's own floor",
         &rows,
         report,
     );
@@ -764,7 +821,7 @@ async fn remote_kernel_bench(report: &mut String, runs: usize) -> anyhow::Result
     let (size_mib, transfer_runs) = if runs < 50 { (4, 1) } else { (32, 3) };
     let transfer_root = tempfile::tempdir()?;
     let transfer_kernels =
-        host_standalone::server::remote_kernels(transfer_root.path(), None, &kernel_server);
+        host_standalone::server::remote_kernels(transfer_root.path(), None, &kernel_server)?;
     let rows = transfer_rows(
         transfer_kernels,
         transfer_root.path(),

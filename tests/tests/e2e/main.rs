@@ -7,6 +7,7 @@ mod documents;
 mod embedding;
 mod execution;
 mod faults;
+mod hub;
 mod intelligence;
 mod jupyter;
 mod load;

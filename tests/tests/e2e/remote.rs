@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind, SeveringProxy};
+use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind, SeveringProxy, TestCa};
 use jupyter_mcp_tests::{
     Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
 };
@@ -391,7 +391,7 @@ fn provider(server: &KernelServer, offer_binary: bool) -> RemoteProvider {
         ServerToken::new(server.token()),
     );
     config.offer_binary_protocol = offer_binary;
-    RemoteProvider::new(config)
+    RemoteProvider::new(config).unwrap()
 }
 
 /// Runs one execute step of a transfer on `kernel` as a host does (`store_history: false`,
@@ -682,4 +682,143 @@ async fn a_wrong_token_is_refused_and_the_token_never_reaches_the_logs() {
         !written.contains(server.token()),
         "the kernel server's token leaked into the log"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfers() {
+    let ca = TestCa::new("jupyter-mcp test CA").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(
+        &root.path().join("work"),
+        "remote.ipynb",
+        &[TICKS, SLEEP, "x = 41 + 1\nx"],
+    );
+    let server = KernelServer::start_with_tls(
+        ServerKind::JupyterServer,
+        root.path(),
+        &[],
+        Some(ca.issue("server").unwrap()),
+    )
+    .unwrap();
+    assert!(server.url().starts_with("https://"));
+    let mcp = HttpServer::start(
+        root.path(),
+        &[
+            "--kernel-server",
+            &server.url(),
+            "--kernel-server-token-file",
+            server.token_file().to_str().unwrap(),
+            "--kernel-server-ca",
+            ca.ca_file().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let listed = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    let python = listed["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kernel| kernel["id"] == "remote:python3")
+        .unwrap_or_else(|| panic!("python3 is listed: {listed}"))
+        .clone();
+    assert_eq!(
+        python["runsOn"],
+        json!({"kind": "server", "url": server.url()})
+    );
+
+    run(&client, json!([0, 2]), 0).await;
+    follow(&client, |receipt| output_of(receipt, 0).contains("tick 0")).await;
+    let finished = follow(&client, terminal).await;
+    assert_eq!(finished["status"], "completed", "{finished}");
+    assert_eq!(printed_lines(&output_of(&finished, 0), "tick ").len(), 4);
+    assert!(output_of(&finished, 1).contains("42"));
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(info["kernel"]["runsOn"]["url"], server.url(), "{info}");
+
+    interrupt_sleeping_cell(&client, json!([1, 2])).await;
+    let before = epoch(&client).await;
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(
+        restarted["results"][0]["outcome"], "restarted",
+        "{restarted}"
+    );
+    assert!(epoch(&client).await > before);
+
+    let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 31);
+    std::fs::write(root.path().join("payload.bin"), &payload).unwrap();
+    let kernel_side = tempfile::tempdir().unwrap();
+    let kernel_file = kernel_side.path().join("payload.bin");
+    let digest: String = Sha256::digest(&payload)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let uploaded = client
+        .call(
+            "upload_file",
+            json!({"notebookRef": NB, "hostPath": "payload.bin",
+                   "kernelPath": kernel_file.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(uploaded["sha256"], digest.as_str(), "{uploaded}");
+    let downloaded = client
+        .call(
+            "download_file",
+            json!({"notebookRef": NB, "hostPath": "back.bin",
+                   "kernelPath": kernel_file.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(downloaded["sha256"], digest.as_str(), "{downloaded}");
+    assert!(std::fs::read(root.path().join("back.bin")).unwrap() == payload);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_from_another_ca_is_refused_with_the_option_that_fixes_it() {
+    let ca = TestCa::new("jupyter-mcp test CA").unwrap();
+    let stranger = TestCa::new("some other CA").unwrap();
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(&root.path().join("work"), "remote.ipynb", &["1 + 1"]);
+    let server = KernelServer::start_with_tls(
+        ServerKind::JupyterServer,
+        root.path(),
+        &[],
+        Some(ca.issue("server").unwrap()),
+    )
+    .unwrap();
+    let mcp = HttpServer::start(
+        root.path(),
+        &[
+            "--kernel-server",
+            &server.url(),
+            "--kernel-server-token-file",
+            server.token_file().to_str().unwrap(),
+            "--kernel-server-ca",
+            stranger.ca_file().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let call = client
+        .call("run_cells", json!({"notebookRef": NB, "waitMs": 30000}))
+        .await;
+    assert_eq!(call.error_code(), "kernel_unavailable", "{}", call.text());
+    let message = call.error()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("does not trust") && message.contains("--kernel-server-ca"),
+        "{message}"
+    );
+    assert!(!message.contains(server.token()), "{message}");
 }

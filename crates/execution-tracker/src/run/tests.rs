@@ -524,6 +524,11 @@ fn each_lifecycle_change_has_its_reason_code_and_pending_rule() {
             ReasonCode::KernelUnreachable,
             true,
         ),
+        (
+            KernelLifecycle::ServerStopped,
+            ReasonCode::ServerStopped,
+            false,
+        ),
     ];
     for (lifecycle, code, still_pending) in cases {
         let mut run = dispatched(1);
@@ -831,6 +836,7 @@ fn wire_names() {
         "invalidated_by_interrupt"
     );
     assert_eq!(json!(ReasonCode::KernelUnreachable), "kernel_unreachable");
+    assert_eq!(json!(ReasonCode::ServerStopped), "server_stopped");
     assert_eq!(json!(KernelStatus::Autorestarting), "autorestarting");
     assert_eq!(
         json!(Progress {

@@ -17,6 +17,11 @@
 //! - When the server says the kernel is gone (404), pending requests end with `KernelDied`;
 //!   when it cannot be reached for `reconnect_timeout`, with `ConnectionLost`. Either way the
 //!   caller learns it, nothing hangs.
+//! - On a JupyterHub user's server, a reconnection that fails in a way that may mean the hub
+//!   stopped the server (a redirect to the hub, 424, 503, a refused or dropped connection) asks
+//!   the hub; when it says the server is gone, pending requests end with `ServerStopped`.
+//! - The credential comes from the server's connection profile at every handshake; a 401 or
+//!   403 renews it once (a token file that changed, a refresh callback) and tries again.
 //! - A `restarting` status from the server (its automatic restart after a crash) or a
 //!   `starting` status from a new kernel process means a new kernel: a new epoch, and pending
 //!   requests end with `KernelRestarted`.
@@ -39,7 +44,9 @@ use tokio_tungstenite::tungstenite::{self, Message};
 use super::frames::{
     Frame, Incoming, Outgoing, Protocol, V1_SUBPROTOCOL, decode_binary, decode_text, iso_date,
 };
-use super::server::{ServerToken, ServerUrl, kernel_path};
+use super::hub::status_suggests_stopped;
+use super::hub_client::JupyterHub;
+use super::server::{Rest, kernel_path, unreachable_error};
 use crate::error::Error;
 use crate::execute::ExecuteEvent;
 use crate::router::Router;
@@ -60,8 +67,10 @@ const IDLE_BACKOFF_CAP: Duration = Duration::from_secs(10);
 /// What identifies one WebSocket to one kernel.
 #[derive(Debug, Clone)]
 pub(crate) struct LinkParams {
-    pub url: ServerUrl,
-    pub token: Option<ServerToken>,
+    /// The server (its URL, and the transport: TLS, credential).
+    pub rest: Rest,
+    /// The JupyterHub whose user server this is, to ask after a failure whether it stopped it.
+    pub hub: Option<Arc<JupyterHub>>,
     pub kernel_id: String,
     /// Kept across reconnections so the server replays what it buffered.
     pub session_id: String,
@@ -89,6 +98,8 @@ enum LinkEvent {
 pub(crate) enum LinkFailure {
     /// The server does not know the kernel (404).
     Gone,
+    /// The JupyterHub stopped the server (and the kernel with it).
+    ServerStopped,
     /// Anything else; worth trying again later.
     Failed(Error),
 }
@@ -109,35 +120,105 @@ pub(crate) async fn open_link(params: &LinkParams) -> Result<Link, LinkFailure> 
     }
 }
 
-async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFailure> {
-    const OPERATION: &str = "opening the kernel's WebSocket";
-    let unreachable = |source: tungstenite::Error| {
-        LinkFailure::Failed(Error::ServerUnreachable {
-            url: params.url.to_string(),
-            operation: OPERATION,
-            source: Box::new(source),
-        })
+/// Reopens the socket after a drop; when that fails on a JupyterHub user's server in a way
+/// that may mean the hub stopped it, asks the hub.
+pub(crate) async fn reconnect(params: &LinkParams) -> Result<Link, LinkFailure> {
+    let failure = match open_link(params).await {
+        Err(LinkFailure::Failed(error)) => error,
+        other => return other,
     };
-    let path = format!(
+    if let Some(hub) = &params.hub
+        && may_mean_stopped(&failure)
+        && matches!(hub.still_running().await, Ok(false))
+    {
+        tracing::warn!(kernel = %params.kernel_id, "the JupyterHub stopped the user's server");
+        return Err(LinkFailure::ServerStopped);
+    }
+    Err(LinkFailure::Failed(failure))
+}
+
+/// Whether a failed request to a hub user's server may mean the hub stopped the server.
+pub(crate) fn may_mean_stopped(error: &Error) -> bool {
+    match error {
+        Error::ServerStatus { status, .. } | Error::ServerAuth { status, .. } => {
+            status_suggests_stopped(*status)
+        }
+        Error::ServerUnreachable { .. } | Error::Timeout { .. } | Error::ServerProtocol { .. } => {
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A byte stream to the server: plain TCP or TLS over it.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
+
+/// TCP (and TLS, for `https://` servers) to the server.
+async fn open_stream(rest: &Rest, operation: &'static str) -> Result<Box<dyn Stream>, Error> {
+    let url = &rest.url;
+    let host = url.host().to_owned();
+    let tcp = tokio::net::TcpStream::connect((host.as_str(), url.port()))
+        .await
+        .map_err(|source| unreachable_error(url, operation, Box::new(source)))?;
+    let _ = tcp.set_nodelay(true);
+    if !url.is_https() {
+        return Ok(Box::new(tcp));
+    }
+    let name = rustls::pki_types::ServerName::try_from(host).map_err(|_| Error::ServerUrl {
+        url: url.to_string(),
+        reason: "its host is not a valid TLS server name".to_owned(),
+    })?;
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(&rest.transport.tls));
+    let tls = connector
+        .connect(name, tcp)
+        .await
+        .map_err(|source| unreachable_error(url, operation, Box::new(source)))?;
+    Ok(Box::new(tls))
+}
+
+async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFailure> {
+    let mut retried = false;
+    loop {
+        match connect_once(params, offer_binary).await {
+            Err((LinkFailure::Failed(Error::ServerAuth { .. }), generation))
+                if !retried
+                    && matches!(params.rest.transport.renew(generation).await, Ok(true)) =>
+            {
+                retried = true;
+            }
+            other => return other.map_err(|(failure, _)| failure),
+        }
+    }
+}
+
+/// One handshake; a failure comes with the credential generation it used.
+async fn connect_once(params: &LinkParams, offer_binary: bool) -> Result<Link, (LinkFailure, u64)> {
+    const OPERATION: &str = "opening the kernel's WebSocket";
+    let url = &params.rest.url;
+    let failed = |error: Error| (LinkFailure::Failed(error), 0);
+    let placed = params.rest.transport.place(url).await.map_err(failed)?;
+    let generation = placed.generation;
+    let failed = |error: Error| (LinkFailure::Failed(error), generation);
+    let mut path = format!(
         "{}?session_id={}",
         kernel_path(&params.kernel_id, "/channels"),
         params.session_id
     );
-    let mut request = params
-        .url
-        .ws(&path)
-        .into_client_request()
-        .map_err(unreachable)?;
-    if let Some(token) = &params.token {
-        let value = http::HeaderValue::from_str(&token.header_value()).map_err(|_| {
-            LinkFailure::Failed(Error::ServerUrl {
-                url: params.url.to_string(),
-                reason: "the token contains characters that cannot be sent in a header".into(),
-            })
-        })?;
-        request
-            .headers_mut()
-            .insert(http::header::AUTHORIZATION, value);
+    for pair in &placed.query {
+        path.push('&');
+        path.push_str(pair);
+    }
+    // Its own error is not passed on: it would quote the URL, with a credential placed in
+    // the query.
+    let mut request = url.ws(&path).into_client_request().map_err(|_| {
+        failed(Error::ServerUrl {
+            url: url.to_string(),
+            reason: "the WebSocket URL cannot be built".to_owned(),
+        })
+    })?;
+    for (name, value) in &placed.headers {
+        request.headers_mut().insert(name.clone(), value.clone());
     }
     if offer_binary {
         request.headers_mut().insert(
@@ -148,44 +229,45 @@ async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFa
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_INCOMING_BYTES))
         .max_frame_size(Some(MAX_INCOMING_BYTES));
-    let connected = tokio::time::timeout(
-        params.connect_timeout,
-        tokio_tungstenite::connect_async_with_config(request, Some(config), true),
-    )
-    .await
-    .map_err(|_| {
-        LinkFailure::Failed(Error::Timeout {
-            operation: OPERATION,
-            after: params.connect_timeout,
-        })
-    })?;
+    let handshake = async {
+        let stream = open_stream(&params.rest, OPERATION).await?;
+        tokio_tungstenite::client_async_with_config(request, stream, Some(config))
+            .await
+            .map_err(|error| match error {
+                tungstenite::Error::Http(response) => {
+                    let status = response.status().as_u16();
+                    match status {
+                        401 | 403 => params.rest.transport.auth_error(url, OPERATION, status),
+                        code => Error::ServerStatus {
+                            url: url.to_string(),
+                            operation: OPERATION,
+                            status: code,
+                        },
+                    }
+                }
+                tungstenite::Error::Protocol(
+                    tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(_),
+                ) => Error::ServerProtocol {
+                    url: url.to_string(),
+                    operation: OPERATION,
+                },
+                other => unreachable_error(url, OPERATION, Box::new(other)),
+            })
+    };
+    let connected = tokio::time::timeout(params.connect_timeout, handshake)
+        .await
+        .map_err(|_| {
+            failed(Error::Timeout {
+                operation: OPERATION,
+                after: params.connect_timeout,
+            })
+        })?;
     let (stream, response) = match connected {
         Ok(connected) => connected,
-        Err(tungstenite::Error::Http(response)) => {
-            let status = response.status();
-            return Err(match status.as_u16() {
-                404 => LinkFailure::Gone,
-                401 | 403 => LinkFailure::Failed(Error::ServerAuth {
-                    url: params.url.to_string(),
-                    operation: OPERATION,
-                    status: status.as_u16(),
-                }),
-                code => LinkFailure::Failed(Error::ServerStatus {
-                    url: params.url.to_string(),
-                    operation: OPERATION,
-                    status: code,
-                }),
-            });
+        Err(Error::ServerStatus { status: 404, .. }) => {
+            return Err((LinkFailure::Gone, generation));
         }
-        Err(tungstenite::Error::Protocol(
-            tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(_),
-        )) => {
-            return Err(LinkFailure::Failed(Error::ServerProtocol {
-                url: params.url.to_string(),
-                operation: OPERATION,
-            }));
-        }
-        Err(error) => return Err(unreachable(error)),
+        Err(error) => return Err(failed(error)),
     };
     let protocol = match response.headers().get(http::header::SEC_WEBSOCKET_PROTOCOL) {
         Some(value) if value.as_bytes() == V1_SUBPROTOCOL.as_bytes() => Protocol::V1,
@@ -275,6 +357,8 @@ pub(crate) enum Command {
     KernelInfo { reply: oneshot::Sender<KernelInfo> },
     /// The server no longer knows the kernel: end everything with `KernelDied` and stop.
     Gone,
+    /// The JupyterHub stopped the server: end everything with `ServerStopped` and stop.
+    ServerStopped,
     /// Stop on purpose (restart, shutdown): pending requests end with `terminal`.
     Stop { terminal: ExecuteEvent },
 }
@@ -282,6 +366,8 @@ pub(crate) enum Command {
 /// What a pump shares with its kernel.
 pub(crate) struct PumpContext {
     pub hub: Arc<StatusHub>,
+    /// Set when the JupyterHub stopped the server.
+    pub server_stopped: Arc<std::sync::atomic::AtomicBool>,
     pub epochs: Arc<AtomicU64>,
     pub info: Arc<Mutex<KernelInfo>>,
     pub params: LinkParams,
@@ -307,6 +393,8 @@ pub(crate) enum PumpEnd {
     Stopped,
     /// The server said the kernel is gone or dead.
     KernelGone,
+    /// The JupyterHub stopped the server the kernel ran on.
+    ServerStopped,
 }
 
 pub(crate) struct Pump {
@@ -389,6 +477,7 @@ impl Pump {
                         self.send_or_queue(request, false);
                     }
                     Some(Command::Gone) => return self.kernel_gone(),
+                    Some(Command::ServerStopped) => return self.server_stopped(),
                     Some(Command::Stop { terminal }) => {
                         self.router.end_all(&terminal);
                         return PumpEnd::Stopped;
@@ -414,6 +503,7 @@ impl Pump {
                     match outcome {
                         Ok(link) => self.reconnected(link),
                         Err(LinkFailure::Gone) => return self.kernel_gone(),
+                        Err(LinkFailure::ServerStopped) => return self.server_stopped(),
                         Err(LinkFailure::Failed(error)) => self.attempt_failed(&error),
                     }
                 }
@@ -422,7 +512,7 @@ impl Pump {
                 }
                 () = sleep_until(next_attempt), if next_attempt.is_some() => {
                     let params = self.context.params.clone();
-                    self.attempt = Some(Box::pin(async move { open_link(&params).await }));
+                    self.attempt = Some(Box::pin(async move { reconnect(&params).await }));
                 }
                 () = sleep_until(give_up_at), if give_up_at.is_some() => self.give_up(),
                 _ = keepalive.tick() => self.keep_alive(),
@@ -563,6 +653,19 @@ impl Pump {
             });
         }
         PumpEnd::KernelGone
+    }
+
+    fn server_stopped(&mut self) -> PumpEnd {
+        tracing::warn!(kernel = %self.context.params.kernel_id, "the kernel's server was stopped by its JupyterHub");
+        self.context.server_stopped.store(true, Ordering::SeqCst);
+        self.router.end_all(&ExecuteEvent::ServerStopped);
+        if self.context.hub.epoch() == self.epoch {
+            self.context.hub.set(KernelStatus::Dead {
+                exit: None,
+                requested: false,
+            });
+        }
+        PumpEnd::ServerStopped
     }
 
     fn link_lost(&mut self) {

@@ -1,18 +1,29 @@
-//! Kernels on a Jupyter Server or Kernel Gateway: kernelspecs from `/api/kernelspecs`,
-//! lifecycle through `/api/kernels`, execution over the kernel WebSocket.
+//! Kernels on a Jupyter Server, a Kernel Gateway or a JupyterHub user's server: kernelspecs
+//! from `/api/kernelspecs`, lifecycle through `/api/kernels`, execution over the kernel
+//! WebSocket, all as a [`ConnectionProfile`] says (where the server is, how the credential
+//! travels and where a fresh one comes from, which CAs are trusted).
 //!
 //! A [`RemoteKernel`] is one server-side kernel id at a time. Its epoch changes on every start
 //! and restart (ours, or one the server reports), and when the server lost the kernel
 //! altogether a restart starts a new one there. Working directories: the kernel is started
 //! with the server-side `path` of the notebook's folder relative to the served root (Jupyter
 //! Server starts it there, or in the nearest existing parent); a Kernel Gateway may ignore it.
+//!
+//! With a JupyterHub ([`RemoteProvider::jupyterhub`]) the server is the token's user's: it is
+//! started (and its spawn followed, as start progress) when a kernel first needs it, and when
+//! the hub stops it mid-run the run's requests end with `ServerStopped`; the next start starts
+//! it again only when the configuration allows it.
 
 mod connection;
 mod frames;
+mod hub;
+mod hub_client;
+mod profile;
 mod server;
+mod tls;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -22,13 +33,21 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use self::connection::{
-    Command, LinkFailure, LinkParams, Pump, PumpContext, PumpEnd, new_msg_id, now_date, open_link,
+    Command, LinkFailure, LinkParams, Pump, PumpContext, PumpEnd, may_mean_stopped, new_msg_id,
+    now_date, open_link,
 };
 use self::frames::{Outgoing, Protocol};
-use self::server::{KernelSpecModel, Rest};
+use self::hub_client::JupyterHub;
+pub use self::hub_client::JupyterHubConfig;
+pub use self::profile::{
+    ConnectionProfile, CredentialPlacement, CredentialSource, RefreshCredential, TlsTrust,
+};
+use self::server::{KernelSpecModel, Rest, Transport};
 pub use self::server::{ServerToken, ServerUrl};
+pub use self::tls::CertificateProblem;
 use crate::error::{Error, Result};
 use crate::execute::{ExecuteEvent, ExecuteHandle, ExecuteOptions};
+use crate::place::KernelPlace;
 use crate::provider::{KernelHandle, KernelProvider};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo, SpecSource};
 use crate::status::{KernelInfo, KernelStatus, StatusHub};
@@ -43,9 +62,8 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 10 * 1024 * 1024;
 /// How to reach a kernel server, and the timeouts of talking to it.
 #[derive(Debug, Clone)]
 pub struct RemoteConfig {
-    pub url: ServerUrl,
-    /// Sent as `Authorization: token …`. Never logged.
-    pub token: Option<ServerToken>,
+    /// Where the server is and how requests carry the credential. Never logged with it.
+    pub profile: ConnectionProfile,
     /// The folder this host serves; a notebook folder under it is sent to the server as the
     /// kernel's `path` (relative, `/`-separated). `None`: no path is sent.
     pub served_root: Option<PathBuf>,
@@ -73,11 +91,18 @@ pub struct RemoteConfig {
 }
 
 impl RemoteConfig {
-    /// The defaults for a server at `url`.
+    /// The defaults for a Jupyter Server at `url` with a fixed token.
     pub fn new(url: ServerUrl, token: Option<ServerToken>) -> Self {
-        RemoteConfig {
+        RemoteConfig::with_profile(ConnectionProfile::jupyter_server(
             url,
-            token,
+            token.map(CredentialSource::Static),
+        ))
+    }
+
+    /// The defaults for the server `profile` describes.
+    pub fn with_profile(profile: ConnectionProfile) -> Self {
+        RemoteConfig {
+            profile,
             served_root: None,
             request_timeout: Duration::from_secs(30),
             startup_timeout: Duration::from_secs(120),
@@ -112,36 +137,69 @@ impl RemoteConfig {
     }
 }
 
-/// Kernels on one Jupyter Server or Kernel Gateway.
+/// Kernels on one Jupyter Server, Kernel Gateway or JupyterHub user's server.
 #[derive(Debug)]
 pub struct RemoteProvider {
     config: RemoteConfig,
+    /// The server's API (for a hub: the hub's, until the user's server is known).
     rest: Rest,
+    hub: Option<Arc<JupyterHub>>,
     /// Shared by every kernel of this provider, so epochs never repeat across kernels.
     epochs: Arc<AtomicU64>,
 }
 
 impl RemoteProvider {
-    pub fn new(config: RemoteConfig) -> Self {
+    /// Kernels on the server `config` names. Fails when the profile cannot be used (plain
+    /// HTTP to another machine without leave, an unreadable CA file).
+    pub fn new(config: RemoteConfig) -> Result<Self> {
+        let transport = Transport::new(&config.profile, config.request_timeout)?;
         let rest = Rest::new(
-            config.url.clone(),
-            config.token.clone(),
+            transport,
+            config.profile.base_url.clone(),
             config.request_timeout,
         );
-        RemoteProvider {
+        Ok(RemoteProvider {
             config,
             rest,
+            hub: None,
             epochs: Arc::new(AtomicU64::new(0)),
-        }
+        })
+    }
+
+    /// Kernels on the user's server of a JupyterHub: `config`'s profile is replaced by the
+    /// hub's ([`JupyterHubConfig::profile`]); its timeouts and folder are kept.
+    pub fn jupyterhub(hub: JupyterHubConfig, mut config: RemoteConfig) -> Result<Self> {
+        config.profile = hub.profile();
+        let transport = Transport::new(&config.profile, config.request_timeout)?;
+        let hub = Arc::new(JupyterHub::new(
+            hub,
+            Arc::clone(&transport),
+            config.request_timeout,
+        ));
+        let rest = Rest::new(transport, hub.url().clone(), config.request_timeout);
+        Ok(RemoteProvider {
+            config,
+            rest,
+            hub: Some(hub),
+            epochs: Arc::new(AtomicU64::new(0)),
+        })
     }
 
     pub fn config(&self) -> &RemoteConfig {
         &self.config
     }
 
+    /// The server to use now: for a hub, its user's server, started if needed.
+    async fn server(&self) -> Result<Rest> {
+        match &self.hub {
+            Some(hub) => Ok(self.rest.at(hub.ensure_running().await?)),
+            None => Ok(self.rest.clone()),
+        }
+    }
+
     /// The server's kernelspecs as `remote:<name>` choices, the server's default first.
     pub async fn discover_specs(&self) -> Result<Discovery> {
-        let model = self.rest.kernelspecs().await?;
+        let model = self.server().await?.kernelspecs().await?;
         let mut specs: Vec<KernelSpecInfo> = model.kernelspecs.values().map(remote_spec).collect();
         if let Some(default) = model.default {
             let default_id = format!("{REMOTE_SPEC_PREFIX}{default}");
@@ -165,15 +223,18 @@ impl RemoteProvider {
                 available: Vec::new(),
             });
         };
+        let rest = self.server().await?;
         let shared = Arc::new(Shared {
             spec: spec.clone(),
             name: name.to_owned(),
             cwd: folder.to_path_buf(),
             server_path: self.config.server_path(folder),
             config: self.config.clone(),
-            rest: self.rest.clone(),
+            rest: Mutex::new(rest),
+            hub: self.hub.clone(),
+            server_stopped: Arc::new(AtomicBool::new(false)),
             epochs: Arc::clone(&self.epochs),
-            hub: Arc::new(StatusHub::new(KernelStatus::Starting)),
+            status: Arc::new(StatusHub::new(KernelStatus::Starting)),
             info: Arc::new(Mutex::new(KernelInfo::default())),
             lifecycle: tokio::sync::Mutex::new(None),
             kernel_id: Mutex::new(None),
@@ -208,9 +269,11 @@ impl RemoteProvider {
             cwd: folder.to_path_buf(),
             server_path: self.config.server_path(folder),
             config: self.config.clone(),
-            rest: self.rest.clone(),
+            rest: Mutex::new(self.server().await?),
+            hub: self.hub.clone(),
+            server_stopped: Arc::new(AtomicBool::new(false)),
             epochs: Arc::clone(&self.epochs),
-            hub: Arc::new(StatusHub::new(KernelStatus::Starting)),
+            status: Arc::new(StatusHub::new(KernelStatus::Starting)),
             info: Arc::new(Mutex::new(KernelInfo::default())),
             lifecycle: tokio::sync::Mutex::new(None),
             kernel_id: Mutex::new(None),
@@ -219,6 +282,32 @@ impl RemoteProvider {
         let session = shared.open_session(kernel_id.to_owned()).await?;
         *shared.lifecycle.lock().await = Some(session);
         Ok(RemoteKernel { shared })
+    }
+
+    /// Where its kernels run.
+    pub fn kernel_place(&self) -> KernelPlace {
+        match &self.hub {
+            Some(hub) => hub_place(hub),
+            None => KernelPlace::Server {
+                url: self.rest.url.to_string(),
+            },
+        }
+    }
+}
+
+fn hub_place(hub: &JupyterHub) -> KernelPlace {
+    KernelPlace::JupyterHub {
+        hub: hub.url().to_string(),
+        user: hub.user_name(),
+        server: hub.server_name().to_owned(),
+        url: hub.server_url().map(|url| url.to_string()),
+    }
+}
+
+fn server_stopped_error() -> Error {
+    Error::ServerStopped {
+        message: "the JupyterHub stopped the server while the kernel was starting; try again"
+            .to_owned(),
     }
 }
 
@@ -266,6 +355,10 @@ impl KernelProvider for RemoteProvider {
     fn server_root(&self) -> Option<&Path> {
         self.config.served_root.as_deref()
     }
+
+    fn place(&self) -> KernelPlace {
+        self.kernel_place()
+    }
 }
 
 /// A kernel on a Jupyter Server or Kernel Gateway. Cheap to clone; when the last clone is
@@ -282,9 +375,13 @@ struct Shared {
     cwd: PathBuf,
     server_path: Option<String>,
     config: RemoteConfig,
-    rest: Rest,
+    /// The server now (a hub's user server may come back at another URL).
+    rest: Mutex<Rest>,
+    hub: Option<Arc<JupyterHub>>,
+    /// The JupyterHub stopped the server under the current session (set by its pump).
+    server_stopped: Arc<AtomicBool>,
     epochs: Arc<AtomicU64>,
-    hub: Arc<StatusHub>,
+    status: Arc<StatusHub>,
     info: Arc<Mutex<KernelInfo>>,
     /// Held across a restart or shutdown, so that requests wait for the new session.
     lifecycle: tokio::sync::Mutex<Option<Session>>,
@@ -298,7 +395,7 @@ impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemoteKernel")
             .field("spec", &self.spec.id)
-            .field("server", &self.config.url)
+            .field("server", &self.rest().url)
             .field("kernel_id", &self.current_kernel_id())
             .finish_non_exhaustive()
     }
@@ -327,6 +424,13 @@ impl Session {
 }
 
 impl Shared {
+    fn rest(&self) -> Rest {
+        self.rest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     fn current_kernel_id(&self) -> Option<String> {
         self.kernel_id
             .lock()
@@ -337,7 +441,7 @@ impl Shared {
     /// Asks the server for a new kernel and opens a session with it.
     async fn start_new_kernel(&self) -> Result<Session> {
         let model = self
-            .rest
+            .rest()
             .start_kernel(
                 &self.name,
                 self.server_path.as_deref(),
@@ -350,7 +454,7 @@ impl Shared {
             Err(error) => {
                 // A kernel that never answered is of no use; do not leave it on the server.
                 let _ = self
-                    .rest
+                    .rest()
                     .delete(&model.id, self.config.request_timeout)
                     .await;
                 Err(error)
@@ -361,15 +465,15 @@ impl Shared {
     /// Connects to `kernel_id` under a new epoch and waits for its `kernel_info_reply`.
     async fn open_session(&self, kernel_id: String) -> Result<Session> {
         let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
-        self.hub.set_epoch(epoch);
-        self.hub.set(KernelStatus::Starting);
+        self.status.set_epoch(epoch);
+        self.status.set(KernelStatus::Starting);
         *self
             .kernel_id
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(kernel_id.clone());
         let params = LinkParams {
-            url: self.config.url.clone(),
-            token: self.config.token.clone(),
+            rest: self.rest(),
+            hub: self.hub.clone(),
             kernel_id: kernel_id.clone(),
             session_id: uuid::Uuid::new_v4().to_string(),
             offer_binary: self.config.offer_binary_protocol,
@@ -381,6 +485,7 @@ impl Shared {
                 self.mark_dead();
                 return Err(match failure {
                     LinkFailure::Gone => Error::NotRunning,
+                    LinkFailure::ServerStopped => server_stopped_error(),
                     LinkFailure::Failed(error) => error,
                 });
             }
@@ -389,7 +494,8 @@ impl Shared {
         let context_session_id = params.session_id.clone();
         let (commands, receiver) = mpsc::unbounded_channel();
         let context = PumpContext {
-            hub: Arc::clone(&self.hub),
+            hub: Arc::clone(&self.status),
+            server_stopped: Arc::clone(&self.server_stopped),
             epochs: Arc::clone(&self.epochs),
             info: Arc::clone(&self.info),
             params,
@@ -410,10 +516,10 @@ impl Shared {
         let timeout = self.config.startup_timeout;
         match tokio::time::timeout(timeout, answer).await {
             Ok(Ok(_info)) => {
-                self.hub.set(KernelStatus::Idle);
+                self.status.set(KernelStatus::Idle);
                 tracing::info!(
                     spec = %self.spec.id,
-                    server = %self.config.url,
+                    server = %self.rest().url,
                     kernel = %session.kernel_id,
                     epoch,
                     protocol = protocol.as_str(),
@@ -439,7 +545,7 @@ impl Shared {
     }
 
     fn mark_dead(&self) {
-        self.hub.set(KernelStatus::Dead {
+        self.status.set(KernelStatus::Dead {
             exit: None,
             requested: false,
         });
@@ -448,8 +554,8 @@ impl Shared {
     /// Interrupts before stopping when the kernel is busy, so the server need not wait for
     /// its shutdown timeout.
     async fn interrupt_if_busy(&self, kernel_id: &str) {
-        if self.hub.last_activity() == KernelStatus::Busy {
-            let _ = self.rest.interrupt(kernel_id).await;
+        if self.status.last_activity() == KernelStatus::Busy {
+            let _ = self.rest().interrupt(kernel_id).await;
         }
     }
 }
@@ -469,7 +575,11 @@ impl Drop for Shared {
         // Dropped without a shutdown: ask the server to stop the kernel, if a runtime is
         // still there to do it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            let rest = self.rest.clone();
+            let rest = self
+                .rest
+                .get_mut()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
             let timeout = self.config.request_timeout;
             runtime.spawn(async move {
                 if let Err(error) = rest.delete(&session.kernel_id, timeout).await {
@@ -531,7 +641,7 @@ impl RemoteKernel {
                 backlog: backlog.clone(),
             })
             .map_err(|_| {
-                if shared.hub.get().is_dead() {
+                if shared.status.get().is_dead() {
                     Error::KernelDied {
                         exit: Default::default(),
                     }
@@ -539,7 +649,7 @@ impl RemoteKernel {
                     Error::ConnectionLost
                 }
             })?;
-        Ok(ExecuteHandle::new(msg_id, shared.hub.epoch(), events).with_backlog(backlog))
+        Ok(ExecuteHandle::new(msg_id, shared.status.epoch(), events).with_backlog(backlog))
     }
 
     async fn interrupt_inner(&self) -> Result<()> {
@@ -551,7 +661,7 @@ impl RemoteKernel {
                 .kernel_id
                 .clone()
         };
-        if self.shared.rest.interrupt(&kernel_id).await? {
+        if self.shared.rest().interrupt(&kernel_id).await? {
             Ok(())
         } else {
             Err(Error::NotRunning)
@@ -561,7 +671,25 @@ impl RemoteKernel {
     async fn restart_inner(&self) -> Result<()> {
         let shared = &self.shared;
         let mut lifecycle = shared.lifecycle.lock().await;
-        shared.hub.set(KernelStatus::Restarting);
+        shared.status.set(KernelStatus::Restarting);
+        if shared.server_stopped.load(Ordering::SeqCst) {
+            // The hub stopped the server, and the kernel with it: a new kernel on the server
+            // started again (when that is allowed).
+            if let Some(old) = lifecycle.take() {
+                old.stop(ExecuteEvent::ServerStopped).await;
+            }
+            if let Some(hub) = &shared.hub {
+                let url = hub
+                    .ensure_running()
+                    .await
+                    .inspect_err(|_| shared.mark_dead())?;
+                let rest = shared.rest().at(url);
+                *shared.rest.lock().unwrap_or_else(PoisonError::into_inner) = rest;
+            }
+            shared.server_stopped.store(false, Ordering::SeqCst);
+            *lifecycle = Some(shared.start_new_kernel().await?);
+            return Ok(());
+        }
         let kernel_id = match lifecycle.take() {
             Some(old) => {
                 let id = old.kernel_id.clone();
@@ -572,13 +700,20 @@ impl RemoteKernel {
             None => shared.current_kernel_id(),
         };
         let restarted = match &kernel_id {
-            Some(id) => match shared.rest.restart(id, shared.config.startup_timeout).await {
+            Some(id) => match shared
+                .rest()
+                .restart(id, shared.config.startup_timeout)
+                .await
+            {
                 Ok(restarted) => restarted,
                 // Some servers answer 500 rather than 404 for a kernel they no longer have
                 // (a restarted gateway): ask whether it still exists.
                 Err(Error::ServerStatus { .. })
                     if matches!(
-                        shared.rest.kernel(id, shared.config.request_timeout).await,
+                        shared
+                            .rest()
+                            .kernel(id, shared.config.request_timeout)
+                            .await,
                         Ok(None)
                     ) =>
                 {
@@ -616,7 +751,7 @@ impl RemoteKernel {
         if !shared.owned {
             // Someone else's kernel keeps running; only our connection ends.
             old.stop(ExecuteEvent::KernelShutdown).await;
-            shared.hub.set(KernelStatus::Dead {
+            shared.status.set(KernelStatus::Dead {
                 exit: None,
                 requested: true,
             });
@@ -627,11 +762,16 @@ impl RemoteKernel {
             shared.interrupt_if_busy(&kernel_id).await;
         }
         old.stop(ExecuteEvent::KernelShutdown).await;
-        let result = shared
-            .rest
-            .delete(&kernel_id, shared.config.request_timeout)
-            .await;
-        shared.hub.set(KernelStatus::Dead {
+        // A server the hub stopped has nothing left to delete.
+        let result = if shared.server_stopped.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            shared
+                .rest()
+                .delete(&kernel_id, shared.config.request_timeout)
+                .await
+        };
+        shared.status.set(KernelStatus::Dead {
             exit: None,
             requested: true,
         });
@@ -642,23 +782,23 @@ impl RemoteKernel {
         let shared = &self.shared;
         // A restart or shutdown in progress owns the status.
         let Ok(lifecycle) = shared.lifecycle.try_lock() else {
-            return Ok(shared.hub.get());
+            return Ok(shared.status.get());
         };
         let Some(session) = lifecycle.as_ref() else {
-            return Ok(shared.hub.get());
+            return Ok(shared.status.get());
         };
         if session.pump_finished() {
-            return Ok(shared.hub.get());
+            return Ok(shared.status.get());
         }
         let kernel_id = session.kernel_id.clone();
         let commands = session.commands.clone();
-        let epoch = shared.hub.epoch();
+        let epoch = shared.status.epoch();
         drop(lifecycle);
         let looked = shared
-            .rest
+            .rest()
             .kernel(&kernel_id, shared.config.probe_timeout)
             .await;
-        let hub = &shared.hub;
+        let hub = &shared.status;
         if hub.epoch() == epoch {
             match looked {
                 Ok(Some(model)) if model.execution_state.as_deref() == Some("dead") => {
@@ -676,6 +816,16 @@ impl RemoteKernel {
                 }
                 Err(error) => {
                     tracing::debug!(%error, "probing the remote kernel failed");
+                    if let Some(jupyterhub) = &shared.hub
+                        && may_mean_stopped(&error)
+                        && matches!(jupyterhub.still_running().await, Ok(false))
+                    {
+                        // The pump ends the requests with `ServerStopped`; until they have
+                        // seen it, the kernel only counts as unreachable (a `dead` now would
+                        // end a run as a kernel death first).
+                        let _ = commands.send(Command::ServerStopped);
+                        return Ok(KernelStatus::Unreachable);
+                    }
                     if matches!(
                         hub.get(),
                         KernelStatus::Idle | KernelStatus::Busy | KernelStatus::Unreachable
@@ -707,15 +857,24 @@ impl KernelHandle for RemoteKernel {
     }
 
     fn epoch(&self) -> u64 {
-        self.shared.hub.epoch()
+        self.shared.status.epoch()
     }
 
     fn status(&self) -> watch::Receiver<KernelStatus> {
-        self.shared.hub.subscribe()
+        self.shared.status.subscribe()
     }
 
     fn process_id(&self) -> Option<u32> {
         None
+    }
+
+    fn place(&self) -> KernelPlace {
+        match &self.shared.hub {
+            Some(hub) => hub_place(hub),
+            None => KernelPlace::Server {
+                url: self.shared.rest().url.to_string(),
+            },
+        }
     }
 
     fn diagnostics(&self) -> String {
@@ -725,7 +884,7 @@ impl KernelHandle for RemoteKernel {
             shared
                 .current_kernel_id()
                 .unwrap_or_else(|| "(none)".to_owned()),
-            shared.config.url,
+            shared.rest().url,
             shared.server_path.as_deref().unwrap_or("(server default)")
         )
     }
@@ -812,7 +971,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_local_choice_is_not_started_remotely() {
-        let provider = RemoteProvider::new(config("/srv"));
+        let provider = RemoteProvider::new(config("/srv")).unwrap();
         let local = KernelSpecInfo {
             id: "python3".into(),
             display_name: "Python 3".into(),

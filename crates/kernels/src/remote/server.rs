@@ -1,27 +1,33 @@
-//! The REST side of a Jupyter Server or Kernel Gateway: where it is, how to authenticate, and
-//! the `/api/kernelspecs` and `/api/kernels` calls.
+//! The REST side of a Jupyter Server or Kernel Gateway: where it is, how requests carry the
+//! credential (its [`ConnectionProfile`]), and the `/api/kernelspecs` and `/api/kernels` calls.
 //!
-//! Only plain `http://` is spoken (hyper's HTTP/1 client, no TLS): reach a remote server
-//! through an SSH tunnel or a TLS-terminating proxy on this machine. The token travels only in
-//! the `Authorization: token …` header, never in a URL, and is redacted from `Debug`.
+//! HTTPS goes through rustls (hyper-rustls); plain `http://` is for loopback unless the
+//! profile allows more. The credential travels only where the profile places it, is renewed
+//! once and the request retried when the server answers 401 or 403, and is redacted from
+//! `Debug`; it never reaches a log line, a URL we show or an error.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{Method, Request, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt as _, Full};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::profile::{ConnectionProfile, Credential, CredentialPlacement};
+use super::tls::{self, certificate_problem};
 use crate::error::{Error, Result};
 
-/// Where a Jupyter Server or Kernel Gateway listens: `http://host:port/base/path/`.
+/// Where a kernel server listens: `http://host:port/base/path/` or `https://…`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ServerUrl {
+    https: bool,
     /// `host:port` (or `host`).
     authority: String,
     /// The base path, starting and ending with `/`.
@@ -29,9 +35,9 @@ pub struct ServerUrl {
 }
 
 impl ServerUrl {
-    /// Parses `http://host[:port][/base/]`. `ws://` is read as `http://`. HTTPS, user info,
-    /// queries and fragments are refused, the last two because a token does not belong in a
-    /// URL (it would show in process lists and logs).
+    /// Parses `http(s)://host[:port][/base/]` (`ws://` and `wss://` are read as `http://` and
+    /// `https://`). User info, queries and fragments are refused, because a token does not
+    /// belong in a URL (it would show in process lists and logs).
     pub fn parse(text: &str) -> Result<ServerUrl> {
         let refuse = |reason: &str| Error::ServerUrl {
             url: redact(text),
@@ -40,28 +46,28 @@ impl ServerUrl {
         let uri: http::Uri = text
             .trim()
             .parse()
-            .map_err(|_| refuse("it is not a URL like http://127.0.0.1:8888/"))?;
-        match uri.scheme_str() {
-            Some("http" | "ws") => {}
-            Some("https" | "wss") => {
+            .map_err(|_| refuse("it is not a URL like https://jupyter.example.org/"))?;
+        let https = match uri.scheme_str() {
+            Some("http" | "ws") => false,
+            Some("https" | "wss") => true,
+            _ => {
                 return Err(refuse(
-                    "TLS is not supported; reach the server through an SSH tunnel or a local TLS-terminating proxy and use its http:// address",
+                    "it must start with https:// (or http:// on loopback)",
                 ));
             }
-            _ => return Err(refuse("it must start with http://")),
-        }
+        };
         let authority = uri
             .authority()
             .ok_or_else(|| refuse("it names no host"))?
             .as_str();
         if authority.contains('@') {
             return Err(refuse(
-                "user names and passwords do not belong in the URL; put the token in a file and pass --kernel-server-token-file",
+                "user names and passwords do not belong in the URL; put the token in a file and pass its path",
             ));
         }
-        if uri.query().is_some() {
+        if uri.query().is_some() || text.contains('#') {
             return Err(refuse(
-                "a query does not belong in the URL (a token there would show in process lists); put the token in a file and pass --kernel-server-token-file",
+                "a query does not belong in the URL (a token there would show in process lists); put the token in a file and pass its path",
             ));
         }
         let mut base_path = uri.path().to_owned();
@@ -69,25 +75,88 @@ impl ServerUrl {
             base_path.push('/');
         }
         Ok(ServerUrl {
+            https,
             authority: authority.to_owned(),
             base_path,
         })
     }
 
-    /// The `http://` URL of `path` (relative to the base path).
-    pub(crate) fn http(&self, path: &str) -> String {
-        format!("http://{}{}{path}", self.authority, self.base_path)
+    /// Whether requests go over TLS.
+    pub fn is_https(&self) -> bool {
+        self.https
     }
 
-    /// The `ws://` URL of `path` (relative to the base path).
+    /// The host name (or address) without the port, as TLS verifies it.
+    pub fn host(&self) -> &str {
+        let authority = self.authority.as_str();
+        if let Some(rest) = authority.strip_prefix('[') {
+            return rest.split(']').next().unwrap_or(rest);
+        }
+        authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+    }
+
+    /// The port, explicit or the scheme's default.
+    pub fn port(&self) -> u16 {
+        let authority = self.authority.as_str();
+        let after_host = match authority.rfind(']') {
+            Some(end) => &authority[end + 1..],
+            None => authority,
+        };
+        after_host
+            .rsplit_once(':')
+            .and_then(|(_, port)| port.parse().ok())
+            .unwrap_or(if self.https { 443 } else { 80 })
+    }
+
+    /// Whether the host is this machine's loopback (`127.0.0.0/8`, `::1`, `localhost`).
+    pub fn is_loopback(&self) -> bool {
+        let host = self.host();
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|address| address.is_loopback())
+    }
+
+    /// The base path (`/` or `/user/alice/`).
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The same origin with another base path (an absolute path, as a hub gives them).
+    pub fn with_base_path(&self, path: &str) -> ServerUrl {
+        let mut base_path = if path.starts_with('/') {
+            path.to_owned()
+        } else {
+            format!("/{path}")
+        };
+        if !base_path.ends_with('/') {
+            base_path.push('/');
+        }
+        ServerUrl {
+            https: self.https,
+            authority: self.authority.clone(),
+            base_path,
+        }
+    }
+
+    /// The URL of `path` (relative to the base path).
+    pub(crate) fn http(&self, path: &str) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}{path}", self.authority, self.base_path)
+    }
+
+    /// The WebSocket URL of `path` (relative to the base path).
     pub(crate) fn ws(&self, path: &str) -> String {
-        format!("ws://{}{}{path}", self.authority, self.base_path)
+        let scheme = if self.https { "wss" } else { "ws" };
+        format!("{scheme}://{}{}{path}", self.authority, self.base_path)
     }
 }
 
 impl fmt::Display for ServerUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "http://{}{}", self.authority, self.base_path)
+        f.write_str(&self.http(""))
     }
 }
 
@@ -99,7 +168,7 @@ impl fmt::Debug for ServerUrl {
 
 /// The URL as it may be shown: without a query or user info, which may hold secrets.
 fn redact(text: &str) -> String {
-    let without_query = match text.split_once('?') {
+    let without_query = match text.split_once(['?', '#']) {
         Some((before, _)) => format!("{before}?…"),
         None => text.to_owned(),
     };
@@ -113,8 +182,8 @@ fn redact(text: &str) -> String {
     }
 }
 
-/// The server's token. Its `Debug` says `<redacted>`; the value leaves this crate only in the
-/// `Authorization` header.
+/// A server credential (a token). Its `Debug` says `<redacted>`; the value leaves this crate
+/// only where a [`ConnectionProfile`] places it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ServerToken(String);
 
@@ -126,8 +195,14 @@ impl ServerToken {
         (!token.is_empty()).then(|| ServerToken(token.to_owned()))
     }
 
-    pub(crate) fn header_value(&self) -> String {
-        format!("token {}", self.0)
+    /// The value itself, for placing it on a request.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `text` contains the token (to keep it out of anything shown).
+    pub(crate) fn appears_in(&self, text: &str) -> bool {
+        text.contains(&self.0)
     }
 }
 
@@ -135,6 +210,201 @@ impl fmt::Debug for ServerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("ServerToken(<redacted>)")
     }
+}
+
+type HttpsClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// What every request to a server (and its hub) shares: the HTTP client over rustls, the TLS
+/// configuration for WebSockets, and where the credential comes from and goes.
+pub(crate) struct Transport {
+    client: HttpsClient,
+    pub tls: Arc<rustls::ClientConfig>,
+    pub credential: Option<Arc<Credential>>,
+    placements: Vec<CredentialPlacement>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+    strip_prefix: Option<String>,
+    hint: String,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("credential", &self.credential)
+            .field("placements", &self.placements)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The credential and the headers of one request, for REST or the WebSocket.
+pub(crate) struct Placed {
+    pub headers: HeaderMap,
+    /// `name=value` pairs for the WebSocket URL (already percent-encoded).
+    pub query: Vec<String>,
+    pub generation: u64,
+}
+
+impl Transport {
+    /// The transport of `profile`: checks plain HTTP and builds the TLS configuration.
+    pub(crate) fn new(profile: &ConnectionProfile, connect_timeout: Duration) -> Result<Arc<Self>> {
+        profile.check_transport()?;
+        let tls = tls::client_config(&profile.tls)?;
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(connect_timeout));
+        connector.enforce_http(false);
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*tls).clone())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
+        let headers = profile
+            .headers
+            .iter()
+            .map(|(name, value)| {
+                let name = HeaderName::from_bytes(name.as_bytes()).ok()?;
+                let value = HeaderValue::from_str(value).ok()?;
+                Some((name, value))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::ServerUrl {
+                url: profile.base_url.to_string(),
+                reason: "a header of the connection profile cannot be sent".to_owned(),
+            })?;
+        Ok(Arc::new(Transport {
+            client: Client::builder(TokioExecutor::new()).build(https),
+            tls,
+            credential: profile.credential.clone().map(Credential::new),
+            placements: profile.placements.clone(),
+            headers,
+            strip_prefix: profile.strip_prefix.clone(),
+            hint: profile.credential_hint.clone(),
+        }))
+    }
+
+    /// The headers (and WebSocket query parameters) of a request now.
+    pub(crate) async fn place(&self, url: &ServerUrl) -> Result<Placed> {
+        let mut placed = Placed {
+            headers: HeaderMap::new(),
+            query: Vec::new(),
+            generation: 0,
+        };
+        for (name, value) in &self.headers {
+            placed.headers.insert(name.clone(), value.clone());
+        }
+        let Some(credential) = &self.credential else {
+            return Ok(placed);
+        };
+        let (token, generation) = credential.current().await?;
+        placed.generation = generation;
+        let Some(token) = token else {
+            return Ok(placed);
+        };
+        let unsendable = || Error::ServerUrl {
+            url: url.to_string(),
+            reason: "the token contains characters that cannot be sent in a header".to_owned(),
+        };
+        for placement in &self.placements {
+            match placement {
+                CredentialPlacement::AuthorizationToken => {
+                    let mut value = HeaderValue::from_str(&format!("token {}", token.expose()))
+                        .map_err(|_| unsendable())?;
+                    value.set_sensitive(true);
+                    placed.headers.insert(header::AUTHORIZATION, value);
+                }
+                CredentialPlacement::AuthorizationBearer => {
+                    let mut value = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                        .map_err(|_| unsendable())?;
+                    value.set_sensitive(true);
+                    placed.headers.insert(header::AUTHORIZATION, value);
+                }
+                CredentialPlacement::Header(name) => {
+                    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| unsendable())?;
+                    let mut value =
+                        HeaderValue::from_str(token.expose()).map_err(|_| unsendable())?;
+                    value.set_sensitive(true);
+                    placed.headers.insert(name, value);
+                }
+                CredentialPlacement::WebSocketQuery(name) => {
+                    placed.query.push(format!(
+                        "{}={}",
+                        percent_encode(name),
+                        percent_encode(token.expose())
+                    ));
+                }
+            }
+        }
+        Ok(placed)
+    }
+
+    /// After a 401 or 403 for a request placed with `generation`: whether a fresh credential is
+    /// there to retry with.
+    pub(crate) async fn renew(&self, generation: u64) -> Result<bool> {
+        match &self.credential {
+            Some(credential) => credential.renew(generation).await,
+            None => Ok(false),
+        }
+    }
+
+    /// The error for a refused credential.
+    pub(crate) fn auth_error(
+        &self,
+        url: &ServerUrl,
+        operation: &'static str,
+        status: u16,
+    ) -> Error {
+        Error::ServerAuth {
+            url: url.to_string(),
+            operation,
+            status,
+            hint: self.hint.clone(),
+        }
+    }
+
+    /// The JSON of an answer body, without the profile's prefix.
+    pub(crate) fn json_body<'a>(&self, bytes: &'a [u8]) -> &'a [u8] {
+        match &self.strip_prefix {
+            Some(prefix) => bytes.strip_prefix(prefix.as_bytes()).unwrap_or(bytes),
+            None => bytes,
+        }
+    }
+}
+
+/// `name` or `value` as a URL query component.
+fn percent_encode(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    encoded
+}
+
+/// An error reaching `url`: a certificate problem says so and names the option that fixes it.
+pub(crate) fn unreachable_error(
+    url: &ServerUrl,
+    operation: &'static str,
+    source: Box<dyn std::error::Error + Send + Sync>,
+) -> Error {
+    match certificate_problem(source.as_ref()) {
+        Some(problem) => Error::ServerCertificate {
+            url: url.to_string(),
+            problem: problem.explain(),
+        },
+        None => Error::ServerUnreachable {
+            url: url.to_string(),
+            operation,
+            source,
+        },
+    }
+}
+
+/// One answer: its status and whole body.
+pub(crate) struct Answer {
+    pub status: StatusCode,
+    pub body: Bytes,
 }
 
 /// One kernel as `/api/kernels` describes it.
@@ -176,12 +446,11 @@ pub(crate) struct KernelSpecsModel {
     pub kernelspecs: std::collections::BTreeMap<String, KernelSpecModel>,
 }
 
-/// The REST client of one server.
+/// The REST client of one server (or of a hub's API).
 #[derive(Clone)]
 pub(crate) struct Rest {
-    client: Client<HttpConnector, Full<Bytes>>,
+    pub transport: Arc<Transport>,
     pub url: ServerUrl,
-    pub token: Option<ServerToken>,
     pub timeout: Duration,
 }
 
@@ -189,39 +458,111 @@ impl fmt::Debug for Rest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Rest")
             .field("url", &self.url)
-            .field("token", &self.token)
+            .field("transport", &self.transport)
             .finish_non_exhaustive()
     }
 }
 
 impl Rest {
-    pub(crate) fn new(url: ServerUrl, token: Option<ServerToken>, timeout: Duration) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(timeout));
+    pub(crate) fn new(transport: Arc<Transport>, url: ServerUrl, timeout: Duration) -> Self {
         Rest {
-            client: Client::builder(TokioExecutor::new()).build(connector),
+            transport,
             url,
-            token,
             timeout,
         }
     }
 
-    /// Sends one request and reads the JSON answer (`Null` for an empty body).
-    async fn call(
+    /// The same transport (credential, TLS) for another server.
+    pub(crate) fn at(&self, url: ServerUrl) -> Rest {
+        Rest {
+            transport: Arc::clone(&self.transport),
+            url,
+            timeout: self.timeout,
+        }
+    }
+
+    /// Sends one request and reads the whole answer. A 401 or 403 renews the credential once
+    /// and tries again when a fresh one came; a second refusal is `ServerAuth`.
+    pub(crate) async fn exchange(
         &self,
         method: Method,
         path: &str,
-        body: Option<Value>,
+        body: Option<&Value>,
         operation: &'static str,
         timeout: Duration,
-    ) -> Result<(StatusCode, Value)> {
+    ) -> Result<Answer> {
+        let mut retried = false;
+        loop {
+            let placed = self.transport.place(&self.url).await?;
+            let answer = self
+                .send(method.clone(), path, body, &placed, operation, timeout)
+                .await?;
+            if matches!(
+                answer.status,
+                StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+            ) && !retried
+                && self.transport.renew(placed.generation).await?
+            {
+                retried = true;
+                continue;
+            }
+            return Ok(answer);
+        }
+    }
+
+    /// Sends one request and keeps the body open, for event streams. The credential is
+    /// renewed and the request retried once, as for [`Rest::exchange`].
+    pub(crate) async fn open_stream(
+        &self,
+        path: &str,
+        operation: &'static str,
+    ) -> Result<http::Response<hyper::body::Incoming>> {
+        let mut retried = false;
+        loop {
+            let placed = self.transport.place(&self.url).await?;
+            let request = self.request(
+                Method::GET,
+                path,
+                None,
+                &placed,
+                "text/event-stream",
+                operation,
+            )?;
+            let response =
+                tokio::time::timeout(self.timeout, self.transport.client.request(request))
+                    .await
+                    .map_err(|_| Error::Timeout {
+                        operation,
+                        after: self.timeout,
+                    })?
+                    .map_err(|source| unreachable_error(&self.url, operation, Box::new(source)))?;
+            let status = response.status();
+            if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
+                && !retried
+                && self.transport.renew(placed.generation).await?
+            {
+                retried = true;
+                continue;
+            }
+            return Ok(response);
+        }
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        placed: &Placed,
+        accept: &'static str,
+        operation: &'static str,
+    ) -> Result<Request<Full<Bytes>>> {
         let mut request = Request::builder()
             .method(method)
             .uri(self.url.http(path))
-            .header(header::ACCEPT, "application/json");
-        if let Some(token) = &self.token {
-            request = request.header(header::AUTHORIZATION, token.header_value());
+            .header(header::ACCEPT, accept);
+        for (name, value) in &placed.headers {
+            request = request.header(name, value);
         }
         let payload = match body {
             Some(body) => {
@@ -230,48 +571,69 @@ impl Rest {
             }
             None => Bytes::new(),
         };
-        let request = request
+        request
             .body(Full::new(payload))
-            .map_err(|_| self.protocol_error(operation))?;
-        let exchange =
-            async {
-                let response = self.client.request(request).await.map_err(|source| {
-                    Error::ServerUnreachable {
-                        url: self.url.to_string(),
-                        operation,
-                        source: Box::new(source),
-                    }
-                })?;
-                let status = response.status();
-                let bytes = response
-                    .into_body()
-                    .collect()
-                    .await
-                    .map_err(|source| Error::ServerUnreachable {
-                        url: self.url.to_string(),
-                        operation,
-                        source: Box::new(source),
-                    })?
-                    .to_bytes();
-                Ok::<_, Error>((status, bytes))
-            };
-        let (status, bytes) = tokio::time::timeout(timeout, exchange)
+            .map_err(|_| self.protocol_error(operation))
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        placed: &Placed,
+        operation: &'static str,
+        timeout: Duration,
+    ) -> Result<Answer> {
+        let request = self.request(method, path, body, placed, "application/json", operation)?;
+        let exchange = async {
+            let response = self
+                .transport
+                .client
+                .request(request)
+                .await
+                .map_err(|source| unreachable_error(&self.url, operation, Box::new(source)))?;
+            let status = response.status();
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|source| unreachable_error(&self.url, operation, Box::new(source)))?
+                .to_bytes();
+            Ok::<_, Error>(Answer { status, body })
+        };
+        tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| Error::Timeout {
                 operation,
                 after: timeout,
-            })??;
+            })?
+    }
+
+    /// Sends one request and reads the JSON answer (`Null` for an empty body or a failure
+    /// status).
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        operation: &'static str,
+        timeout: Duration,
+    ) -> Result<(StatusCode, Value)> {
+        let answer = self
+            .exchange(method, path, body.as_ref(), operation, timeout)
+            .await?;
+        let status = answer.status;
         if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(Error::ServerAuth {
-                url: self.url.to_string(),
-                operation,
-                status: status.as_u16(),
-            });
+            return Err(self
+                .transport
+                .auth_error(&self.url, operation, status.as_u16()));
         }
-        let value = if bytes.is_empty() || !status.is_success() {
+        let value = if answer.body.is_empty() || !status.is_success() {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).map_err(|_| self.protocol_error(operation))?
+            serde_json::from_slice(self.transport.json_body(&answer.body))
+                .map_err(|_| self.protocol_error(operation))?
         };
         Ok((status, value))
     }
@@ -432,6 +794,20 @@ pub(crate) fn is_kernel_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::profile::CredentialSource;
+
+    fn rest(url: &str, token: &str) -> Rest {
+        let url = ServerUrl::parse(url).unwrap();
+        let profile = ConnectionProfile::jupyter_server(
+            url.clone(),
+            Some(CredentialSource::Static(ServerToken::new(token).unwrap())),
+        );
+        Rest::new(
+            Transport::new(&profile, Duration::from_secs(5)).unwrap(),
+            url,
+            Duration::from_secs(5),
+        )
+    }
 
     #[test]
     fn urls_keep_their_base_path_and_refuse_what_does_not_belong() {
@@ -441,20 +817,32 @@ mod tests {
             url.http("api/kernelspecs"),
             "http://127.0.0.1:8888/api/kernelspecs"
         );
-        let hub = ServerUrl::parse("http://hub.local:8000/user/alice").unwrap();
+        assert_eq!((url.host(), url.port()), ("127.0.0.1", 8888));
+        let hub = ServerUrl::parse("https://hub.local/user/alice").unwrap();
         assert_eq!(
             hub.ws("api/kernels/k1/channels"),
-            "ws://hub.local:8000/user/alice/api/kernels/k1/channels"
+            "wss://hub.local/user/alice/api/kernels/k1/channels"
         );
+        assert_eq!(
+            (hub.host(), hub.port(), hub.is_https()),
+            ("hub.local", 443, true)
+        );
+        assert_eq!(
+            hub.with_base_path("/user/bob/work/").to_string(),
+            "https://hub.local/user/bob/work/"
+        );
+        let v6 = ServerUrl::parse("http://[::1]:9/").unwrap();
+        assert_eq!((v6.host(), v6.port(), v6.is_loopback()), ("::1", 9, true));
         assert_eq!(
             ServerUrl::parse("ws://localhost:9/").unwrap().to_string(),
             "http://localhost:9/"
         );
+        assert!(!ServerUrl::parse("http://10.0.0.1/").unwrap().is_loopback());
         for (bad, says) in [
-            ("https://example.org/", "TLS is not supported"),
-            ("ftp://example.org/", "must start with http://"),
+            ("ftp://example.org/", "must start with https://"),
             ("http://me:secret@host/", "user names and passwords"),
             ("http://host/?token=abc", "a query does not belong"),
+            ("https://host/#token=abc", "a query does not belong"),
             ("not a url", "not a URL"),
         ] {
             let error = ServerUrl::parse(bad).unwrap_err().to_string();
@@ -466,18 +854,41 @@ mod tests {
         }
     }
 
-    #[test]
-    fn tokens_are_trimmed_and_never_shown() {
+    #[tokio::test]
+    async fn tokens_are_trimmed_placed_where_the_profile_says_and_never_shown() {
         let token = ServerToken::new("  s3cret\n").unwrap();
-        assert_eq!(token.header_value(), "token s3cret");
+        assert_eq!(token.expose(), "s3cret");
         assert_eq!(format!("{token:?}"), "ServerToken(<redacted>)");
         assert!(ServerToken::new(" \n").is_none());
-        let rest = Rest::new(
-            ServerUrl::parse("http://127.0.0.1:1/").unwrap(),
-            Some(token),
-            Duration::from_secs(1),
-        );
+        let rest = rest("http://127.0.0.1:1/", "s3cret");
         assert!(!format!("{rest:?}").contains("s3cret"));
+        let placed = rest.transport.place(&rest.url).await.unwrap();
+        assert_eq!(placed.headers[header::AUTHORIZATION], "token s3cret");
+        assert!(placed.query.is_empty());
+
+        // A runtime behind a proxy of its own (Colab's): a token header, the same token as a
+        // WebSocket query parameter, a client-agent header, an anti-XSSI prefix.
+        let url = ServerUrl::parse("https://8080-runtime.example.dev/").unwrap();
+        let proxy = ConnectionProfile {
+            placements: vec![
+                CredentialPlacement::Header("X-Colab-Runtime-Proxy-Token".into()),
+                CredentialPlacement::WebSocketQuery("colab-runtime-proxy-token".into()),
+            ],
+            headers: vec![("X-Colab-Client-Agent".into(), "jupyter-mcp".into())],
+            strip_prefix: Some(")]}'\n".into()),
+            ..ConnectionProfile::jupyter_server(
+                url.clone(),
+                Some(CredentialSource::Static(ServerToken::new("a b/c").unwrap())),
+            )
+        };
+        let transport = Transport::new(&proxy, Duration::from_secs(5)).unwrap();
+        let placed = transport.place(&url).await.unwrap();
+        assert_eq!(placed.headers["x-colab-runtime-proxy-token"], "a b/c");
+        assert_eq!(placed.headers["x-colab-client-agent"], "jupyter-mcp");
+        assert!(placed.headers.get(header::AUTHORIZATION).is_none());
+        assert_eq!(placed.query, ["colab-runtime-proxy-token=a%20b%2Fc"]);
+        assert_eq!(transport.json_body(b")]}'\n{\"a\":1}"), b"{\"a\":1}");
+        assert_eq!(transport.json_body(b"{}"), b"{}");
     }
 
     #[test]
@@ -491,11 +902,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_server_is_named_without_the_token() {
         // Port 1 on loopback refuses connections.
-        let rest = Rest::new(
-            ServerUrl::parse("http://127.0.0.1:1/").unwrap(),
-            ServerToken::new("s3cret"),
-            Duration::from_secs(5),
-        );
+        let rest = rest("http://127.0.0.1:1/", "s3cret");
         let error = rest.kernelspecs().await.unwrap_err();
         let message = error.to_string();
         assert!(

@@ -1,0 +1,194 @@
+//! The floor of a remote kernel round trip: a minimal kernel WebSocket client, written apart
+//! from the `kernels` crate, that sends one `execute_request` and waits for its `execute_reply`
+//! and its `idle` status, in the JSON or the v1 binary protocol, over plain TCP or TLS. What
+//! the server and the kernel cost is all it measures; our client's figure against it is our
+//! overhead.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use futures::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+const V1: &str = "v1.kernel.websocket.jupyter.org";
+
+/// One WebSocket to one kernel.
+pub struct RawKernel {
+    socket: WebSocketStream<Box<dyn Stream>>,
+    v1: bool,
+    session: String,
+    counter: u64,
+}
+
+impl RawKernel {
+    /// Connects to kernel `kernel_id` of the server on `127.0.0.1:port` (TLS trusting `ca` when
+    /// given), offering the v1 protocol when `v1`.
+    pub async fn connect(
+        port: u16,
+        ca: Option<&Path>,
+        token: &str,
+        kernel_id: &str,
+        v1: bool,
+    ) -> Result<RawKernel> {
+        let session = format!("raw-{}", std::process::id());
+        let scheme = if ca.is_some() { "wss" } else { "ws" };
+        let mut request = format!(
+            "{scheme}://127.0.0.1:{port}/api/kernels/{kernel_id}/channels?session_id={session}"
+        )
+        .into_client_request()?;
+        request
+            .headers_mut()
+            .insert("Authorization", format!("token {token}").parse()?);
+        if v1 {
+            request
+                .headers_mut()
+                .insert("Sec-WebSocket-Protocol", V1.parse()?);
+        }
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+        tcp.set_nodelay(true)?;
+        let stream: Box<dyn Stream> = match ca {
+            None => Box::new(tcp),
+            Some(ca) => {
+                use rustls::pki_types::pem::PemObject as _;
+                let mut roots = rustls::RootCertStore::empty();
+                for certificate in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
+                    roots.add(certificate?)?;
+                }
+                let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+                    rustls::crypto::ring::default_provider(),
+                ))
+                .with_safe_default_protocol_versions()?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+                let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+                let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?.to_owned();
+                Box::new(connector.connect(name, tcp).await?)
+            }
+        };
+        let (socket, response) = tokio_tungstenite::client_async(request, stream)
+            .await
+            .context("the raw WebSocket handshake")?;
+        let agreed = response
+            .headers()
+            .get("Sec-WebSocket-Protocol")
+            .is_some_and(|value| value.as_bytes() == V1.as_bytes());
+        if agreed != v1 {
+            bail!("the server did not agree on the protocol asked for (v1: {v1})");
+        }
+        Ok(RawKernel {
+            socket,
+            v1,
+            session,
+            counter: 0,
+        })
+    }
+
+    /// Sends `code` and waits for its reply and its `idle`.
+    pub async fn execute(&mut self, code: &str) -> Result<()> {
+        self.counter += 1;
+        let msg_id = format!("{}-{}", self.session, self.counter);
+        let header = json!({"msg_id": msg_id, "msg_type": "execute_request", "session": self.session,
+                            "username": "bench", "date": "2026-01-01T00:00:00.000000Z", "version": "5.3"});
+        let content = json!({"code": code, "silent": false, "store_history": true,
+                             "user_expressions": {}, "allow_stdin": false, "stop_on_error": true});
+        let message = if self.v1 {
+            Message::binary(v1_frame(
+                "shell",
+                &[
+                    header.to_string().into_bytes(),
+                    b"{}".to_vec(),
+                    b"{}".to_vec(),
+                    content.to_string().into_bytes(),
+                ],
+            ))
+        } else {
+            Message::text(
+                json!({"channel": "shell", "header": header, "parent_header": {}, "metadata": {},
+                       "content": content, "buffers": []})
+                .to_string(),
+            )
+        };
+        self.socket.send(message).await?;
+        let (mut replied, mut idle) = (false, false);
+        while !(replied && idle) {
+            let Some(message) = self.socket.next().await else {
+                bail!("the raw WebSocket closed");
+            };
+            let (channel, header, parent, content) = match message? {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(&text)?;
+                    (
+                        value["channel"].as_str().unwrap_or_default().to_owned(),
+                        value["header"].clone(),
+                        value["parent_header"].clone(),
+                        value["content"].clone(),
+                    )
+                }
+                Message::Binary(bytes) if self.v1 => {
+                    let (channel, parts) = split_v1(&bytes).context("a v1 frame")?;
+                    let part = |index: usize| -> Value {
+                        parts
+                            .get(index)
+                            .and_then(|part| serde_json::from_slice(part).ok())
+                            .unwrap_or(Value::Null)
+                    };
+                    (channel, part(0), part(1), part(3))
+                }
+                _ => continue,
+            };
+            if parent["msg_id"] != msg_id.as_str() {
+                continue;
+            }
+            match (channel.as_str(), header["msg_type"].as_str()) {
+                ("shell", Some("execute_reply")) => replied = true,
+                ("iopub", Some("status")) if content["execution_state"] == "idle" => idle = true,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A v1 frame: the number of offsets, the offsets (little-endian u64), the channel, the parts.
+fn v1_frame(channel: &str, parts: &[Vec<u8>]) -> Vec<u8> {
+    let count = parts.len() + 2;
+    let mut offsets = vec![8 * (1 + count)];
+    offsets.push(offsets[0] + channel.len());
+    for part in parts {
+        offsets.push(offsets[offsets.len() - 1] + part.len());
+    }
+    let mut frame = Vec::with_capacity(offsets[offsets.len() - 1]);
+    frame.extend_from_slice(&(count as u64).to_le_bytes());
+    for offset in &offsets {
+        frame.extend_from_slice(&(*offset as u64).to_le_bytes());
+    }
+    frame.extend_from_slice(channel.as_bytes());
+    for part in parts {
+        frame.extend_from_slice(part);
+    }
+    frame
+}
+
+fn split_v1(frame: &[u8]) -> Option<(String, Vec<&[u8]>)> {
+    let read = |at: usize| -> Option<usize> {
+        Some(u64::from_le_bytes(frame.get(at..at + 8)?.try_into().ok()?) as usize)
+    };
+    let count = read(0)?;
+    let offsets: Vec<usize> = (0..count)
+        .map(|i| read(8 * (1 + i)))
+        .collect::<Option<_>>()?;
+    let channel = std::str::from_utf8(frame.get(offsets[0]..*offsets.get(1)?)?).ok()?;
+    let parts = offsets[1..]
+        .windows(2)
+        .map(|pair| frame.get(pair[0]..pair[1]))
+        .collect::<Option<Vec<_>>>()?;
+    Some((channel.to_owned(), parts))
+}

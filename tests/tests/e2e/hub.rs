@@ -1,0 +1,374 @@
+//! Kernels on a real JupyterHub (JupyterHub 6.1.1 from the test Python environment, its real
+//! proxy configurable-http-proxy from npm, the dummy authenticator and the simple local-process
+//! spawner) on loopback, its public port served over TLS with a certificate of a CA made for
+//! the run; `jupyter-mcp serve --jupyterhub` finds the token's user, starts their server through
+//! the hub, follows the spawn and runs kernels behind the hub's proxy. One hub serves every
+//! test of the run; each test uses a named server of its own.
+
+use std::time::Duration;
+
+use jupyter_mcp_tests::hub::Hub;
+use jupyter_mcp_tests::kernel_server::SeveringProxy;
+use jupyter_mcp_tests::{
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+
+const NB: &str = "work/hub.ipynb";
+
+/// A notebook root, and `jupyter-mcp` on the shared hub's server `server` (through `url`, the
+/// hub's own by default).
+struct Setup {
+    client: Client,
+    mcp: HttpServer,
+    root: tempfile::TempDir,
+    _token_folder: tempfile::TempDir,
+}
+
+fn hub() -> &'static Hub {
+    tokio::task::block_in_place(Hub::shared)
+}
+
+fn notebook_root(sources: &[&str]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(&root.path().join("work"), "hub.ipynb", sources);
+    root
+}
+
+/// `jupyter-mcp serve --jupyterhub` arguments for server `server`.
+fn hub_args(url: &str, token_file: &std::path::Path, server: &str, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--jupyterhub".to_owned(),
+        url.to_owned(),
+        "--jupyterhub-token-file".to_owned(),
+        token_file.to_str().unwrap().to_owned(),
+        "--kernel-server-ca".to_owned(),
+        hub().ca_file().to_str().unwrap().to_owned(),
+        "--jupyterhub-server".to_owned(),
+        server.to_owned(),
+    ];
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    args
+}
+
+async fn setup(server: &str, sources: &[&str], extra: &[&str]) -> Setup {
+    let hub = hub();
+    let root = notebook_root(sources);
+    let token_folder = tempfile::tempdir().unwrap();
+    let token_file = hub.write_token_file(token_folder.path(), hub.token());
+    let args = hub_args(&hub.url(), &token_file, server, extra);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mcp = HttpServer::start(root.path(), &args).expect("jupyter-mcp starts");
+    let client = Client::http(&mcp.url).await.expect("client connects");
+    Setup {
+        client,
+        mcp,
+        root,
+        _token_folder: token_folder,
+    }
+}
+
+async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
+        )
+        .await
+        .ok()
+}
+
+async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
+    client.follow(NB, Duration::from_secs(180), done).await
+}
+
+async fn epoch(client: &Client) -> u64 {
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    info["kernel"]["epoch"].as_u64().expect("a running kernel")
+}
+
+fn lines(output: &str, prefix: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+const TICKS: &str =
+    "import time\nfor i in range(6):\n    print('tick', i, flush=True)\n    time.sleep(0.3)";
+const SLEEP: &str = "import time\nprint('sleeping', flush=True) or time.sleep(120)";
+const STEPS: &str =
+    "import time\nfor i in range(2400):\n    print('step', i, flush=True)\n    time.sleep(0.05)";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_restarts_and_transfers()
+{
+    let setup = setup("main", &[TICKS, SLEEP, "x = 6 * 7\nx", STEPS], &[]).await;
+    let client = &setup.client;
+    assert!(
+        hub().server("main").is_none(),
+        "the server is not running yet"
+    );
+
+    // The first tool that needs the kernel starts the user's server through the hub and
+    // relays the spawn's progress.
+    let configured = client
+        .call_with_progress("configure_kernel", json!({"notebookRef": NB}), "spawn")
+        .await
+        .ok();
+    assert_eq!(configured["ready"], true, "{configured}");
+    let server = hub().server("main").expect("the hub runs the server now");
+    assert_eq!(server["ready"], true, "{server}");
+    let relayed = client
+        .recorder
+        .wait_for_progress(Duration::from_secs(10), |progress| {
+            let said = |wanted: &dyn Fn(&str) -> bool| {
+                progress
+                    .iter()
+                    .any(|item| item.message.as_deref().is_some_and(wanted))
+            };
+            // The hub's own words, and the end: the hub's ready event, or ours when the start
+            // request's answer came before it.
+            said(&|message| message.contains("Spawning server") || message == "Server requested")
+                && said(&|message| {
+                    message.contains("/user/alice/main/")
+                        && message.to_lowercase().contains("ready")
+                })
+        })
+        .await;
+    assert!(
+        relayed,
+        "the hub's progress was relayed: {:?}",
+        client.recorder.progress.lock().unwrap()
+    );
+
+    // Where kernels run: the hub, the user and the server, without the token.
+    let listed = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    let python = listed["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kernel| kernel["id"] == "remote:python3")
+        .unwrap_or_else(|| panic!("the server's python3 is listed: {listed}"))
+        .clone();
+    assert_eq!(python["runsOn"]["kind"], "jupyterhub", "{python}");
+    assert_eq!(python["runsOn"]["hub"], hub().url());
+    assert_eq!(python["runsOn"]["user"], "alice");
+    assert_eq!(python["runsOn"]["server"], "main");
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(
+        info["kernel"]["runsOn"]["url"],
+        format!("{}user/alice/main/", hub().url()),
+        "{info}"
+    );
+    assert!(!info.to_string().contains(hub().token()));
+
+    // A long run is followed while it runs, then to its end.
+    run(client, json!([0, 2]), 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("tick 1")).await;
+    let finished = follow(client, terminal).await;
+    assert_eq!(finished["status"], "completed", "{finished}");
+    assert_eq!(lines(&output_of(&finished, 0), "tick ").len(), 6);
+    assert!(output_of(&finished, 1).contains("42"));
+
+    // Interrupt, then restart.
+    run(client, json!([1, 2]), 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
+    let interrupted = client
+        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
+    let receipt = follow(client, terminal).await;
+    assert!(
+        output_of(&receipt, 0).contains("KeyboardInterrupt"),
+        "{receipt}"
+    );
+    assert_eq!(receipt["cells"][1]["state"], "not-run");
+    let before = epoch(client).await;
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(
+        restarted["results"][0]["outcome"], "restarted",
+        "{restarted}"
+    );
+    assert!(epoch(client).await > before);
+
+    // 10 MiB up to the kernel and back, through the hub's proxy.
+    let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 29);
+    std::fs::write(setup.root.path().join("payload.bin"), &payload).unwrap();
+    let kernel_side = tempfile::tempdir().unwrap();
+    let kernel_file = kernel_side.path().join("payload.bin");
+    let uploaded = client
+        .call(
+            "upload_file",
+            json!({"notebookRef": NB, "hostPath": "payload.bin",
+                   "kernelPath": kernel_file.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(uploaded["sha256"], sha256_hex(&payload), "{uploaded}");
+    assert!(
+        std::fs::read(&kernel_file).unwrap() == payload,
+        "the kernel's copy is intact"
+    );
+    let downloaded = client
+        .call(
+            "download_file",
+            json!({"notebookRef": NB, "hostPath": "back.bin",
+                   "kernelPath": kernel_file.to_str().unwrap()}),
+        )
+        .await
+        .ok();
+    assert_eq!(downloaded["sha256"], sha256_hex(&payload), "{downloaded}");
+    assert!(std::fs::read(setup.root.path().join("back.bin")).unwrap() == payload);
+
+    // The hub stops the server mid-run (as its idle culler would): the run ends unavailable
+    // with `server_stopped`, the output so far kept, the later cell not run.
+    run(client, json!([3, 2]), 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("step 5\n")).await;
+    tokio::task::block_in_place(|| hub().stop_server("main"));
+    let receipt = follow(client, terminal).await;
+    assert_eq!(receipt["status"], "unavailable", "{receipt}");
+    assert_eq!(receipt["reasonCode"], "server_stopped", "{receipt}");
+    assert_eq!(receipt["cells"][0]["state"], "unavailable", "{receipt}");
+    assert_eq!(receipt["cells"][1]["state"], "not-run", "{receipt}");
+    assert!(output_of(&receipt, 0).contains("step 5\n"), "output kept");
+    assert!(
+        receipt["reason"].as_str().unwrap().contains("JupyterHub"),
+        "{receipt}"
+    );
+
+    // Without --jupyterhub-start, the next run does not start it again, and says how to.
+    let refused = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [2], "waitMs": 30000}),
+        )
+        .await;
+    assert_eq!(
+        refused.error_code(),
+        "kernel_unavailable",
+        "{}",
+        refused.text()
+    );
+    let message = refused.error()["message"].as_str().unwrap().to_owned();
+    assert!(message.contains("--jupyterhub-start"), "{message}");
+    assert!(!message.contains(hub().token()));
+    assert!(hub().server("main").is_none(), "nothing started the server");
+    drop(setup.mcp);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_jupyterhub_start_a_server_the_hub_stopped_is_started_again() {
+    let setup = setup("again", &[STEPS, "y = 7 * 6\ny"], &["--jupyterhub-start"]).await;
+    let client = &setup.client;
+    run(client, json!([0, 1]), 0).await;
+    follow(client, |receipt| output_of(receipt, 0).contains("step 3\n")).await;
+    let before = epoch(client).await;
+    tokio::task::block_in_place(|| hub().stop_server("again"));
+    let receipt = follow(client, terminal).await;
+    assert_eq!(receipt["reasonCode"], "server_stopped", "{receipt}");
+    // The next run starts the server again, and a new kernel on it.
+    let again = run(client, json!([1]), 120_000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+    assert!(output_of(&again, 0).contains("42"));
+    assert!(epoch(client).await > before);
+    assert_eq!(hub().server("again").unwrap()["ready"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_spawn_ends_with_the_hubs_reason() {
+    let setup = setup("broken", &["1 + 1"], &[]).await;
+    let call = setup
+        .client
+        .call("configure_kernel", json!({"notebookRef": NB}))
+        .await;
+    assert_eq!(call.error_code(), "kernel_unavailable", "{}", call.text());
+    let message = call.error()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("JupyterHub could not start your server broken"),
+        "{message}"
+    );
+    // The pre-spawn hook points the server at a program that does not exist; the hub says so.
+    assert!(message.contains("No such file or directory"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_replaced_mid_run_is_picked_up_without_losing_the_run() {
+    let hub = hub();
+    let root = notebook_root(&[
+        "import time\nfor i in range(40):\n    print('line', i, flush=True)\n    time.sleep(0.1)",
+        "z = 6 * 7\nz",
+    ]);
+    let (first_id, first) = hub.new_token("rotation, first");
+    let token_folder = tempfile::tempdir().unwrap();
+    let token_file = hub.write_token_file(token_folder.path(), &first);
+    // Through a TCP proxy (TLS passes through it untouched) that can cut the connections.
+    let proxy = SeveringProxy::start(hub.port()).await.unwrap();
+    let url = proxy.url().replace("http://", "https://");
+    let args = hub_args(&url, &token_file, "rotate", &[]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mcp = HttpServer::start(root.path(), &args).unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+
+    run(&client, json!([0, 1]), 0).await;
+    follow(&client, |receipt| {
+        output_of(receipt, 0).contains("line 3\n")
+    })
+    .await;
+    // The credential expires: a new token goes into the file (renamed into place, as tools that
+    // refresh tokens write them), the old one is revoked, and the connections drop, so the
+    // WebSocket must be reopened with the new token.
+    let (_, second) = hub.new_token("rotation, second");
+    let fresh = token_folder.path().join("fresh");
+    std::fs::write(&fresh, format!("{second}\n")).unwrap();
+    std::fs::rename(&fresh, &token_file).unwrap();
+    tokio::task::block_in_place(|| hub.revoke_token(&first_id));
+    assert!(!hub.accepts(&first), "the first token is revoked");
+    assert!(
+        proxy.sever() > 0,
+        "the kernel WebSocket went through the proxy"
+    );
+    let receipt = follow(&client, terminal).await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    let printed = lines(&output_of(&receipt, 0), "line ");
+    assert_eq!(
+        printed.last().map(String::as_str),
+        Some("line 39"),
+        "{printed:?}"
+    );
+    assert!(output_of(&receipt, 1).contains("42"));
+    // New requests (REST and a new kernel) use the new token too.
+    let restarted = client
+        .call("restart_kernels", json!({"notebookRefs": [NB]}))
+        .await
+        .ok();
+    assert_eq!(
+        restarted["results"][0]["outcome"], "restarted",
+        "{restarted}"
+    );
+    let again = run(&client, json!([1]), 60_000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+}

@@ -91,6 +91,24 @@ impl JupyterKernels {
 
     /// The attached session of `path`, while its kernel is alive and still the server
     /// session's.
+    /// Sends `request` (a restart or an interrupt) to the notebook's attached kernel, if any.
+    async fn on_attached(
+        &self,
+        location: &NotebookLocation,
+        request: impl for<'k> FnOnce(&'k RemoteKernel) -> BoxFuture<'k, kernels::Result<()>>,
+    ) -> Result<RequestOutcome, KernelError> {
+        let path = Self::path(location)?;
+        let Some(session) = self.attached(path) else {
+            return Ok(RequestOutcome::NotRunning);
+        };
+        request(&session.kernel)
+            .await
+            .map_err(|failure| host_kernels::kernel_error(&failure))?;
+        Ok(RequestOutcome::Done {
+            epoch: Some(session.kernel.epoch()),
+        })
+    }
+
     fn attached(&self, path: &str) -> Option<Arc<JupyterSession>> {
         let sessions = self
             .sessions
@@ -320,40 +338,14 @@ impl NotebookKernels for JupyterKernels {
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let path = Self::path(location)?;
-            let Some(session) = self.attached(path) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session
-                .kernel
-                .restart()
-                .await
-                .map_err(|failure| host_kernels::kernel_error(&failure))?;
-            Ok(RequestOutcome::Done {
-                epoch: Some(session.kernel.epoch()),
-            })
-        })
+        Box::pin(self.on_attached(location, |kernel| kernel.restart()))
     }
 
     fn interrupt<'a>(
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let path = Self::path(location)?;
-            let Some(session) = self.attached(path) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session
-                .kernel
-                .interrupt()
-                .await
-                .map_err(|failure| host_kernels::kernel_error(&failure))?;
-            Ok(RequestOutcome::Done {
-                epoch: Some(session.kernel.epoch()),
-            })
-        })
+        Box::pin(self.on_attached(location, |kernel| kernel.interrupt()))
     }
 
     fn shutdown<'a>(
@@ -498,31 +490,11 @@ impl KernelSession for JupyterSession {
         code: String,
         options: ExecuteOptions,
     ) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
-        Box::pin(async move {
-            let options = kernels::ExecuteOptions {
-                silent: options.silent,
-                store_history: options.store_history,
-                user_expressions: options.user_expressions,
-                stop_on_error: options.stop_on_error,
-                buffers: options.buffers,
-            };
-            let handle = self
-                .kernel
-                .execute(&code, options)
-                .await
-                .map_err(|failure| host_kernels::kernel_error(&failure))?;
-            Ok(host_kernels::events(handle))
-        })
+        Box::pin(async move { host_kernels::execute(&self.kernel, &code, options).await })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
-        Box::pin(async move {
-            self.kernel
-                .probe()
-                .await
-                .map(|probed| host_kernels::status(&probed))
-                .map_err(|failure| host_kernels::kernel_error(&failure))
-        })
+        Box::pin(async move { host_kernels::probe(&self.kernel).await })
     }
 }
 

@@ -478,30 +478,40 @@ impl KernelSession for ManagedSession {
         code: String,
         options: ExecuteOptions,
     ) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
-        Box::pin(async move {
-            let options = kernels::ExecuteOptions {
-                silent: options.silent,
-                store_history: options.store_history,
-                user_expressions: options.user_expressions,
-                stop_on_error: options.stop_on_error,
-                buffers: options.buffers,
-            };
-            let handle = self
-                .kernel
-                .execute(&code, options)
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            Ok(events(handle))
-        })
+        Box::pin(async move { execute(self.kernel.as_ref(), &code, options).await })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
-        Box::pin(async move {
-            self.kernel
-                .probe()
-                .await
-                .map(|probed| status(&probed))
-                .map_err(|failure| kernel_error(&failure))
-        })
+        Box::pin(async move { probe(self.kernel.as_ref()).await })
     }
+}
+
+/// Runs `code` on `kernel` with the tool layer's `options`: its events as the tool layer sees
+/// them (for any host's session over a `kernels` kernel).
+pub async fn execute(
+    kernel: &dyn KernelHandle,
+    code: &str,
+    options: ExecuteOptions,
+) -> Result<KernelEvents, KernelError> {
+    let options = kernels::ExecuteOptions {
+        silent: options.silent,
+        store_history: options.store_history,
+        user_expressions: options.user_expressions,
+        stop_on_error: options.stop_on_error,
+        buffers: options.buffers,
+    };
+    let handle = kernel
+        .execute(code, options)
+        .await
+        .map_err(|failure| kernel_error(&failure))?;
+    Ok(events(handle))
+}
+
+/// The state of `kernel` now, as the tool layer sees it.
+pub async fn probe(kernel: &dyn KernelHandle) -> Result<KernelStatus, KernelError> {
+    kernel
+        .probe()
+        .await
+        .map(|probed| status(&probed))
+        .map_err(|failure| kernel_error(&failure))
 }

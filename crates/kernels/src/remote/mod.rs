@@ -223,23 +223,7 @@ impl RemoteProvider {
                 available: Vec::new(),
             });
         };
-        let rest = self.server().await?;
-        let shared = Arc::new(Shared {
-            spec: spec.clone(),
-            name: name.to_owned(),
-            cwd: folder.to_path_buf(),
-            server_path: self.config.server_path(folder),
-            config: self.config.clone(),
-            rest: Mutex::new(rest),
-            hub: self.hub.clone(),
-            server_stopped: Arc::new(AtomicBool::new(false)),
-            epochs: Arc::clone(&self.epochs),
-            status: Arc::new(StatusHub::new(KernelStatus::Starting)),
-            info: Arc::new(Mutex::new(KernelInfo::default())),
-            lifecycle: tokio::sync::Mutex::new(None),
-            kernel_id: Mutex::new(None),
-            owned: true,
-        });
+        let shared = self.shared(spec, name, folder, true).await?;
         let session = shared.start_new_kernel().await?;
         *shared.lifecycle.lock().await = Some(session);
         Ok(RemoteKernel { shared })
@@ -263,9 +247,24 @@ impl RemoteProvider {
             .strip_prefix(REMOTE_SPEC_PREFIX)
             .unwrap_or(&spec.id)
             .to_owned();
-        let shared = Arc::new(Shared {
+        let shared = self.shared(spec, &name, folder, false).await?;
+        let session = shared.open_session(kernel_id.to_owned()).await?;
+        *shared.lifecycle.lock().await = Some(session);
+        Ok(RemoteKernel { shared })
+    }
+
+    /// The state of a new kernel connection of `spec` (kernelspec `name` on the server) for a
+    /// notebook in `folder`, not yet connected; `owned`: we start and stop the kernel.
+    async fn shared(
+        &self,
+        spec: &KernelSpecInfo,
+        name: &str,
+        folder: &Path,
+        owned: bool,
+    ) -> Result<Arc<Shared>> {
+        Ok(Arc::new(Shared {
             spec: spec.clone(),
-            name,
+            name: name.to_owned(),
             cwd: folder.to_path_buf(),
             server_path: self.config.server_path(folder),
             config: self.config.clone(),
@@ -277,11 +276,8 @@ impl RemoteProvider {
             info: Arc::new(Mutex::new(KernelInfo::default())),
             lifecycle: tokio::sync::Mutex::new(None),
             kernel_id: Mutex::new(None),
-            owned: false,
-        });
-        let session = shared.open_session(kernel_id.to_owned()).await?;
-        *shared.lifecycle.lock().await = Some(session);
-        Ok(RemoteKernel { shared })
+            owned,
+        }))
     }
 
     /// Where its kernels run.

@@ -208,35 +208,6 @@ fn counts_of<T: yrs::ReadTxn>(txn: &T, roots: &Roots) -> HashMap<String, Option<
     counts
 }
 
-fn rfc3339(time: SystemTime) -> String {
-    let seconds = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    let days = (seconds / 86_400) as i64;
-    let rest = seconds % 86_400;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3_600,
-        rest % 3_600 / 60,
-        rest % 60
-    )
-}
-
 impl Room {
     /// Opens the room of the notebook at `location` (`path` relative to the server root) and
     /// starts its connection task. It is not synced yet: see [`Room::synced`].
@@ -389,7 +360,7 @@ impl Room {
             if core.undo.undo_stack().len() > stack_before {
                 core.undo_log.push(UndoEntry {
                     description: description.to_owned(),
-                    taken_at: rfc3339(SystemTime::now()),
+                    taken_at: host_core::host::rfc3339(SystemTime::now()),
                 });
             }
             self.refresh_counts(core, false);
@@ -997,16 +968,4 @@ fn find_cell<T: yrs::ReadTxn>(txn: &T, roots: &Roots, cell_id: &str) -> Option<M
         let id = cell.get(txn, "id").map(|id| read::out_to_json(txn, &id));
         (id.as_ref().and_then(Value::as_str) == Some(cell_id)).then_some(cell)
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn undo_dates_are_rfc3339() {
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let time = SystemTime::UNIX_EPOCH + Duration::from_secs(1_796_000_000);
-        assert_eq!(rfc3339(time), "2026-11-30T00:53:20Z");
-    }
 }

@@ -415,21 +415,8 @@ struct JupyterSession {
 
 impl KernelSession for JupyterSession {
     fn info(&self) -> SessionInfo {
-        let spec = self.kernel.spec();
-        let info = self.kernel.info();
-        SessionInfo {
-            id: spec.id.clone(),
-            label: spec.display_name.clone(),
-            language: if info.language.is_empty() {
-                spec.language.clone()
-            } else {
-                info.language
-            },
-            implementation: Some(info.implementation).filter(|text| !text.is_empty()),
-            language_version: Some(info.language_version).filter(|text| !text.is_empty()),
-            pid: None,
-            runs_on: Some(host_kernels::place(&self.kernel.place())),
-        }
+        // A kernel of the server: no process of ours (`process_id` is `None`).
+        host_kernels::session_info(&self.kernel)
     }
 
     fn features(&self) -> SessionFeatures {

@@ -409,6 +409,26 @@ impl NotebookKernels for ManagedKernels {
     }
 }
 
+/// What host-core shows of a running kernel of `kernels` (its spec, what it reported of
+/// itself, its process and where it runs).
+pub fn session_info(kernel: &dyn KernelHandle) -> SessionInfo {
+    let spec = kernel.spec();
+    let info = kernel.info();
+    SessionInfo {
+        id: spec.id.clone(),
+        label: spec.display_name.clone(),
+        language: if info.language.is_empty() {
+            spec.language.clone()
+        } else {
+            info.language
+        },
+        implementation: Some(info.implementation).filter(|text| !text.is_empty()),
+        language_version: Some(info.language_version).filter(|text| !text.is_empty()),
+        pid: kernel.process_id(),
+        runs_on: Some(place(&kernel.place())),
+    }
+}
+
 /// One kernel object of the manager, as host-core sees it.
 struct ManagedSession {
     kernel: Arc<dyn KernelHandle>,
@@ -417,21 +437,7 @@ struct ManagedSession {
 
 impl KernelSession for ManagedSession {
     fn info(&self) -> SessionInfo {
-        let spec = self.kernel.spec();
-        let info = self.kernel.info();
-        SessionInfo {
-            id: spec.id.clone(),
-            label: spec.display_name.clone(),
-            language: if info.language.is_empty() {
-                spec.language.clone()
-            } else {
-                info.language
-            },
-            implementation: Some(info.implementation).filter(|text| !text.is_empty()),
-            language_version: Some(info.language_version).filter(|text| !text.is_empty()),
-            pid: self.kernel.process_id(),
-            runs_on: Some(place(&self.kernel.place())),
-        }
+        session_info(&*self.kernel)
     }
 
     fn features(&self) -> SessionFeatures {

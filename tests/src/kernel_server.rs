@@ -162,6 +162,16 @@ impl KernelServer {
         self.launch()
     }
 
+    /// Kills the server (SIGKILL, as a crash would: it closes nothing) and starts a new
+    /// process on the same port with the same token.
+    pub fn crash_and_restart(&mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        self.launch()
+    }
+
     fn launch(&mut self) -> Result<()> {
         let port = self.port.to_string();
         let home = self.home.path();

@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 pub mod browser;
 pub mod colab;
+pub mod collab;
 pub mod hub;
 pub mod kernel_server;
 
@@ -474,6 +475,9 @@ impl Recorder {
     }
 }
 
+/// The name the test clients give in `initialize` (a host may show the agent under it).
+pub const CLIENT_TITLE: &str = "E2E agent";
+
 impl Recorder {
     /// Waits until `count` resource updates have arrived; false after `timeout`.
     pub async fn wait_for_updates(&self, count: usize, timeout: Duration) -> bool {
@@ -491,10 +495,15 @@ impl Recorder {
 }
 
 impl rmcp::ClientHandler for Recorder {
-    /// A 2025-11-25 client (the tests' 2026-07-28 client is the Python SDK).
+    /// A 2025-11-25 client (the tests' 2026-07-28 client is the Python SDK), named
+    /// [`CLIENT_TITLE`].
     fn get_info(&self) -> rmcp::model::ClientConfig {
-        rmcp::model::ClientConfig::default()
-            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25)
+        let mut info = rmcp::model::ClientConfig::default()
+            .with_protocol_version(rmcp::model::ProtocolVersion::V_2025_11_25);
+        info.client_info =
+            rmcp::model::Implementation::new("jupyter-mcp-tests", env!("CARGO_PKG_VERSION"))
+                .with_title(CLIENT_TITLE);
+        info
     }
 
     async fn on_resource_updated(

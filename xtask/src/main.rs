@@ -108,6 +108,12 @@ const LAYER_RULES: &[LayerRule] = &[
         why: "transports move JSON: they compile without the tool layer",
     },
     LayerRule {
+        crates: &["host-jupyter"],
+        packages: &["rmcp", "napi", "zeromq", "jupyter-zmq-client", "openssl"],
+        source: &["std::fs", "std::process", "tokio::process"],
+        why: "the JupyterLab host starts no local kernels, serves no MCP itself and never touches the notebook files (TLS, when it has any, is the remote-kernel client's rustls, never the system's OpenSSL)",
+    },
+    LayerRule {
         crates: &["mcp-server"],
         packages: &[],
         source: &["std::process", "tokio::process", "std::fs", "std::net"],
@@ -332,7 +338,7 @@ fn deps() -> Result<()> {
         );
     }
     eprintln!(
-        "deps: {} domain crates are pure; host-core, mcp-server and broker keep their layers",
+        "deps: {} domain crates are pure; host-core, host-jupyter, mcp-server and broker keep their layers",
         DOMAIN_CRATES.len()
     );
     Ok(())
@@ -443,7 +449,7 @@ fn ci(arguments: &[String]) -> Result<()> {
         fuzz::remove_build()?;
         report_free_space("ci: fuzz targets built and removed");
     }
-    // The output viewer's test drives Chromium.
+    // The output viewer's and JupyterLab's browser tests drive Chromium.
     vscode::system_packages()?;
     run(cargo()
         .args(["test", "--workspace"])

@@ -295,13 +295,19 @@ impl<H: NotebookHost> Tools<H> {
         location: &NotebookLocation,
         document: &Document,
     ) -> Arc<FlowView> {
+        let observed = self
+            .kernels
+            .as_ref()
+            .map(|kernels| kernels.observed_runs(location))
+            .unwrap_or_default();
         let epoch = self.live_epoch(location);
         let derived = self.derived(document);
         let mut sessions = self.sessions.lock().expect("sessions lock");
-        sessions
-            .entry(location.uri.clone())
-            .or_default()
-            .cached_view(document.version, &document.notebook, &derived.revs, epoch)
+        let session = sessions.entry(location.uri.clone()).or_default();
+        for run in observed {
+            session.record_run(&run.cell_id, &run.source, run.epoch, run.ok);
+        }
+        session.cached_view(document.version, &document.notebook, &derived.revs, epoch)
     }
 
     /// `queued` / `running` for cells of the notebook's active run, by cell id.
@@ -325,6 +331,16 @@ impl<H: NotebookHost> Tools<H> {
         params: RunCellsParams,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
+        if params
+            .idempotency_key
+            .as_deref()
+            .is_some_and(|key| key.chars().any(char::is_control))
+        {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "idempotencyKey holds a control character; use printable text, such as a UUID",
+            ));
+        }
         let location = self.resolve(&params.notebook_ref).await?;
         let targets = match params.cell_ids {
             Some(cells) => {
@@ -438,6 +454,7 @@ impl<H: NotebookHost> Tools<H> {
             Some(start) if start.reported() => {
                 shifted = CallContext {
                     progress: Some(start.after()),
+                    ..context.clone()
                 };
                 &shifted
             }

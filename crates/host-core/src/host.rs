@@ -215,11 +215,20 @@ impl HostError {
 pub struct DocumentCapabilities {
     /// `undo_last`: the host snapshots what each change replaces and can restore it.
     pub undo: bool,
+    /// The document is edited live by others at the same time (a collaborative room): an edit
+    /// is guarded by the revs it quotes rather than by the document's version, so a change
+    /// someone made elsewhere in the notebook since the client's last read does not refuse it,
+    /// and a commit refused because the document moved on meanwhile is planned again against
+    /// the new version.
+    pub shared_live: bool,
 }
 
 impl Default for DocumentCapabilities {
     fn default() -> Self {
-        DocumentCapabilities { undo: true }
+        DocumentCapabilities {
+            undo: true,
+            shared_live: false,
+        }
     }
 }
 
@@ -315,5 +324,49 @@ pub trait NotebookHost: Send + Sync + 'static {
     /// A language model for `summarize_cells`; without one, summaries are deterministic.
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None
+    }
+}
+
+/// `time` as RFC 3339 UTC to the second (`2026-11-30T00:53:20Z`), as [`Restored::taken_at`]
+/// holds it.
+pub fn rfc3339(time: std::time::SystemTime) -> String {
+    let total = time
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let days = (total / 86_400) as i64;
+    let seconds_of_day = total % 86_400;
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        seconds_of_day / 3_600,
+        seconds_of_day % 3_600 / 60,
+        seconds_of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod rfc3339_tests {
+    use super::rfc3339;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn dates_are_rfc3339() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let time = UNIX_EPOCH + Duration::from_secs(1_796_000_000);
+        assert_eq!(rfc3339(time), "2026-11-30T00:53:20Z");
     }
 }

@@ -524,6 +524,20 @@ pub enum RequestOutcome {
     NotRunning,
 }
 
+/// A run of a notebook cell that did not go through the tools: a person ran it in an editor
+/// that shares the kernel (JupyterLab on the same server session), and the host saw it finish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObservedRun {
+    /// The cell's id.
+    pub cell_id: String,
+    /// Its source as it ran.
+    pub source: String,
+    /// The epoch of the kernel it ran on.
+    pub epoch: u64,
+    /// It ended without an error.
+    pub ok: bool,
+}
+
 /// The kernels of a host's notebooks.
 pub trait NotebookKernels: Send + Sync + 'static {
     /// What these kernels can do (decides the kernel tools that are listed).
@@ -610,6 +624,14 @@ pub trait NotebookKernels: Send + Sync + 'static {
 
     /// Stops every kernel (the host is going away).
     fn shutdown_all(&self) -> BoxFuture<'_, ()>;
+
+    /// Runs of the notebook's cells that others made on its kernel since the last call, oldest
+    /// first, so that staleness follows what actually ran. Never waits. Default: none (a host
+    /// whose kernels only the tools use).
+    fn observed_runs(&self, location: &NotebookLocation) -> Vec<ObservedRun> {
+        let _ = location;
+        Vec::new()
+    }
 }
 
 /// A shared handle on a host's kernels.

@@ -70,8 +70,8 @@ pub use host::{
     NotebookLocation, OpenStatus, Restored, WindowInfo,
 };
 pub use kernel::{
-    KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, SharedKernels,
-    SharedSession,
+    KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, ObservedRun,
+    SharedKernels, SharedSession,
 };
 pub use mcp_contract::refs;
 pub use tools::{

@@ -57,8 +57,8 @@ use crate::host::{
 use crate::kernel::{
     CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvent,
     KernelEvents, KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord,
-    KernelReply, KernelSelection, KernelSession, KernelStatus, NotebookKernels, RequestOutcome,
-    SessionFeatures, SessionInfo, SharedKernels, SharedSession,
+    KernelReply, KernelSelection, KernelSession, KernelStatus, NotebookKernels, ObservedRun,
+    RequestOutcome, SessionFeatures, SessionInfo, SharedKernels, SharedSession,
 };
 use crate::tools::BoxFuture;
 
@@ -534,6 +534,8 @@ struct ScriptedInner {
     /// Every piece of code a kernel was given, in order (cells and helper code).
     log: Mutex<Vec<String>>,
     starts: AtomicU64,
+    /// Runs others made, by notebook URI, until the tools take them.
+    observed: Mutex<HashMap<String, Vec<ObservedRun>>>,
 }
 
 impl Default for ScriptedKernels {
@@ -558,6 +560,7 @@ impl ScriptedKernels {
                 hook: Mutex::new(None),
                 log: Mutex::new(Vec::new()),
                 starts: AtomicU64::new(0),
+                observed: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -588,6 +591,26 @@ impl ScriptedKernels {
     /// The running kernel of the notebook at `uri`.
     pub fn session(&self, uri: &str) -> Option<Arc<ScriptedSession>> {
         self.lock().get(uri).cloned()
+    }
+
+    /// Reports that someone else ran `source` as cell `cell_id` on the notebook's live kernel
+    /// (as a person in a shared editor would); nothing happens without a live kernel.
+    pub fn observe_run(&self, uri: &str, cell_id: &str, source: &str, ok: bool) {
+        let Some(epoch) = self.session(uri).and_then(|session| session.epoch()) else {
+            return;
+        };
+        self.inner
+            .observed
+            .lock()
+            .expect("observed lock")
+            .entry(uri.to_owned())
+            .or_default()
+            .push(ObservedRun {
+                cell_id: cell_id.to_owned(),
+                source: source.to_owned(),
+                epoch,
+                ok,
+            });
     }
 
     /// Kills the notebook's kernel as a crash would: what runs on it ends `Died`.
@@ -779,6 +802,15 @@ impl NotebookKernels for ScriptedKernels {
                 session.control(Control::Shutdown);
             }
         })
+    }
+
+    fn observed_runs(&self, location: &NotebookLocation) -> Vec<ObservedRun> {
+        self.inner
+            .observed
+            .lock()
+            .expect("observed lock")
+            .remove(&location.uri)
+            .unwrap_or_default()
     }
 }
 

@@ -935,31 +935,46 @@ impl<H: NotebookHost> Tools<H> {
         let location = self.resolve(reference).await?;
         let lock = self.lock_for(&location.uri);
         let _guard = lock.lock().await;
-        let document = self.host.load(&location).await?;
-        self.check_unchanged_since_seen(&document)?;
-        let outcome = notebook_model::apply_edits(
-            &document.notebook,
-            ops,
-            EditPolicy {
-                require_expected_rev: true,
-            },
-        )
-        .map_err(edit_error)?;
-        let committed = self
-            .host
-            .commit(
-                &location,
-                document.version,
-                Commit {
-                    notebook: outcome.notebook.clone(),
-                    changes: outcome.changes.clone(),
-                    description,
-                    kind: crate::host::CommitKind::Edit,
+        let shared_live = self.host.document_capabilities().shared_live;
+        // A live document can move on between reading it and committing (someone types):
+        // the batch is then planned again against the new version, its revs checked again.
+        let mut attempts_left = if shared_live { 5 } else { 1 };
+        loop {
+            attempts_left -= 1;
+            let document = self.host.load(&location).await?;
+            if !shared_live {
+                self.check_unchanged_since_seen(&document)?;
+            }
+            let outcome = notebook_model::apply_edits(
+                &document.notebook,
+                ops,
+                EditPolicy {
+                    require_expected_rev: true,
                 },
             )
-            .await?;
-        self.saw(&committed);
-        Ok((location, outcome, committed))
+            .map_err(edit_error)?;
+            let committed = self
+                .host
+                .commit(
+                    &location,
+                    document.version,
+                    Commit {
+                        notebook: outcome.notebook.clone(),
+                        changes: outcome.changes.clone(),
+                        description: description.clone(),
+                        kind: crate::host::CommitKind::Edit,
+                    },
+                )
+                .await;
+            match committed {
+                Ok(committed) => {
+                    self.saw(&committed);
+                    return Ok((location, outcome, committed));
+                }
+                Err(HostError::ChangedOnDisk { .. }) if attempts_left > 0 => continue,
+                Err(failure) => return Err(failure.into()),
+            }
+        }
     }
 
     async fn edit_cells(&self, params: EditCellsParams, context: &CallContext) -> ToolResult {

@@ -154,7 +154,7 @@ pub(crate) fn event(event: ExecuteEvent) -> Option<KernelEvent> {
 }
 
 /// The events of an execute request, converted, ending after its terminal event.
-pub(crate) fn events(handle: ExecuteHandle) -> KernelEvents {
+pub fn events(handle: ExecuteHandle) -> KernelEvents {
     futures::stream::unfold(handle, |mut handle| async move {
         loop {
             let next = handle.next().await?;

@@ -37,7 +37,7 @@ use kernels::{KernelHandle, KernelManager, KernelSpecInfo};
 use mcp_contract::results::KernelChoice;
 use tokio::sync::watch;
 
-pub use convert::{kernel_error, place, status};
+pub use convert::{events, kernel_error, place, status};
 
 /// Where a notebook's kernel lives: the notebook file, whose folder is the kernel's working
 /// directory. `None` for a notebook that cannot have one.
@@ -409,6 +409,26 @@ impl NotebookKernels for ManagedKernels {
     }
 }
 
+/// What host-core shows of a running kernel of `kernels` (its spec, what it reported of
+/// itself, its process and where it runs).
+pub fn session_info(kernel: &dyn KernelHandle) -> SessionInfo {
+    let spec = kernel.spec();
+    let info = kernel.info();
+    SessionInfo {
+        id: spec.id.clone(),
+        label: spec.display_name.clone(),
+        language: if info.language.is_empty() {
+            spec.language.clone()
+        } else {
+            info.language
+        },
+        implementation: Some(info.implementation).filter(|text| !text.is_empty()),
+        language_version: Some(info.language_version).filter(|text| !text.is_empty()),
+        pid: kernel.process_id(),
+        runs_on: Some(place(&kernel.place())),
+    }
+}
+
 /// One kernel object of the manager, as host-core sees it.
 struct ManagedSession {
     kernel: Arc<dyn KernelHandle>,
@@ -417,21 +437,7 @@ struct ManagedSession {
 
 impl KernelSession for ManagedSession {
     fn info(&self) -> SessionInfo {
-        let spec = self.kernel.spec();
-        let info = self.kernel.info();
-        SessionInfo {
-            id: spec.id.clone(),
-            label: spec.display_name.clone(),
-            language: if info.language.is_empty() {
-                spec.language.clone()
-            } else {
-                info.language
-            },
-            implementation: Some(info.implementation).filter(|text| !text.is_empty()),
-            language_version: Some(info.language_version).filter(|text| !text.is_empty()),
-            pid: self.kernel.process_id(),
-            runs_on: Some(place(&self.kernel.place())),
-        }
+        session_info(&*self.kernel)
     }
 
     fn features(&self) -> SessionFeatures {
@@ -469,7 +475,7 @@ impl KernelSession for ManagedSession {
                 .execute(&cell.source, kernels::ExecuteOptions::default())
                 .await
                 .map_err(|failure| kernel_error(&failure))?;
-            Ok(convert::events(handle))
+            Ok(events(handle))
         })
     }
 
@@ -478,30 +484,40 @@ impl KernelSession for ManagedSession {
         code: String,
         options: ExecuteOptions,
     ) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
-        Box::pin(async move {
-            let options = kernels::ExecuteOptions {
-                silent: options.silent,
-                store_history: options.store_history,
-                user_expressions: options.user_expressions,
-                stop_on_error: options.stop_on_error,
-                buffers: options.buffers,
-            };
-            let handle = self
-                .kernel
-                .execute(&code, options)
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            Ok(convert::events(handle))
-        })
+        Box::pin(async move { execute(self.kernel.as_ref(), &code, options).await })
     }
 
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
-        Box::pin(async move {
-            self.kernel
-                .probe()
-                .await
-                .map(|probed| status(&probed))
-                .map_err(|failure| kernel_error(&failure))
-        })
+        Box::pin(async move { probe(self.kernel.as_ref()).await })
     }
+}
+
+/// Runs `code` on `kernel` with the tool layer's `options`: its events as the tool layer sees
+/// them (for any host's session over a `kernels` kernel).
+pub async fn execute(
+    kernel: &dyn KernelHandle,
+    code: &str,
+    options: ExecuteOptions,
+) -> Result<KernelEvents, KernelError> {
+    let options = kernels::ExecuteOptions {
+        silent: options.silent,
+        store_history: options.store_history,
+        user_expressions: options.user_expressions,
+        stop_on_error: options.stop_on_error,
+        buffers: options.buffers,
+    };
+    let handle = kernel
+        .execute(code, options)
+        .await
+        .map_err(|failure| kernel_error(&failure))?;
+    Ok(events(handle))
+}
+
+/// The state of `kernel` now, as the tool layer sees it.
+pub async fn probe(kernel: &dyn KernelHandle) -> Result<KernelStatus, KernelError> {
+    kernel
+        .probe()
+        .await
+        .map(|probed| status(&probed))
+        .map_err(|failure| kernel_error(&failure))
 }

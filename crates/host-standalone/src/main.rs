@@ -52,9 +52,9 @@ enum Command {
         /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
         #[arg(long, value_name = "URL", conflicts_with = "no_kernels")]
         kernel_server: Option<String>,
-        /// Read the kernel server's token from this file (read again when it changes, and when
-        /// the server refuses the token).
-        #[arg(long, value_name = "PATH", requires = "kernel_server")]
+        /// Read the kernel server's (or the --jupyter server's) token from this file (for a
+        /// kernel server: read again when it changes, and when the server refuses the token).
+        #[arg(long, value_name = "PATH")]
         kernel_server_token_file: Option<PathBuf>,
         /// Trust this certificate authority (a PEM file) for https:// kernel servers and hubs,
         /// besides the system's (SSL_CERT_FILE replaces the system's). Repeatable.
@@ -96,6 +96,13 @@ enum Command {
         /// the proxy refuses the token).
         #[arg(long, value_name = "PATH", requires = "colab_runtime_url")]
         colab_token_file: Option<PathBuf>,
+        /// Work alongside JupyterLab: serve the notebooks of this Jupyter Server
+        /// (http://host:port/base/, with jupyter-collaboration) live in their shared documents,
+        /// on the kernels their JupyterLab tabs use. Its token comes from
+        /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN; --root is then the
+        /// folder file transfers read and write.
+        #[arg(long, value_name = "URL", conflicts_with_all = ["kernel_server", "jupyterhub", "colab_session", "colab_runtime_url"])]
+        jupyter: Option<String>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
@@ -132,6 +139,7 @@ fn main() -> anyhow::Result<()> {
             no_auth,
             kernel_server,
             kernel_server_token_file,
+            jupyter,
             kernel_server_ca,
             allow_insecure_http,
             jupyterhub,
@@ -143,12 +151,37 @@ fn main() -> anyhow::Result<()> {
             colab_runtime_url,
             colab_token_file,
         } => {
+            anyhow::ensure!(
+                kernel_server_token_file.is_none() || kernel_server.is_some() || jupyter.is_some(),
+                "--kernel-server-token-file needs --kernel-server or --jupyter"
+            );
             let auth = if no_auth {
                 Auth::None
             } else if let Some(token) = token_from(token_file.as_deref(), "JUPYTER_MCP_TOKEN")? {
                 Auth::Token(token)
             } else {
                 Auth::RandomToken
+            };
+            // Read before the kernel server's credential takes the token file (the two
+            // options exclude each other).
+            let jupyter = match jupyter {
+                Some(url) => {
+                    let token = token_from(
+                        kernel_server_token_file.as_deref(),
+                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+                    )?;
+                    let connection = host_jupyter::ServerConnection::new(&url, token.as_deref())?;
+                    // The same rule as for kernel servers: plain http:// on loopback only,
+                    // unless the network on the way is said to be the user's.
+                    let mut profile = kernels::ConnectionProfile::jupyter_server(
+                        kernels::ServerUrl::parse(&url)?,
+                        None,
+                    );
+                    profile.allow_insecure_http = allow_insecure_http;
+                    profile.check_transport()?;
+                    Some(connection)
+                }
+                None => None,
             };
             let tls = kernels::TlsTrust {
                 extra_roots: kernel_server_ca,
@@ -233,6 +266,7 @@ fn main() -> anyhow::Result<()> {
                 auth,
                 runtime_dir: runtime_dir.unwrap_or_else(broker::secret::default_runtime_dir),
                 kernel_server,
+                jupyter,
             };
             tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -37,6 +37,10 @@ pub struct ServeConfig {
     pub runtime_dir: PathBuf,
     /// Run kernels on this Jupyter Server or Kernel Gateway instead of locally.
     pub kernel_server: Option<KernelServer>,
+    /// Serve the notebooks of this Jupyter Server (with jupyter-collaboration) instead of the
+    /// files under `root`, live beside the people who have them open in JupyterLab; `root` is
+    /// then the folder transfers read and write.
+    pub jupyter: Option<host_jupyter::ServerConnection>,
 }
 
 /// Where the notebooks' kernels run when not locally.
@@ -188,20 +192,72 @@ impl ShutdownSignals {
 }
 
 /// Prints the start line (the URL is its first `http://` word; the tests read it).
-fn announce(root: &std::path::Path, url: &str, role: &str) -> std::io::Result<()> {
+fn announce(served: &str, url: &str, role: &str) -> std::io::Result<()> {
     let mut stdout = std::io::stdout();
     writeln!(
         stdout,
-        "jupyter-mcp {} serving {} at {url}{role}",
+        "jupyter-mcp {} serving {served} at {url}{role}",
         env!("CARGO_PKG_VERSION"),
-        root.display()
     )?;
     stdout.flush()
+}
+
+/// What to let go of when the server stops.
+enum Host {
+    /// Files under a root: its kernels, which no one else uses.
+    Files(Option<kernels::KernelManager>),
+    /// A Jupyter Server's notebooks: its rooms and the connections to its kernels (the
+    /// kernels themselves are its sessions', and keep running).
+    Jupyter(Arc<host_jupyter::JupyterHost>),
+}
+
+/// The tools of a Jupyter Server's notebooks, after checking the server answers.
+async fn jupyter_host(
+    config: &ServeConfig,
+    connection: &host_jupyter::ServerConnection,
+) -> anyhow::Result<(Arc<dyn ToolDispatch>, host_core::WindowInfo, String, Host)> {
+    let host = host_jupyter::JupyterHost::new(host_jupyter::JupyterHostConfig {
+        connection: connection.clone(),
+        transfer_root: Some(config.root.clone()),
+        kernels: config.kernels,
+    })?;
+    host.connect()
+        .await
+        .with_context(|| format!("cannot use the Jupyter server at {}", connection.base_url()))?;
+    tracing::info!(server = %connection.base_url(), "serving a Jupyter server's notebooks");
+    let window = host.window();
+    // Without the scheme: the start line's first `http://` word is the MCP URL.
+    let base = connection.base_url();
+    let served = format!(
+        "the notebooks of the Jupyter server {}",
+        base.trim_start_matches("http://")
+    );
+    let dispatch = host_jupyter::JupyterDispatch::new(Arc::new(host));
+    let host = dispatch.host().clone();
+    Ok((Arc::new(dispatch), window, served, Host::Jupyter(host)))
 }
 
 /// Runs the server until a signal (HTTP) or the end of stdin (stdio).
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     let mut signals = ShutdownSignals::install().context("cannot install signal handlers")?;
+    let (tools, window, served, host) = match &config.jupyter {
+        Some(connection) => jupyter_host(&config, connection).await?,
+        None => files_host(&config)?,
+    };
+    serve_on(&config, tools, window, &served, &mut signals).await?;
+    match host {
+        // No kernel outlives the server.
+        Host::Files(Some(kernels)) => kernels.shutdown_all().await,
+        Host::Files(None) => {}
+        Host::Jupyter(host) => host.shutdown().await,
+    }
+    Ok(())
+}
+
+/// The tools of the notebook files under the root.
+fn files_host(
+    config: &ServeConfig,
+) -> anyhow::Result<(Arc<dyn ToolDispatch>, host_core::WindowInfo, String, Host)> {
     let host = FileHost::new(FileHostConfig {
         root: config.root.clone(),
         snapshot_folder: config.snapshot_folder.clone(),
@@ -228,9 +284,25 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
     }
     let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
+    Ok((
+        tools,
+        window,
+        root.display().to_string(),
+        Host::Files(kernels),
+    ))
+}
+
+/// Serves `tools` on the configured transport until a signal (HTTP) or the end of stdin.
+async fn serve_on(
+    config: &ServeConfig,
+    tools: Arc<dyn ToolDispatch>,
+    window: host_core::WindowInfo,
+    served: &str,
+    signals: &mut ShutdownSignals,
+) -> anyhow::Result<()> {
     match config.transport {
         Transport::Stdio => {
-            tracing::info!(root = %root.display(), "serving MCP over stdio");
+            tracing::info!(served, "serving MCP over stdio");
             tokio::select! {
                 result = mcp_server::serve_stdio(McpHandler::new(tools)) => result.context("stdio transport failed")?,
                 () = signals.recv() => {}
@@ -247,7 +319,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                 token: token.clone(),
             };
             let app = HttpApp::new(McpHandler::new(tools), security, None, cancel.clone());
-            announce(&root, &mcp_server::mcp_url(address, token.as_deref()), "")?;
+            announce(served, &mcp_server::mcp_url(address, token.as_deref()), "")?;
             let server = tokio::spawn(mcp_server::serve(listener, app, cancel.clone()));
             signals.recv().await;
             tracing::info!("shutting down");
@@ -279,7 +351,7 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
                 ),
             };
             announce(
-                &root,
+                served,
                 &mcp_server::mcp_url(address, token.as_deref()),
                 &role,
             )?;
@@ -287,10 +359,6 @@ pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
             tracing::info!("shutting down");
             coordinator.stop().await;
         }
-    }
-    if let Some(kernels) = kernels {
-        // No kernel outlives the server.
-        kernels.shutdown_all().await;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! most [`MAX_SNAPSHOTS`] per notebook, surviving server restarts). `undo_last` restores the newest.
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -34,35 +34,7 @@ pub struct SnapshotStore {
     folder: PathBuf,
 }
 
-/// `seconds since 1970` as RFC 3339 UTC.
-pub fn rfc3339(time: SystemTime) -> String {
-    let total = time
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs());
-    let days = (total / 86_400) as i64;
-    let seconds_of_day = total % 86_400;
-    // Civil date from days since the epoch (Howard Hinnant's algorithm).
-    let shifted = days + 719_468;
-    let era = shifted.div_euclid(146_097);
-    let day_of_era = shifted.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        seconds_of_day / 3_600,
-        seconds_of_day % 3_600 / 60,
-        seconds_of_day % 60
-    )
-}
+use host_core::host::rfc3339;
 
 impl SnapshotStore {
     pub fn new(folder: PathBuf) -> SnapshotStore {
@@ -170,13 +142,6 @@ impl SnapshotStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dates_are_rfc3339() {
-        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let time = UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
-        assert_eq!(rfc3339(time), "2026-11-30T00:53:20Z");
-    }
 
     #[test]
     fn keeps_the_newest_twenty() {

@@ -161,7 +161,10 @@ impl NotebookHost for VsCodeHost {
 
     fn document_capabilities(&self) -> host_core::DocumentCapabilities {
         // Every change is an edit of the live document, on the editor's own undo stack.
-        host_core::DocumentCapabilities { undo: false }
+        host_core::DocumentCapabilities {
+            undo: false,
+            ..Default::default()
+        }
     }
 
     fn kernels(&self) -> Option<host_core::SharedKernels> {

@@ -466,6 +466,12 @@ async fn interrupt_stops_a_long_sleep() {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(kernel.process_id().unwrap()).unwrap());
     let mut status = kernel.status();
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    // The stop lands on each thread when it is next scheduled: probe once every thread
+    // (the heartbeat's among them) is stopped.
+    wait_until(Duration::from_secs(5), || {
+        every_thread_stopped(pid.as_raw())
+    })
+    .await;
     let probed = timeout(Duration::from_secs(5), kernel.probe()).await;
     // Read before resuming: any IOPub status afterwards proves reachability again.
     let watched = status.borrow_and_update().clone();
@@ -685,6 +691,20 @@ async fn measure_round_trip_of_small_executes() {
         round_trips[round_trips.len() - 1]
     );
     kernel.shutdown().await.unwrap();
+}
+
+/// Whether every thread of process `pid` is stopped (state `T` in `/proc/PID/task/*/stat`).
+fn every_thread_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the command name, which is in parentheses.
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        })
+    })
 }
 
 /// Polls a condition that has no event to wait on (another process's death) until a deadline.

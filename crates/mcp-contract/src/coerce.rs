@@ -548,6 +548,7 @@ mod properties {
         optional("outputMode", Kind::Word(OUTPUT_MODES)),
         optional("maxOutputChars", Kind::Number),
         optional("includeImages", Kind::Flag),
+        optional("idempotencyKey", Kind::Text),
     ];
 
     const GET_EXECUTION: &[Field] = &[

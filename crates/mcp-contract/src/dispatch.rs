@@ -151,6 +151,9 @@ pub trait ProgressSink: Send + Sync {
 pub struct CallContext {
     /// Where progress goes, when the client asked for progress notifications.
     pub progress: Option<Arc<dyn ProgressSink>>,
+    /// The name the MCP client gave in its `initialize` request (its title, else its name),
+    /// when the transport knows it; a host may show the agent under it.
+    pub client_name: Option<String>,
 }
 
 impl std::fmt::Debug for CallContext {
@@ -158,6 +161,7 @@ impl std::fmt::Debug for CallContext {
         formatter
             .debug_struct("CallContext")
             .field("progress", &self.progress.is_some())
+            .field("client_name", &self.client_name)
             .finish()
     }
 }

@@ -451,9 +451,9 @@ pub struct RunCellsParams {
     /// (default true; needs `includeOutputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_images: Option<bool>,
-    /// A key of your choice (up to 4,096 characters) that makes a retry safe: while a run
-    /// started with the same key on this notebook is still known (up to an hour), the call
-    /// reports that run instead of starting another. Omit it to start a new run every time.
+    /// A key of your choice (up to 4,096 printable characters) that makes a retry safe: while
+    /// a run started with the same key on this notebook is still known (up to an hour), the
+    /// call reports that run instead of starting another. Omit it to start a new run every time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
 }

@@ -348,12 +348,19 @@ impl ServerHandler for McpHandler {
                     token,
                 }) as Arc<dyn ProgressSink>
             });
+        let client_name = context.peer.peer_info().map(|info| {
+            let client = &info.client_info;
+            client.title.clone().unwrap_or_else(|| client.name.clone())
+        });
         let output = self
             .dispatch
             .dispatch(
                 request.name.to_string(),
                 request.arguments,
-                CallContext { progress },
+                CallContext {
+                    progress,
+                    client_name,
+                },
             )
             .await;
         Ok(call_tool_result(output).into())
@@ -484,8 +491,11 @@ impl ServerHandler for McpHandler {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
+        let uri = [request.uri.clone()];
         self.subscriptions
             .subscribe(request.uri, self.session, context.peer.clone());
+        // Answered once the baseline is known: a change made after the reply is news.
+        self.subscriptions.take_baseline(&uri, false).await;
         Ok(())
     }
 
@@ -502,6 +512,20 @@ impl ServerHandler for McpHandler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        // The stream is acknowledged before `listen` runs, so the baseline is taken here (a
+        // change made as soon as the client hears the acknowledgement is news). That needs a
+        // worker thread to wait on; on a single-threaded runtime the watcher's first look is
+        // the baseline.
+        if let Some(uris) = &requested.resource_subscriptions
+            && tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+                runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+            })
+        {
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current()
+                    .block_on(self.subscriptions.take_baseline(uris, true));
+            });
+        }
         // Resource updates only: the tool and prompt lists do not change on their own.
         let mut accepted = requested.clone();
         accepted.tools_list_changed = None;

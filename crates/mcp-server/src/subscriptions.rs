@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_contract::ToolDispatch;
 use mcp_contract::resources::ResourceUri;
@@ -17,6 +17,9 @@ use tokio::sync::broadcast;
 
 /// How often subscribed notebooks are looked at.
 const WATCH_INTERVAL: Duration = Duration::from_millis(200);
+
+/// How long a baseline taken for a stream that is being acknowledged waits for the stream.
+const RESERVATION: Duration = Duration::from_secs(30);
 
 /// The notebook a subscribed URI follows (a part's notebook, for a cell's source or output).
 fn notebook_of(uri: &str) -> String {
@@ -32,6 +35,9 @@ struct State {
     next_listener: u64,
     /// The last version seen of each watched notebook.
     versions: BTreeMap<String, Option<u64>>,
+    /// Notebooks whose baseline was taken for a `subscriptions/listen` stream that is being
+    /// acknowledged and not registered yet, with when.
+    reserved: Vec<(String, Instant)>,
     watching: bool,
 }
 
@@ -93,10 +99,53 @@ impl Subscriptions {
             .retain(|(subscribed, owner, _)| !(subscribed == uri && *owner == session));
     }
 
+    /// Reads the versions of the notebooks of `uris` not watched yet, as the baseline a new
+    /// subscription is compared against, so that a change made as soon as the subscription is
+    /// acknowledged is news (the watcher's next look may come after it). `reserve` keeps the
+    /// baseline for a stream that registers later (see [`Subscriptions::listen`]).
+    pub(crate) async fn take_baseline(&self, uris: &[String], reserve: bool) {
+        let mut notebooks: Vec<String> = uris.iter().map(|uri| notebook_of(uri)).collect();
+        notebooks.sort();
+        notebooks.dedup();
+        let unknown: Vec<String> = {
+            let mut state = self.lock();
+            if reserve {
+                let now = Instant::now();
+                state
+                    .reserved
+                    .extend(notebooks.iter().map(|notebook| (notebook.clone(), now)));
+            }
+            notebooks
+                .into_iter()
+                .filter(|notebook| !state.versions.contains_key(notebook))
+                .collect()
+        };
+        if unknown.is_empty() {
+            return;
+        }
+        let versions = self.dispatch.resource_versions(unknown.clone()).await;
+        let mut state = self.lock();
+        for (notebook, version) in unknown.into_iter().zip(versions) {
+            // A baseline taken meanwhile is older, so it is the one to compare against.
+            state.versions.entry(notebook).or_insert(version);
+        }
+    }
+
     /// A `subscriptions/listen` stream starts listening to `uris`.
     pub(crate) fn listen(self: &Arc<Self>, uris: Vec<String>) -> Listener {
         let id = {
             let mut state = self.lock();
+            // Its reservations (taken while it was acknowledged) give way to the stream itself.
+            for uri in &uris {
+                let notebook = notebook_of(uri);
+                if let Some(index) = state
+                    .reserved
+                    .iter()
+                    .position(|(reserved, _)| *reserved == notebook)
+                {
+                    state.reserved.remove(index);
+                }
+            }
             state.next_listener += 1;
             let id = state.next_listener;
             state.listeners.insert(id, uris.clone());
@@ -154,7 +203,8 @@ impl Subscriptions {
             if notebooks.is_empty() {
                 let mut state = self.lock();
                 // Checked again under the lock: a subscription made since then keeps it going.
-                if state.peers.is_empty() && state.listeners.is_empty() {
+                if state.peers.is_empty() && state.listeners.is_empty() && state.reserved.is_empty()
+                {
                     state.watching = false;
                     state.versions.clear();
                     return;
@@ -173,9 +223,17 @@ impl Subscriptions {
                         Some(_) => {}
                     }
                 }
+                let now = Instant::now();
                 state
-                    .versions
-                    .retain(|notebook, _| notebooks.contains(notebook));
+                    .reserved
+                    .retain(|(_, since)| now.duration_since(*since) < RESERVATION);
+                let State {
+                    versions, reserved, ..
+                } = &mut *state;
+                versions.retain(|notebook, _| {
+                    notebooks.contains(notebook)
+                        || reserved.iter().any(|(reserved, _)| reserved == notebook)
+                });
                 changed
             };
             for notebook in changed {

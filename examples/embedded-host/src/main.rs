@@ -115,7 +115,10 @@ impl NotebookHost for MemoryNotebooks {
     }
 
     fn document_capabilities(&self) -> DocumentCapabilities {
-        DocumentCapabilities { undo: false } // So undo_last is not listed.
+        DocumentCapabilities {
+            undo: false,
+            ..Default::default()
+        } // So undo_last is not listed.
     }
 
     async fn undo(&self, _location: &NotebookLocation) -> Result<Restored, HostError> {

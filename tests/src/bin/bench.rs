@@ -1046,6 +1046,167 @@ async fn condensation_bench(report: &mut String) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Milliseconds between two wall-clock instants in nanoseconds since the epoch (the peer
+/// process stamps its side with `time.time_ns()`), signed: negative when `later` came first.
+fn signed_ms(earlier_ns: i128, later_ns: i128) -> f64 {
+    (later_ns - earlier_ns) as f64 / 1e6
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as i128)
+}
+
+fn median_ms(mut samples: Vec<f64>) -> (f64, f64) {
+    samples.sort_by(f64::total_cmp);
+    let at = |fraction: f64| samples[((samples.len() - 1) as f64 * fraction).round() as usize];
+    (at(0.5), at(0.9))
+}
+
+/// Working alongside JupyterLab: how long the agent's edits and run outputs take to reach a
+/// second Yjs client in the room (the person), against a Yjs round trip between two bare
+/// clients on the same room in the same run.
+async fn jupyter_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
+    use jupyter_mcp_tests::collab::{CollabServer, Peer, write_notebook};
+
+    let server = CollabServer::start()?;
+    write_notebook(&server, "bench.ipynb", &["marker = 0", "print('out')"]);
+    let transfers = tempfile::tempdir()?;
+    let url = server.url();
+    let token_file = server.token_file().display().to_string();
+    let mcp = jupyter_mcp_tests::HttpServer::start(
+        transfers.path(),
+        &["--jupyter", &url, "--kernel-server-token-file", &token_file],
+    )?;
+    let client = Client::http(&mcp.url).await?;
+    let mut person = Peer::start(&url, server.token())?;
+    person.open("bench.ipynb")?;
+    let baseline = person.ask_blocking(
+        json!({"cmd": "baseline", "path": "bench.ipynb", "cell": 1, "rounds": runs}),
+    )?;
+    let baseline: Vec<f64> = baseline["latencies_ns"]
+        .as_array()
+        .map(|samples| {
+            samples
+                .iter()
+                .filter_map(Value::as_f64)
+                .map(|ns| ns / 1e6)
+                .collect()
+        })
+        .unwrap_or_default();
+
+    let outline = client.outline_cells("bench.ipynb").await;
+    let mut rev = outline[0]["rev"].clone();
+    let (mut after_reply, mut after_call) = (Vec::new(), Vec::new());
+    for round in 0..=runs {
+        let marker = format!("marker = {}", round + 1);
+        let waiting = tokio::spawn({
+            let marker = marker.clone();
+            person.ask(json!({"cmd": "wait", "cell": 0, "contains": marker, "timeout": 60}))
+        });
+        let called = now_ns();
+        let edited = client
+            .call(
+                "edit_cells",
+                json!({"notebookRef": "bench.ipynb", "edits": [{
+                    "editType": "edit", "cellId": "c0", "expectedRev": rev, "newCode": marker
+                }]}),
+            )
+            .await
+            .ok();
+        let replied = now_ns();
+        rev = edited["applied"][0]["cells"][0]["rev"].clone();
+        let (back, seen) = waiting.await?;
+        person = back;
+        let arrived = seen?["at_ns"].as_i64().unwrap_or_default() as i128;
+        // The first round warms the connections up.
+        if round > 0 {
+            after_reply.push(signed_ms(replied, arrived));
+            after_call.push(signed_ms(called, arrived));
+        }
+    }
+
+    let mut output_after_call = Vec::new();
+    for round in 0..=runs.min(40) {
+        let text = format!("out-{round}");
+        let outline = client.outline_cells("bench.ipynb").await;
+        let edited = client
+            .call(
+                "edit_cells",
+                json!({"notebookRef": "bench.ipynb", "edits": [{
+                    "editType": "edit", "cellId": "c1", "expectedRev": outline[1]["rev"],
+                    "newCode": format!("print('{text}')")
+                }]}),
+            )
+            .await
+            .ok();
+        anyhow::ensure!(edited["applied"].is_array(), "{edited}");
+        let waiting = tokio::spawn({
+            let text = text.clone();
+            person.ask(json!({"cmd": "wait", "cell": 1, "output": text, "timeout": 60}))
+        });
+        let called = now_ns();
+        let receipt = client
+            .call(
+                "run_cells",
+                json!({"notebookRef": "bench.ipynb", "cellIds": ["c1"], "waitMs": 30_000}),
+            )
+            .await
+            .ok();
+        anyhow::ensure!(receipt["status"] == "completed", "{receipt}");
+        let (back, seen) = waiting.await?;
+        person = back;
+        let arrived = seen?["at_ns"].as_i64().unwrap_or_default() as i128;
+        if round > 0 {
+            output_after_call.push(signed_ms(called, arrived));
+        }
+    }
+    let _ = client.close().await;
+    drop(person);
+    drop(mcp);
+
+    let (base_median, base_p90) = median_ms(baseline);
+    let row = |name: &str, samples: Vec<f64>| {
+        let (median, p90) = median_ms(samples);
+        Row {
+            name: name.to_owned(),
+            figure: format!("{median:.2} ms ({p90:.2} ms)"),
+            baseline: format!("{base_median:.2} ms ({base_p90:.2} ms)"),
+            ratio: if base_median > 0.0 {
+                format!("{:.1}×", median / base_median)
+            } else {
+                "—".to_owned()
+            },
+            target: "",
+            pass: None,
+        }
+    };
+    print_rows(
+        &format!(
+            "Working alongside JupyterLab: arrival at a second Yjs client (median of {runs}; baseline: a Yjs round trip between two bare clients on the same room)"
+        ),
+        &[
+            row(
+                "edit_cells reply → change at the person (negative: before the reply)",
+                after_reply,
+            ),
+            row("edit_cells call → change at the person", after_call),
+            row(
+                "run_cells call → the run's output at the person",
+                output_after_call,
+            ),
+        ],
+        report,
+    );
+    let note = "
+The agent's reply waits for the server's echo of its update, which the server sends to every client in the room at once: a negative first row means the person had the change before the agent had its reply. Times at the person are taken when its Yjs client applies the update (a Python process, so its own scheduling is in them; the baseline's receiver is the same client).
+";
+    print!("{note}");
+    report.push_str(note);
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
@@ -1095,6 +1256,14 @@ async fn main() -> anyhow::Result<()> {
     } else if wanted("kernels") {
         remote_kernel_bench(&mut report, if quick { 15 } else { 100 }).await?;
         took("kernels");
+    }
+    if quick && only.is_none() {
+        let note = "\n### Working alongside JupyterLab\n\nSkipped by --quick (it starts a Jupyter Server); `--only jupyter` or the full run measures it.\n";
+        print!("{note}");
+        report.push_str(note);
+    } else if wanted("jupyter") {
+        jupyter_bench(&mut report, if quick { 15 } else { 60 }).await?;
+        took("jupyter");
     }
     let side_by_side = if wanted("peers") {
         let side_by_side = peers::run(quick).await?;

@@ -101,6 +101,14 @@ fn valid_value(name: &str, schema: &Value) -> Value {
     if let Some(first) = schema["enum"].as_array().and_then(|values| values.first()) {
         return first.clone();
     }
+    // A closed set written as described alternatives (`oneOf` of `const`s): take the first.
+    if let Some(first) = ["oneOf", "anyOf"]
+        .iter()
+        .flat_map(|key| schema[*key].as_array().into_iter().flatten())
+        .find_map(|alternative| alternative.get("const"))
+    {
+        return first.clone();
+    }
     match schema_types(schema).first().map(String::as_str) {
         Some("string") => json!("x"),
         Some("integer" | "number") => json!(0),

@@ -10,6 +10,7 @@ mod execution;
 mod faults;
 mod hub;
 mod intelligence;
+mod jupyter;
 mod load;
 mod mcp_features;
 mod remote;

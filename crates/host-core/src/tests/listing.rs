@@ -96,9 +96,12 @@ fn each_capability_lists_its_own_tools() {
 fn undo_is_listed_only_where_the_host_keeps_snapshots() {
     let with = Tools::new(Arc::new(MemoryHost::new()));
     assert!(listed(&with).contains(&"undo_last"));
-    let without = Tools::new(Arc::new(
-        MemoryHost::new().with_document_capabilities(crate::DocumentCapabilities { undo: false }),
-    ));
+    let without = Tools::new(Arc::new(MemoryHost::new().with_document_capabilities(
+        crate::DocumentCapabilities {
+            undo: false,
+            ..Default::default()
+        },
+    )));
     assert!(!listed(&without).contains(&"undo_last"));
 }
 

@@ -393,6 +393,43 @@ async fn an_edit_can_run_what_it_made_stale() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
+    let world = World::new();
+    let uri = world.host.insert("a.ipynb", &["x = 1", "y = x + 1"]).uri;
+    // The agent's run starts the kernel; then a person edits and runs the first cell in
+    // their editor, on the same kernel.
+    world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
+        )
+        .await;
+    world.host.change_outside("a.ipynb", |notebook| {
+        notebook.cell_mut(0).expect("a cell").set_source("x = 2");
+    });
+    let id = world.host.notebook("a.ipynb").unwrap().cells()[0]
+        .id()
+        .to_owned();
+    world.kernels.observe_run(&uri, &id, "x = 2", true);
+    let outline = world
+        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
+        .await;
+    assert_eq!(outline["cells"][0]["state"], "fresh", "{outline}");
+    assert_eq!(
+        outline["cells"][1]["state"], "stale",
+        "what reads it is stale: {outline}"
+    );
+    let before = world.kernels.log().len();
+    world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
+        )
+        .await;
+    assert_eq!(world.kernels.log()[before..], ["y = x + 1"]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_retry_with_the_same_idempotency_key_reports_the_first_run_and_sends_nothing() {
     let world = World::new();
     world

@@ -224,14 +224,52 @@ impl RemoteProvider {
                 available: Vec::new(),
             });
         };
-        let rest = self.server().await?;
-        let shared = Arc::new(Shared {
+        let shared = self.shared(spec, name, folder, true).await?;
+        let session = shared.start_new_kernel().await?;
+        *shared.lifecycle.lock().await = Some(session);
+        Ok(RemoteKernel { shared })
+    }
+
+    /// Connects to `kernel_id`, a kernel the server already runs for someone else (the kernel
+    /// of a notebook's server session, which JupyterLab uses too), as a `spec` (a `remote:`
+    /// choice) kernel working in `folder`, and waits until it answered `kernel_info_request`.
+    /// The kernel is shared, not ours: dropping it or shutting it down closes only this
+    /// connection, and when the server no longer has it, a restart fails rather than
+    /// starting a kernel nobody else would see. A restart through it restarts the kernel for
+    /// everyone, as a restart in JupyterLab does.
+    pub async fn attach_remote(
+        &self,
+        spec: &KernelSpecInfo,
+        kernel_id: &str,
+        folder: &Path,
+    ) -> Result<RemoteKernel> {
+        let name = spec
+            .id
+            .strip_prefix(REMOTE_SPEC_PREFIX)
+            .unwrap_or(&spec.id)
+            .to_owned();
+        let shared = self.shared(spec, &name, folder, false).await?;
+        let session = shared.open_session(kernel_id.to_owned()).await?;
+        *shared.lifecycle.lock().await = Some(session);
+        Ok(RemoteKernel { shared })
+    }
+
+    /// The state of a new kernel connection of `spec` (kernelspec `name` on the server) for a
+    /// notebook in `folder`, not yet connected; `owned`: we start and stop the kernel.
+    async fn shared(
+        &self,
+        spec: &KernelSpecInfo,
+        name: &str,
+        folder: &Path,
+        owned: bool,
+    ) -> Result<Arc<Shared>> {
+        Ok(Arc::new(Shared {
             spec: spec.clone(),
             name: name.to_owned(),
             cwd: folder.to_path_buf(),
             server_path: self.config.server_path(folder),
             config: self.config.clone(),
-            rest: Mutex::new(rest),
+            rest: Mutex::new(self.server().await?),
             hub: self.hub.clone(),
             server_stopped: Arc::new(AtomicBool::new(false)),
             epochs: Arc::clone(&self.epochs),
@@ -239,10 +277,8 @@ impl RemoteProvider {
             info: Arc::new(Mutex::new(KernelInfo::default())),
             lifecycle: tokio::sync::Mutex::new(None),
             kernel_id: Mutex::new(None),
-        });
-        let session = shared.start_new_kernel().await?;
-        *shared.lifecycle.lock().await = Some(session);
-        Ok(RemoteKernel { shared })
+            owned,
+        }))
     }
 
     /// One call to the server's REST API (`path` under its base URL, e.g. `api/contents/a.txt`)
@@ -367,6 +403,8 @@ struct Shared {
     lifecycle: tokio::sync::Mutex<Option<Session>>,
     /// The server-side id of the current (or last) kernel, for diagnostics and restarts.
     kernel_id: Mutex<Option<String>>,
+    /// We started the kernel (and stop it); false for one attached to ([`RemoteProvider::attach_remote`]).
+    owned: bool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -543,6 +581,13 @@ impl Drop for Shared {
         let Some(session) = self.lifecycle.get_mut().take() else {
             return;
         };
+        if !self.owned {
+            // Someone else's kernel: close our connection only.
+            let _ = session.commands.send(Command::Stop {
+                terminal: ExecuteEvent::KernelShutdown,
+            });
+            return;
+        }
         // Dropped without a shutdown: ask the server to stop the kernel, if a runtime is
         // still there to do it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -699,6 +744,12 @@ impl RemoteKernel {
         };
         let session = match kernel_id {
             Some(id) if restarted => shared.open_session(id).await?,
+            // Someone else's kernel that the server no longer has: a new one would be ours
+            // alone, so there is nothing to restart.
+            _ if !shared.owned => {
+                shared.mark_dead();
+                return Err(Error::NotRunning);
+            }
             // The server no longer has the kernel: start a new one in its place.
             _ => shared.start_new_kernel().await?,
         };
@@ -713,6 +764,15 @@ impl RemoteKernel {
             return Ok(());
         };
         let kernel_id = old.kernel_id.clone();
+        if !shared.owned {
+            // Someone else's kernel keeps running; only our connection ends.
+            old.stop(ExecuteEvent::KernelShutdown).await;
+            shared.status.set(KernelStatus::Dead {
+                exit: None,
+                requested: true,
+            });
+            return Ok(());
+        }
         let gone = old.pump_finished();
         if !gone {
             shared.interrupt_if_busy(&kernel_id).await;

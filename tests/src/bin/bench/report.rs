@@ -379,7 +379,7 @@ fn decode_base64(text: &str) -> Vec<u8> {
 
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock.
 pub fn today() -> String {
-    host_standalone::snapshots::rfc3339(std::time::SystemTime::now())[..10].to_owned()
+    host_core::host::rfc3339(std::time::SystemTime::now())[..10].to_owned()
 }
 
 /// The machine and software the figures were measured on.

@@ -1,0 +1,47 @@
+//! The tools of a [`JupyterHost`], served with the agent's name: each call's MCP client name
+//! (when the transport knows it) becomes the name JupyterLab shows for the agent.
+
+use std::sync::Arc;
+
+use host_core::{BoxFuture, CallContext, ToolDispatch, ToolOutput, Tools};
+use mcp_contract::catalog::ToolSpec;
+use serde_json::{Map, Value};
+
+use crate::host::JupyterHost;
+
+/// [`Tools`] over a [`JupyterHost`], naming the agent after its client.
+pub struct JupyterDispatch {
+    tools: Tools<JupyterHost>,
+}
+
+impl JupyterDispatch {
+    /// The tools of `host`.
+    pub fn new(host: Arc<JupyterHost>) -> JupyterDispatch {
+        JupyterDispatch {
+            tools: Tools::new(host),
+        }
+    }
+
+    /// The host.
+    pub fn host(&self) -> &Arc<JupyterHost> {
+        self.tools.host()
+    }
+}
+
+impl ToolDispatch for JupyterDispatch {
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.tools.specs().to_vec()
+    }
+
+    fn dispatch(
+        &self,
+        name: String,
+        arguments: Option<Map<String, Value>>,
+        context: CallContext,
+    ) -> BoxFuture<'_, ToolOutput> {
+        if let Some(client_name) = &context.client_name {
+            self.tools.host().presence().set_client_name(client_name);
+        }
+        self.tools.dispatch(name, arguments, context)
+    }
+}

@@ -1,0 +1,37 @@
+//! The JupyterLab host of jupyter-mcp: the agent and a person edit the same live notebook.
+//!
+//! Layer 3 (host). [`JupyterHost`] implements `host_core::NotebookHost` over a Jupyter Server
+//! with jupyter-collaboration. Its notebooks are the server's (listed through the Contents
+//! API); an open notebook is the server's shared Yjs document, reached as JupyterLab reaches it
+//! (the collaboration session endpoint, then the document's room over a WebSocket speaking the
+//! Yjs sync and awareness protocols, [`protocol`]) and held with `yrs`. Reads come from the live
+//! document; every edit is one Yjs transaction planned against the version the tools read
+//! ([`ydoc::plan`]), with minimal text edits so a person typing in the same cell keeps their
+//! characters. Saving is the server's (its save request); undo is the document's own history.
+//! The kernel is the notebook's server session, shared with the JupyterLab tab, through the
+//! remote-kernel client; the agent's runs stream their outputs into the document. The agent
+//! shows in JupyterLab's collaborator list and as a cursor in the cell it works on.
+//!
+//! [`ydoc`] and [`protocol`] are pure (no sockets, no clocks, no tasks). This crate never
+//! writes an open notebook's file, knows nothing about VS Code, holds no tool logic, and does
+//! not speak TLS (the connection's address and token live in [`ServerConnection`] alone).
+#![warn(missing_docs)]
+
+mod connection;
+mod dispatch;
+mod error;
+mod host;
+mod kernels;
+mod presence;
+pub mod protocol;
+mod rest;
+mod room;
+mod rooms;
+pub mod ydoc;
+
+pub use connection::ServerConnection;
+pub use dispatch::JupyterDispatch;
+pub use error::JupyterError;
+pub use host::{JupyterHost, JupyterHostConfig};
+pub use kernels::JupyterKernels;
+pub use presence::{DEFAULT_NAME, Presence};

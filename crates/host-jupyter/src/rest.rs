@@ -1,0 +1,337 @@
+//! The Jupyter Server REST calls this host makes: the Contents API (listing notebooks, creating
+//! new files, never writing an open notebook), the collaboration session endpoint (a
+//! notebook's room) and the sessions API (the notebook's kernel, shared with JupyterLab).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::connection::{ServerConnection, encode_path};
+use crate::error::JupyterError;
+
+/// How long one REST call may take.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Listing stops after this many folders (a huge server root), and this deep.
+const MAX_FOLDERS: usize = 2_000;
+const MAX_DEPTH: usize = 12;
+
+/// The REST client of one server.
+#[derive(Clone)]
+pub(crate) struct Rest {
+    client: Client<HttpConnector, Full<Bytes>>,
+    connection: ServerConnection,
+}
+
+/// What the collaboration session endpoint says about a document.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub(crate) struct RoomSession {
+    /// The document's stable id (the server's file-id database).
+    #[serde(rename = "fileId")]
+    pub file_id: String,
+    /// The server process's session; a new one means the server restarted.
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+}
+
+/// A server-side session (a notebook and its kernel), as `/api/sessions` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServerSession {
+    pub id: String,
+    pub path: String,
+    pub kernel_id: String,
+    pub kernel_name: String,
+}
+
+impl Rest {
+    pub(crate) fn new(connection: ServerConnection) -> Rest {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(TIMEOUT));
+        Rest {
+            client: Client::builder(TokioExecutor::new()).build(connector),
+            connection,
+        }
+    }
+
+    pub(crate) fn connection(&self) -> &ServerConnection {
+        &self.connection
+    }
+
+    fn unreachable(&self, reason: &str) -> JupyterError {
+        JupyterError::Unreachable {
+            url: self.connection.base_url(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// One request; the status and the JSON body (`Null` when empty or not JSON).
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(StatusCode, Value), JupyterError> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(self.connection.http_url(path))
+            .header(header::ACCEPT, "application/json");
+        if let Some(authorization) = self.connection.authorization() {
+            request = request.header(header::AUTHORIZATION, authorization);
+        }
+        let payload = match body {
+            Some(body) => {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+                Bytes::from(body.to_string())
+            }
+            None => Bytes::new(),
+        };
+        let request = request
+            .body(Full::new(payload))
+            .map_err(|_| JupyterError::Config {
+                message: format!("`{path}` cannot be requested"),
+            })?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|_| self.unreachable("no connection"))?;
+            let status = response.status();
+            let bytes = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(|_| self.unreachable("the answer broke off"))?
+                .to_bytes();
+            Ok::<_, JupyterError>((status, bytes))
+        };
+        let (status, bytes) = tokio::time::timeout(TIMEOUT, exchange)
+            .await
+            .map_err(|_| self.unreachable("no answer within 30 s"))??;
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            return Err(JupyterError::Unauthorized {
+                url: self.connection.base_url(),
+                status: status.as_u16(),
+            });
+        }
+        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        Ok((status, value))
+    }
+
+    fn status(what: &str, status: StatusCode) -> JupyterError {
+        JupyterError::Status {
+            what: what.to_owned(),
+            status: status.as_u16(),
+        }
+    }
+
+    fn malformed(what: &str) -> JupyterError {
+        JupyterError::Malformed {
+            what: what.to_owned(),
+        }
+    }
+
+    /// Every notebook under the server's root (paths relative to it, `/`-separated, sorted),
+    /// and folders that could not be listed.
+    pub(crate) async fn list_notebooks(&self) -> Result<Vec<String>, JupyterError> {
+        let mut notebooks = Vec::new();
+        let mut folders = vec![(String::new(), 0usize)];
+        let mut listed = 0;
+        while let Some((folder, depth)) = folders.pop() {
+            listed += 1;
+            if listed > MAX_FOLDERS {
+                break;
+            }
+            let path = format!("api/contents/{}?content=1", encode_path(&folder));
+            let (status, value) = self.call(Method::GET, &path, None).await?;
+            if !status.is_success() {
+                if folder.is_empty() {
+                    return Err(Self::status("listing the server's files", status));
+                }
+                continue;
+            }
+            let Some(entries) = value.get("content").and_then(Value::as_array) else {
+                return Err(Self::malformed("listing the server's files"));
+            };
+            for entry in entries {
+                let kind = entry.get("type").and_then(Value::as_str);
+                let Some(entry_path) = entry.get("path").and_then(Value::as_str) else {
+                    continue;
+                };
+                match kind {
+                    Some("notebook") => notebooks.push(entry_path.to_owned()),
+                    Some("directory") if depth < MAX_DEPTH => {
+                        folders.push((entry_path.to_owned(), depth + 1));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        notebooks.sort();
+        Ok(notebooks)
+    }
+
+    /// Whether the server has a file or folder at `path`.
+    pub(crate) async fn exists(&self, path: &str) -> Result<bool, JupyterError> {
+        let request = format!("api/contents/{}?content=0", encode_path(path));
+        let (status, _) = self.call(Method::GET, &request, None).await?;
+        match status {
+            status if status.is_success() => Ok(true),
+            StatusCode::NOT_FOUND => Ok(false),
+            status => Err(Self::status("looking up a file", status)),
+        }
+    }
+
+    /// Writes a new file through the Contents API (a notebook as nbformat JSON, or text). The
+    /// caller has checked that nothing is there; the API itself cannot refuse to overwrite.
+    pub(crate) async fn create(&self, path: &str, model: Value) -> Result<(), JupyterError> {
+        let request = format!("api/contents/{}", encode_path(path));
+        let (status, _) = self.call(Method::PUT, &request, Some(model)).await?;
+        if status.is_success() {
+            Ok(())
+        } else {
+            Err(Self::status("creating a file", status))
+        }
+    }
+
+    /// Creates the folders of `path` that do not exist yet.
+    pub(crate) async fn ensure_folders(&self, path: &str) -> Result<(), JupyterError> {
+        let parts: Vec<&str> = path.split('/').collect();
+        let mut folder = String::new();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            if !folder.is_empty() {
+                folder.push('/');
+            }
+            folder.push_str(part);
+            if !self.exists(&folder).await? {
+                self.create(&folder, json!({"type": "directory"})).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the server answers with the token and has real-time collaboration, without
+    /// touching a file: the session endpoint takes only `PUT`, so a `GET` of it is refused
+    /// (405) where it exists and not found (404) where it does not.
+    pub(crate) async fn probe(&self) -> Result<(), JupyterError> {
+        let (status, _) = self.call(Method::GET, "api/status", None).await?;
+        if !status.is_success() {
+            return Err(Self::status("asking for the server's status", status));
+        }
+        let (status, _) = self
+            .call(Method::GET, "api/collaboration/session/probe.ipynb", None)
+            .await?;
+        if status == StatusCode::NOT_FOUND {
+            return Err(JupyterError::NoCollaboration {
+                url: self.connection.base_url(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The collaboration session of a notebook: its room id and the server's session.
+    pub(crate) async fn room_session(&self, path: &str) -> Result<RoomSession, JupyterError> {
+        let request = format!("api/collaboration/session/{}", encode_path(path));
+        let (status, value) = self
+            .call(
+                Method::PUT,
+                &request,
+                Some(json!({"format": "json", "type": "notebook"})),
+            )
+            .await?;
+        match status {
+            status if status.is_success() => serde_json::from_value(value)
+                .map_err(|_| Self::malformed("opening a collaboration session")),
+            StatusCode::NOT_FOUND => Err(JupyterError::NoCollaboration {
+                url: self.connection.base_url(),
+            }),
+            status => Err(Self::status("opening a collaboration session", status)),
+        }
+    }
+
+    /// The server session of the notebook at `path`, if one exists.
+    pub(crate) async fn find_session(
+        &self,
+        path: &str,
+    ) -> Result<Option<ServerSession>, JupyterError> {
+        let (status, value) = self.call(Method::GET, "api/sessions", None).await?;
+        if !status.is_success() {
+            return Err(Self::status("listing sessions", status));
+        }
+        let sessions = value
+            .as_array()
+            .ok_or_else(|| Self::malformed("listing sessions"))?;
+        Ok(sessions
+            .iter()
+            .filter_map(server_session)
+            .find(|session| session.path == path))
+    }
+
+    /// Creates the notebook's server session with a kernel of `kernel_name` (the server's
+    /// default when `None`), as JupyterLab does when it opens a notebook without one.
+    pub(crate) async fn create_session(
+        &self,
+        path: &str,
+        kernel_name: Option<&str>,
+    ) -> Result<ServerSession, JupyterError> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let mut kernel = json!({});
+        if let Some(kernel_name) = kernel_name {
+            kernel["name"] = Value::from(kernel_name);
+        }
+        let body = json!({"path": path, "type": "notebook", "name": name, "kernel": kernel});
+        let (status, value) = self.call(Method::POST, "api/sessions", Some(body)).await?;
+        if !status.is_success() {
+            return Err(Self::status(
+                "starting the notebook's kernel session",
+                status,
+            ));
+        }
+        server_session(&value).ok_or_else(|| Self::malformed("starting a session"))
+    }
+}
+
+fn server_session(value: &Value) -> Option<ServerSession> {
+    let kernel = value.get("kernel")?;
+    Some(ServerSession {
+        id: value.get("id")?.as_str()?.to_owned(),
+        path: value.get("path")?.as_str()?.to_owned(),
+        kernel_id: kernel.get("id")?.as_str()?.to_owned(),
+        kernel_name: kernel
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_are_read_from_the_api_model() {
+        let model = json!({"id": "s1", "path": "a/b.ipynb", "name": "b.ipynb", "type": "notebook",
+                           "kernel": {"id": "k1", "name": "python3", "execution_state": "idle"}});
+        assert_eq!(
+            server_session(&model),
+            Some(ServerSession {
+                id: "s1".into(),
+                path: "a/b.ipynb".into(),
+                kernel_id: "k1".into(),
+                kernel_name: "python3".into(),
+            })
+        );
+        assert_eq!(
+            server_session(&json!({"id": "s", "path": "p", "kernel": null})),
+            None
+        );
+    }
+}

@@ -1,0 +1,304 @@
+"""A person in a JupyterLab room, played by a real Yjs client: pycrdt's Provider over an httpx-ws
+WebSocket, with jupyter-ydoc's YNotebook over the document, as the end-to-end tests of the
+JupyterLab host need one.
+
+It reads one JSON command per line on stdin and answers each with one JSON line on stdout
+({"id": ..., "ok": true, ...} or {"id": ..., "ok": false, "error": ...}). Waiting commands watch
+the document's own change events with a deadline (no polling sleeps). Times are
+`time.time_ns()` at the change event that satisfied the wait, for the benchmark.
+
+    python collab_peer.py BASE_URL TOKEN
+
+Commands: open {path}; cells; wait {cell, contains?, output?, count?, timeout}; type {cell,
+after?, text}; type_offline {cell, after, text} then deliver_offline {after: a wait}; set_source
+{cell, source}; awareness; collaborators {name?}; cursors; baseline {path, rounds}; close.
+"""
+
+import asyncio
+import json
+import sys
+import time
+
+import httpx
+from httpx_ws import aconnect_ws
+from jupyter_ydoc import YNotebook
+from pycrdt import Awareness, Doc, Provider, read_message
+from pycrdt.websocket.websocket import HttpxWebsocket
+
+BASE = sys.argv[1].rstrip("/")
+TOKEN = sys.argv[2]
+
+
+class AwarenessTap(HttpxWebsocket):
+    """The room's socket, with awareness messages applied to `awareness` on the way in."""
+
+    def __init__(self, websocket, path, awareness):
+        super().__init__(websocket, path)
+        self.awareness = awareness
+
+    async def recv(self):
+        message = await super().recv()
+        if message and message[0] == 1:
+            self.awareness.apply_awareness_update(read_message(message[1:]), "remote")
+        return message
+
+
+class Room:
+    """One connection to a notebook's room."""
+
+    def __init__(self, doc, notebook, awareness):
+        self.doc = doc
+        self.notebook = notebook
+        self.awareness = awareness
+        self.changed = asyncio.Event()
+        self.last_change_ns = 0
+
+        def on_change(_event):
+            self.last_change_ns = time.time_ns()
+            self.changed.set()
+
+        self.subscription = doc.observe(on_change)
+
+
+async def session(client, path):
+    response = await client.put(
+        f"{BASE}/api/collaboration/session/{path}",
+        headers={"Authorization": f"token {TOKEN}"},
+        json={"format": "json", "type": "notebook"},
+    )
+    response.raise_for_status()
+    return response.json()
+
+
+def room_url(info):
+    return (
+        f"{BASE}/api/collaboration/room/json:notebook:{info['fileId']}"
+        f"?sessionId={info['sessionId']}&token={TOKEN}"
+    )
+
+
+def cell_view(cell):
+    outputs = cell.get("outputs") or []
+    texts = []
+    for output in outputs:
+        if output.get("output_type") == "stream":
+            texts.append(output.get("text", ""))
+        elif "data" in output:
+            texts.append(str(output["data"].get("text/plain", "")))
+        elif output.get("output_type") == "error":
+            texts.append(output.get("ename", ""))
+    count = cell.get("execution_count")
+    return {
+        "id": cell.get("id"),
+        "cell_type": cell.get("cell_type"),
+        "source": cell.get("source"),
+        "output_text": "".join(texts),
+        "output_count": len(outputs),
+        "execution_count": int(count) if isinstance(count, (int, float)) else None,
+    }
+
+
+def cells(room):
+    return [cell_view(room.notebook.get_cell(index)) for index in range(len(room.notebook.ycells))]
+
+
+def find(room, cell):
+    views = cells(room)
+    if isinstance(cell, int):
+        return cell if cell < len(views) else None
+    for index, view in enumerate(views):
+        if view["id"] == cell:
+            return index
+    return None
+
+
+def satisfied(room, command):
+    index = find(room, command.get("cell", 0))
+    if index is None:
+        return False
+    view = cells(room)[index]
+    if "contains" in command and command["contains"] not in (view["source"] or ""):
+        return False
+    if "output" in command and command["output"] not in view["output_text"]:
+        return False
+    if "count" in command and view["execution_count"] is None:
+        return False
+    return True
+
+
+async def wait_until(room, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        room.changed.clear()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"not seen within {timeout} s; cells: {json.dumps(cells(room))}")
+        try:
+            await asyncio.wait_for(room.changed.wait(), remaining)
+        except asyncio.TimeoutError:
+            pass
+    return room.last_change_ns
+
+
+async def wait_awareness(awareness, found, timeout):
+    """Waits (with a deadline) until `found()` returns something, re-checking on every
+    awareness change."""
+    changed = asyncio.Event()
+    subscription = awareness.observe(lambda *_: changed.set())
+    try:
+        deadline = time.monotonic() + timeout
+        while (result := found()) is None:
+            changed.clear()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"not seen within {timeout} s: {list(awareness.states.values())}")
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+        return result
+    finally:
+        awareness.unobserve(subscription)
+
+
+class Peer:
+    def __init__(self, stack, client):
+        self.stack = stack
+        self.client = client
+        self.room = None
+        self.global_awareness = None
+        self.pending = None
+
+    async def connect(self, path):
+        info = await session(self.client, path)
+        doc = Doc()
+        notebook = YNotebook(doc)
+        awareness = Awareness(doc)
+        websocket = await self.stack.enter_async_context(aconnect_ws(room_url(info), self.client))
+        room = Room(doc, notebook, awareness)
+        provider = Provider(doc, AwarenessTap(websocket, path, awareness))
+        await self.stack.enter_async_context(provider)
+        await asyncio.wait_for(provider.synced.wait(), 30)
+        return room
+
+    async def open(self, command):
+        self.room = await self.connect(command["path"])
+        # The collaborator list JupyterLab shows comes from this room.
+        global_doc = Doc()
+        self.global_awareness = Awareness(global_doc)
+        websocket = await self.stack.enter_async_context(
+            aconnect_ws(f"{BASE}/api/collaboration/room/JupyterLab:globalAwareness?token={TOKEN}", self.client)
+        )
+        await self.stack.enter_async_context(
+            Provider(global_doc, AwarenessTap(websocket, "global", self.global_awareness))
+        )
+        return {"cells": cells(self.room)}
+
+    async def handle(self, command):
+        name = command["cmd"]
+        room = self.room
+        if name == "open":
+            return await self.open(command)
+        if name == "cells":
+            return {"cells": cells(room)}
+        if name == "wait":
+            at = await wait_until(room, lambda: satisfied(room, command), command.get("timeout", 60))
+            return {"at_ns": at, "cells": cells(room)}
+        if name == "type":
+            index = find(room, command["cell"])
+            source = room.notebook.ycells[index]["source"]
+            text = str(source)
+            position = len(text)
+            if "after" in command:
+                position = text.index(command["after"]) + len(command["after"])
+            source.insert(position, command["text"])
+            return {"cells": cells(room)}
+        if name == "type_offline":
+            # Typing that crosses an edit of the agent's: made on a copy of the document as it
+            # is now, delivered (`deliver_offline`) only after the agent's edit arrived, so
+            # neither side knew of the other's change when it made its own.
+            copy = Doc()
+            copy.apply_update(room.doc.get_update())
+            before = copy.get_state()
+            copy_notebook = YNotebook(copy)
+            index = find(room, command["cell"])
+            source = copy_notebook.ycells[index]["source"]
+            position = str(source).index(command["after"]) + len(command["after"])
+            source.insert(position, command["text"])
+            self.pending = copy.get_update(before)
+            return {}
+        if name == "deliver_offline":
+            await wait_until(room, lambda: satisfied(room, command["after"]), command.get("timeout", 60))
+            room.doc.apply_update(self.pending)
+            self.pending = None
+            return {"cells": cells(room)}
+        if name == "set_source":
+            index = find(room, command["cell"])
+            source = room.notebook.ycells[index]["source"]
+            source.clear()
+            source += command["source"]
+            return {"cells": cells(room)}
+        if name == "awareness":
+            return {"states": list(room.awareness.states.values())}
+        if name == "collaborators":
+            wanted = command.get("name")
+
+            def named():
+                states = [state for state in self.global_awareness.states.values() if state]
+                names = [state.get("user", {}).get("display_name") for state in states]
+                return states if wanted is None or wanted in names else None
+
+            return {"states": await wait_awareness(self.global_awareness, named, command.get("timeout", 30))}
+        if name == "cursors":
+
+            def with_cursor():
+                states = [state for state in room.awareness.states.values() if state and "cursors" in state]
+                return states or None
+
+            return {"states": await wait_awareness(room.awareness, with_cursor, command.get("timeout", 30))}
+        if name == "baseline":
+            return await self.baseline(command)
+        raise ValueError(f"unknown command {name}")
+
+    async def baseline(self, command):
+        """Round trips between two bare Yjs clients on the same room: the time from one client's
+        edit to the other's change event, as the benchmark's yardstick."""
+        path = command["path"]
+        writer = await self.connect(path)
+        reader = await self.connect(path)
+        index = find(writer, command.get("cell", 0))
+        latencies = []
+        for round_number in range(command.get("rounds", 20)):
+            marker = f"#b{round_number}"
+            started = time.time_ns()
+            source = writer.notebook.ycells[index]["source"]
+            source.insert(len(str(source)), marker)
+            await wait_until(reader, lambda: marker in (cells(reader)[index]["source"] or ""), 30)
+            latencies.append(reader.last_change_ns - started)
+        return {"latencies_ns": latencies}
+
+
+async def main():
+    from contextlib import AsyncExitStack
+
+    loop = asyncio.get_running_loop()
+    async with AsyncExitStack() as stack:
+        client = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        peer = Peer(stack, client)
+        while True:
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            command = json.loads(line)
+            if command["cmd"] == "close":
+                print(json.dumps({"id": command.get("id"), "ok": True}), flush=True)
+                break
+            try:
+                answer = await peer.handle(command)
+                answer.update({"id": command.get("id"), "ok": True})
+            except Exception as error:  # reported to the test, which fails with it
+                answer = {"id": command.get("id"), "ok": False, "error": f"{type(error).__name__}: {error}"}
+            print(json.dumps(answer), flush=True)
+
+
+asyncio.run(main())

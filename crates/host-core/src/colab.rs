@@ -52,6 +52,24 @@ pub trait ColabRuntimes: Send + Sync + 'static {
 
     /// Deletes the file at `path`; a missing file counts as deleted.
     fn delete_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), String>>;
+
+    /// The route `configure_kernel` with `runtime: "colab"` takes on this host, reusing the
+    /// server `alias` names when given. `Err` says why the request cannot be served here (for
+    /// example, an alias on a route that has none) and what to do instead.
+    fn setup_route(&self, alias: Option<&colab_setup::ServerAlias>) -> Result<colab_setup::Route, String>;
+
+    /// Performs one of a setup's host-side commands: [`colab_setup::CommandKind::CheckProvider`],
+    /// `ReadSessions`, `ProbeRuntime`, `LookupAssignment`, `CreateAssignment` or
+    /// `ReleaseRuntime`, answering with the reply its documentation names.
+    fn perform_setup<'a>(
+        &'a self,
+        command: &'a colab_setup::CommandKind,
+    ) -> BoxFuture<'a, colab_setup::Reply>;
+
+    /// The setups' limits and timing (a five-minute deadline by default).
+    fn setup_config(&self) -> colab_setup::RegistryConfig {
+        colab_setup::RegistryConfig::default()
+    }
 }
 
 /// Above this size a transfer on a Colab runtime goes through its file service.

@@ -2,7 +2,9 @@
 //! restarting or interrupting it (which ends the notebook's tracked run honestly). They see the
 //! host's kernels only through [`crate::kernel::NotebookKernels`].
 
-use mcp_contract::params::{NotebookRefParams, NotebookRefsParams, SelectKernelParams};
+use mcp_contract::params::{
+    ConfigureKernelParams, KernelRuntime, NotebookRefParams, NotebookRefsParams, SelectKernelParams,
+};
 use mcp_contract::results::*;
 use mcp_contract::{ErrorCode, ToolError};
 use notebook_model::edit::EditOp;
@@ -199,9 +201,18 @@ impl<H: NotebookHost> Tools<H> {
 
     pub(crate) async fn configure_kernel(
         &self,
-        params: NotebookRefParams,
+        params: ConfigureKernelParams,
         context: &CallContext,
     ) -> ToolResult {
+        if params.runtime == Some(KernelRuntime::Colab) {
+            return self.configure_colab(params).await;
+        }
+        if params.server_alias.is_some() || params.wait_ms.is_some() {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "serverAlias and waitMs go with runtime \"colab\"; without it configure_kernel takes only notebookRef",
+            ));
+        }
         let (location, document) = self.load(&params.notebook_ref).await?;
         let kernels = self.kernels()?;
         let start = context.progress.clone().map(StartProgress::new);

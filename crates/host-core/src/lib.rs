@@ -55,6 +55,7 @@ mod kernel_tools;
 mod render;
 mod resources;
 mod session;
+mod setups;
 pub mod summary;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

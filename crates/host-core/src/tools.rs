@@ -69,7 +69,7 @@ fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("contract types serialise")
 }
 
-type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
+pub(crate) type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
 /// The tools of one host. Cheap to clone: clones share all state (the runner of a background
 /// execution holds one).
@@ -101,6 +101,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) files: Option<Arc<dyn HostFiles>>,
     /// The host's Colab runtime, taken once at the start.
     pub(crate) colab: Option<crate::colab::SharedColab>,
+    /// The Colab setups of this host's notebooks.
+    pub(crate) setups: crate::setups::Setups,
     specs: Vec<ToolSpec>,
     input_schemas: HashMap<&'static str, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
@@ -176,6 +178,11 @@ impl<H: NotebookHost> Tools<H> {
                 host,
                 kernels,
                 files,
+                setups: crate::setups::Setups::new(
+                    colab
+                        .as_ref()
+                        .map_or_else(Default::default, |colab| colab.setup_config()),
+                ),
                 colab,
                 specs,
                 input_schemas,
@@ -238,6 +245,9 @@ impl<H: NotebookHost> Tools<H> {
                 }
             };
         }
+        if let Err(blocked) = self.setup_guard(name, arguments.as_ref()).await {
+            return ToolOutput::failure(blocked);
+        }
         let result = match name {
             "list_notebooks" => match parse_arguments::<ListNotebooksParams>(arguments, schema) {
                 Ok(_) => self.list_notebooks().await,
@@ -266,6 +276,10 @@ impl<H: NotebookHost> Tools<H> {
             "upload_file" => with!(upload_file, context),
             "download_file" => with!(download_file, context),
             "check_colab" => with!(check_colab),
+            "get_kernel_setup" => with!(get_kernel_setup),
+            "list_setup_kernels" => with!(list_setup_kernels),
+            "select_setup_kernel" => with!(select_setup_kernel),
+            "cancel_kernel_setup" => with!(cancel_kernel_setup),
             other => Err(error(
                 ErrorCode::NotSupported,
                 format!("`{other}` is not available on this host"),

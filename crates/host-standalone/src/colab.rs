@@ -34,6 +34,9 @@ pub const XSSI_PREFIX: &str = ")]}'\n";
 pub const BUILD_INFO_PATH: &str = "api/colab/build-info";
 /// The folder of the user's files on a runtime, as the kernel sees it.
 pub const CONTENT_FOLDER: &str = "/content";
+/// The environment variable that shortens (or lengthens) a Colab setup's deadline, in
+/// milliseconds (default 300000, five minutes).
+pub const SETUP_DEADLINE_ENV: &str = "JUPYTER_MCP_COLAB_SETUP_DEADLINE_MS";
 /// google-colab-cli's sessions file under the user's configuration folder.
 pub const SESSIONS_FILE: &str = "colab-cli/sessions.json";
 
@@ -136,6 +139,8 @@ impl ColabRuntime {
 pub struct RuntimeFiles {
     api: kernels::RemoteProvider,
     root: colab_setup::FileServiceRoot,
+    source: ColabSource,
+    setup: colab_setup::RegistryConfig,
 }
 
 /// How long one file-service call may take.
@@ -153,7 +158,15 @@ impl RuntimeFiles {
                 runtime.profile.clone(),
             ))?,
             root,
+            source: runtime.source.clone(),
+            setup: colab_setup::RegistryConfig::default(),
         })
+    }
+
+    /// The same, with setups timed by `setup` (tests shorten the deadline).
+    pub fn with_setup_config(mut self, setup: colab_setup::RegistryConfig) -> RuntimeFiles {
+        self.setup = setup;
+        self
     }
 
     /// `GET <path>` of the runtime's API: the status and the JSON body, `None` when the
@@ -171,6 +184,70 @@ impl RuntimeFiles {
 impl host_core::colab::ColabRuntimes for RuntimeFiles {
     fn roots(&self) -> Vec<colab_setup::FileServiceRoot> {
         vec![self.root.clone()]
+    }
+
+    fn setup_config(&self) -> colab_setup::RegistryConfig {
+        self.setup
+    }
+
+    fn setup_route(
+        &self,
+        alias: Option<&colab_setup::ServerAlias>,
+    ) -> Result<colab_setup::Route, String> {
+        if let Some(alias) = alias {
+            return Err(format!(
+                "serverAlias {alias} names a server a setup created, and this server creates none: it runs kernels on {}; omit serverAlias",
+                match &self.source {
+                    ColabSource::SessionsFile { session, .. } =>
+                        format!("google-colab-cli session {session} (--colab-session)"),
+                    ColabSource::RuntimeUrl { .. } =>
+                        "the runtime of --colab-runtime-url".to_owned(),
+                }
+            ));
+        }
+        Ok(match &self.source {
+            ColabSource::SessionsFile { session, .. } => colab_setup::Route::SessionsFile {
+                session: colab_setup::SessionName::parse(session).map_err(|error| {
+                    format!("the --colab-session name cannot be used: {error}")
+                })?,
+            },
+            ColabSource::RuntimeUrl { .. } => colab_setup::Route::RuntimeUrl,
+        })
+    }
+
+    fn perform_setup<'a>(
+        &'a self,
+        command: &'a colab_setup::CommandKind,
+    ) -> host_core::BoxFuture<'a, colab_setup::Reply> {
+        use colab_setup::{CommandKind, Failure, Reply};
+        Box::pin(async move {
+            match command {
+                CommandKind::ReadSessions => {
+                    let ColabSource::SessionsFile { path, .. } = &self.source else {
+                        return Reply::Failed(Failure::NotPerformed);
+                    };
+                    let path = path.clone();
+                    match tokio::task::spawn_blocking(move || session_rows(&path)).await {
+                        Ok(Ok(rows)) => Reply::Servers(rows),
+                        _ => Reply::Failed(Failure::Unavailable),
+                    }
+                }
+                CommandKind::ProbeRuntime => {
+                    // The kernelspecs answer only through the proxy with a valid token.
+                    match self
+                        .api
+                        .api_call(http::Method::GET, "api/kernelspecs", None, FILE_SERVICE_TIMEOUT)
+                        .await
+                    {
+                        Ok((200, _)) => Reply::Done,
+                        Ok((401 | 403, _)) => Reply::Failed(Failure::AuthenticationRequired),
+                        _ => Reply::Failed(Failure::Unavailable),
+                    }
+                }
+                // The tunnel's commands: this source assigns and releases nothing.
+                _ => Reply::Failed(Failure::NotPerformed),
+            }
+        })
     }
 
     fn perform_check<'a>(
@@ -424,6 +501,8 @@ struct Session {
     token: String,
     #[serde(default)]
     endpoint: String,
+    #[serde(default)]
+    running: Option<bool>,
 }
 
 /// A session that was found.
@@ -438,7 +517,8 @@ struct FoundSession {
 /// written: a parse failure is retried a few times.
 const SESSIONS_READ_ATTEMPTS: u32 = 5;
 
-fn read_session(path: &Path, session: &str) -> Result<FoundSession, ColabError> {
+/// Every session of the sessions file, by name.
+fn read_sessions(path: &Path) -> Result<std::collections::BTreeMap<String, Session>, ColabError> {
     let describe = || path.display().to_string();
     let mut last = String::new();
     for attempt in 0..SESSIONS_READ_ATTEMPTS {
@@ -449,41 +529,64 @@ fn read_session(path: &Path, session: &str) -> Result<FoundSession, ColabError> 
             path: describe(),
             reason: error.kind().to_string(),
         })?;
-        let sessions: std::collections::BTreeMap<String, Session> =
-            match serde_json::from_str(&text) {
-                Ok(sessions) => sessions,
-                Err(error) => {
-                    last = format!("it is not the CLI's JSON ({})", error.classify_name());
-                    continue;
-                }
-            };
-        let Some(found) = sessions.get(session) else {
-            return Err(ColabError::NoSuchSession {
-                path: describe(),
-                session: session.to_owned(),
-                available: if sessions.is_empty() {
-                    "none".to_owned()
-                } else {
-                    sessions.keys().cloned().collect::<Vec<_>>().join(", ")
-                },
-            });
-        };
-        if found.url.is_empty() || found.token.trim().is_empty() {
-            return Err(ColabError::SessionsFile {
-                path: describe(),
-                reason: format!("session {session} has no url or token"),
-            });
+        match serde_json::from_str(&text) {
+            Ok(sessions) => return Ok(sessions),
+            Err(error) => {
+                last = format!("it is not the CLI's JSON ({})", error.classify_name());
+            }
         }
-        return Ok(FoundSession {
-            url: found.url.clone(),
-            token: found.token.clone(),
-            endpoint: found.endpoint.clone(),
-        });
     }
     Err(ColabError::SessionsFile {
         path: describe(),
         reason: last,
     })
+}
+
+fn read_session(path: &Path, session: &str) -> Result<FoundSession, ColabError> {
+    let describe = || path.display().to_string();
+    let sessions = read_sessions(path)?;
+    let Some(found) = sessions.get(session) else {
+        return Err(ColabError::NoSuchSession {
+            path: describe(),
+            session: session.to_owned(),
+            available: if sessions.is_empty() {
+                "none".to_owned()
+            } else {
+                sessions.keys().cloned().collect::<Vec<_>>().join(", ")
+            },
+        });
+    };
+    if found.url.is_empty() || found.token.trim().is_empty() {
+        return Err(ColabError::SessionsFile {
+            path: describe(),
+            reason: format!("session {session} has no url or token"),
+        });
+    }
+    Ok(FoundSession {
+        url: found.url.clone(),
+        token: found.token.clone(),
+        endpoint: found.endpoint.clone(),
+    })
+}
+
+/// The sessions of the file as server rows: a session is available when it has a URL and a
+/// token and the CLI does not say it stopped.
+fn session_rows(path: &Path) -> Result<Vec<colab_setup::ServerRow>, ColabError> {
+    Ok(read_sessions(path)?
+        .into_iter()
+        .map(|(name, session)| colab_setup::ServerRow {
+            availability: if session.url.is_empty()
+                || session.token.trim().is_empty()
+                || session.running == Some(false)
+            {
+                colab_setup::Availability::Disabled
+            } else {
+                colab_setup::Availability::Available
+            },
+            endpoint: (!session.endpoint.is_empty()).then_some(session.endpoint),
+            name,
+        })
+        .collect())
 }
 
 trait ClassifyName {

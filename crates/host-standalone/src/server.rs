@@ -280,7 +280,17 @@ fn files_host(
             .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
     );
     if let (true, Some(KernelServer::Colab(runtime))) = (config.kernels, &config.kernel_server) {
-        standalone.colab = Some(Arc::new(crate::colab::RuntimeFiles::new(runtime)?));
+        let mut setup = colab_setup::RegistryConfig::default();
+        if let Some(deadline_ms) = std::env::var(crate::colab::SETUP_DEADLINE_ENV)
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .filter(|ms| *ms > 0)
+        {
+            setup.setup.deadline_ms = deadline_ms;
+        }
+        standalone.colab = Some(Arc::new(
+            crate::colab::RuntimeFiles::new(runtime)?.with_setup_config(setup),
+        ));
     }
     let window = standalone.window();
     let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));

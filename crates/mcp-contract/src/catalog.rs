@@ -338,6 +338,50 @@ fn receipt_schema() -> Map<String, Value> {
     }
 }
 
+/// A Colab setup receipt (`colab_setup::SetupReceipt`, written by hand: that crate sits beside
+/// this one).
+fn setup_receipt_schema() -> Map<String, Value> {
+    let value = serde_json::json!({
+        "type": "object",
+        "description": "A Colab setup receipt",
+        "properties": {
+            "setupId": {"type": "string"},
+            "notebookRef": {"type": "string"},
+            "route": {"type": "string"},
+            "status": {"type": "string", "enum": ["running", "awaiting_kernel_selection", "awaiting_user", "ready", "failed", "cancelled"]},
+            "stage": {"type": "string"},
+            "providerStep": {"type": "string"},
+            "failedStage": {"type": "string"},
+            "failedProviderStep": {"type": "string"},
+            "actionRequired": {"type": "object"},
+            "serverAlias": {"type": "string"},
+            "ready": {"type": "boolean"},
+            "cleanupPending": {"type": "boolean"},
+            "kernelChoices": {"type": "object"},
+            "verification": {"type": "object"},
+            "error": {"type": "object"}
+        },
+        "required": ["setupId", "status", "stage", "ready"]
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("a literal object"),
+    }
+}
+
+/// `configure_kernel`: the started kernel, or a Colab setup receipt.
+fn configure_schema() -> Map<String, Value> {
+    let mut map = free_object();
+    map.insert(
+        "anyOf".to_owned(),
+        Value::Array(vec![
+            Value::Object(result_schema::<ConfigureKernelResult>()),
+            Value::Object(setup_receipt_schema()),
+        ]),
+    );
+    map
+}
+
 fn free_object() -> Map<String, Value> {
     let mut map = Map::new();
     map.insert("type".to_owned(), Value::String("object".to_owned()));
@@ -492,9 +536,45 @@ pub fn all_tools() -> Vec<ToolSpec> {
             "Start the kernel",
             ChooseKernel,
             IDEMPOTENT_WRITE,
-            NotebookRefParams,
-            result_schema::<ConfigureKernelResult>,
-            "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers."
+            ConfigureKernelParams,
+            configure_schema,
+            "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers. With runtime \"colab\" (where a Colab source is configured): a tracked setup of the kernel on the Colab runtime, returned as a setup receipt (setupId, status, stage); it pauses at awaiting_kernel_selection (list_setup_kernels, select_setup_kernel) and is ready only after the check_colab nonce proof verified. serverAlias reuses exactly that earlier server and never creates one."
+        ),
+        tool!(
+            "get_kernel_setup",
+            "Follow a Colab setup",
+            Colab,
+            READ,
+            KernelSetupParams,
+            setup_receipt_schema,
+            "Get a Colab setup's receipt (status, stage, providerStep, actionRequired, serverAlias, verification), optionally waiting up to waitMs (0 to 60000) for it to change. Never starts or stops anything."
+        ),
+        tool!(
+            "list_setup_kernels",
+            "List a Colab setup's kernels",
+            Colab,
+            READ,
+            KernelSetupParams,
+            setup_receipt_schema,
+            "Observe the Colab runtime's kernel choices afresh for a setup awaiting a kernel selection; returns the receipt with kernelChoices (opaque kernelChoiceIds and labels). A new listing voids the ids of every earlier one. There is no default choice."
+        ),
+        tool!(
+            "select_setup_kernel",
+            "Select a Colab setup's kernel",
+            Colab,
+            WRITE,
+            SelectSetupKernelParams,
+            setup_receipt_schema,
+            "Select one kernelChoiceId from the setup's latest list_setup_kernels listing: the kernel is started on the runtime, its file service connected and the nonce proof run. Returns the receipt after waiting up to waitMs (default 1000)."
+        ),
+        tool!(
+            "cancel_kernel_setup",
+            "Cancel a Colab setup",
+            Colab,
+            WRITE,
+            KernelSetupParams,
+            setup_receipt_schema,
+            "Cancel a Colab setup: it ends cancelled and undoes exactly what it created (a runtime it assigned is released); a server that existed before is never touched. The notebook stays blocked until every command the setup sent has settled (cleanupPending)."
         ),
         tool!(
             "check_colab",

@@ -390,12 +390,70 @@ pub struct ExportNotebookParams {
 }
 
 /// The arguments of the tools that take one notebook and nothing else (`undo_last`,
-/// `get_kernel_info`, `list_kernels`, `configure_kernel`).
+/// `get_kernel_info`, `list_kernels`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct NotebookRefParams {
     /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
     pub notebook_ref: String,
+}
+
+/// Where `configure_kernel` sets the notebook's kernel up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelRuntime {
+    /// A Colab runtime, through a tracked setup (`setupId`) that ends verified by the nonce proof.
+    Colab,
+}
+
+/// The arguments of `configure_kernel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConfigureKernelParams {
+    /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
+    pub notebook_ref: String,
+    /// `colab`: set the kernel up on a Colab runtime as a tracked setup (only where a Colab
+    /// source is configured). Without it: start the notebook's kernel now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<KernelRuntime>,
+    /// With `runtime: "colab"`: reuse exactly the server of this alias from an earlier setup's
+    /// receipt (`m` and 8 lowercase hex digits); never creates one and never falls back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_alias: Option<String>,
+    /// With `runtime: "colab"`: how long to wait for the setup to settle or ask for a choice, in
+    /// whole milliseconds, 0 to 60000 (default 1000). The setup goes on after the reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+}
+
+/// The arguments of `get_kernel_setup`, `cancel_kernel_setup` and `list_setup_kernels`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KernelSetupParams {
+    /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
+    pub notebook_ref: String,
+    /// The setup, a `setupId` from `configure_kernel`.
+    pub setup_id: String,
+    /// How long to wait for the setup to change, in whole milliseconds, 0 to 60000 (default 0;
+    /// `get_kernel_setup` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+}
+
+/// The arguments of `select_setup_kernel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SelectSetupKernelParams {
+    /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
+    pub notebook_ref: String,
+    /// The setup, a `setupId` from `configure_kernel`.
+    pub setup_id: String,
+    /// One `kernelChoiceId` from the setup's latest `list_setup_kernels` listing.
+    pub kernel_choice_id: String,
+    /// How long to wait for the setup to settle, in whole milliseconds, 0 to 60000 (default
+    /// 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
 }
 
 /// The arguments of `check_colab`.

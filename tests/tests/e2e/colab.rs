@@ -336,3 +336,223 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
     );
     assert!(output_of(&receipt, 0).contains("waiting"), "output kept");
 }
+
+/// `configure_kernel` with `runtime: "colab"` until its receipt says `status`.
+async fn setup_until(client: &Client, setup_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let receipt = client
+            .call(
+                "get_kernel_setup",
+                json!({"notebookRef": NB, "setupId": setup_id, "waitMs": 5000}),
+            )
+            .await
+            .ok();
+        if done(&receipt) || std::time::Instant::now() > deadline {
+            return receipt;
+        }
+    }
+}
+
+/// The one kernel choice of a fresh listing.
+async fn list_choices(client: &Client, setup_id: &str) -> Vec<Value> {
+    let listed = client
+        .call(
+            "list_setup_kernels",
+            json!({"notebookRef": NB, "setupId": setup_id}),
+        )
+        .await
+        .ok();
+    listed["kernelChoices"]["choices"]
+        .as_array()
+        .cloned()
+        .unwrap_or_else(|| panic!("a listing: {listed}"))
+}
+
+/// The tracked setup on the sessions-file route, from request to a verified runtime: it waits
+/// for an explicit kernel choice (no default), a new listing voids the old ids, and while it is
+/// unsettled the notebook's runs are refused; ready only once the nonce proof verified. Then a
+/// second setup is cancelled while it waits, and one on the runtime-URL route whose choice never
+/// comes ends `failed` at its deadline, with the stage it stopped in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel_and_deadline_end_it()
+ {
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let runtime = standin.runtime().clone();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
+    let sessions = root.path().join("sessions.json");
+    write_sessions_file(&sessions, "s-setup", &runtime.url, &runtime.endpoint, &runtime.token);
+    let ca_file = standin.ca_file().to_str().unwrap().to_owned();
+    let mcp = HttpServer::start(
+        root.path(),
+        &[
+            "--colab-session",
+            "s-setup",
+            "--colab-sessions-file",
+            sessions.to_str().unwrap(),
+            "--kernel-server-ca",
+            &ca_file,
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let tools = client.tool_names().await.unwrap();
+    for tool in [
+        "get_kernel_setup",
+        "list_setup_kernels",
+        "select_setup_kernel",
+        "cancel_kernel_setup",
+    ] {
+        assert!(tools.contains(&tool.to_owned()), "{tool}: {tools:?}");
+    }
+
+    // An alias on a route that creates no server is refused before anything starts.
+    let alias = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": "m0123abcd"}),
+        )
+        .await;
+    assert_eq!(alias.error_code(), "invalid_argument", "{}", alias.text());
+    assert!(alias.text().contains("s-setup"), "{}", alias.text());
+
+    let started = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(started["route"], "sessions_file", "{started}");
+    assert_eq!(started["sessionName"], "s-setup", "{started}");
+    assert_eq!(started["status"], "awaiting_kernel_selection", "{started}");
+    assert_eq!(started["ready"], false, "{started}");
+    assert_eq!(
+        started["actionRequired"]["code"], "select_kernel_choice",
+        "{started}"
+    );
+    let setup_id = started["setupId"].as_str().unwrap().to_owned();
+
+    // The notebook is blocked while its setup is unsettled: no run starts.
+    let blocked = client
+        .call("run_cells", json!({"notebookRef": NB, "cellIds": [0]}))
+        .await;
+    assert_eq!(blocked.error_code(), "command_pending", "{}", blocked.text());
+    assert_eq!(blocked.error()["details"]["colabCode"], "setup_active");
+
+    // Two listings: the first one's ids die with the second.
+    let old = list_choices(&client, &setup_id).await;
+    let fresh = list_choices(&client, &setup_id).await;
+    assert!(!fresh.is_empty(), "the runtime's kernelspecs");
+    assert!(
+        fresh.iter().any(|choice| choice["label"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Python")),
+        "{fresh:?}"
+    );
+    let stale = client
+        .call(
+            "select_setup_kernel",
+            json!({"notebookRef": NB, "setupId": setup_id,
+                   "kernelChoiceId": old[0]["kernelChoiceId"]}),
+        )
+        .await;
+    assert_eq!(stale.error_code(), "invalid_argument", "{}", stale.text());
+    assert_eq!(stale.error()["details"]["colabCode"], "choice_stale");
+
+    let selected = client
+        .call(
+            "select_setup_kernel",
+            json!({"notebookRef": NB, "setupId": setup_id,
+                   "kernelChoiceId": fresh[0]["kernelChoiceId"], "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    let ready = if selected["status"] == "ready" {
+        selected
+    } else {
+        setup_until(&client, &setup_id, |receipt| receipt["status"] != "running").await
+    };
+    assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
+    assert_eq!(ready["ready"], true, "{ready}");
+    assert_eq!(ready["stage"], "complete", "{ready}");
+    assert_eq!(ready["verification"]["verified"], true, "{ready}");
+    assert_eq!(ready["verification"]["cleanup"], "confirmed", "{ready}");
+    assert_eq!(ready["serverCreated"], false, "{ready}");
+    assert_eq!(ready["kernelLabel"], fresh[0]["label"], "{ready}");
+
+    // Ready: the notebook runs on the runtime.
+    let ran = run(&client, json!([0]), 60_000).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert!(output_of(&ran, 0).contains("cwd /content"), "{ran}");
+
+    // A second setup, cancelled while it waits for a choice: cancelled, nothing created, and
+    // the notebook free again.
+    let second = client
+        .call("configure_kernel", json!({"notebookRef": NB, "runtime": "colab"}))
+        .await
+        .ok();
+    let second_id = second["setupId"].as_str().unwrap().to_owned();
+    assert_ne!(second_id, setup_id);
+    let cancelled = client
+        .call(
+            "cancel_kernel_setup",
+            json!({"notebookRef": NB, "setupId": second_id}),
+        )
+        .await
+        .ok();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["cleanupPending"], false, "{cancelled}");
+    assert_eq!(cancelled["serverMayRemain"], false, "{cancelled}");
+    let after = run(&client, json!([0]), 60_000).await;
+    assert_eq!(after["status"], "completed", "{after}");
+    let late = client
+        .call(
+            "list_setup_kernels",
+            json!({"notebookRef": NB, "setupId": second_id}),
+        )
+        .await;
+    assert!(late.is_error(), "a cancelled setup lists nothing: {}", late.text());
+    drop(client);
+    drop(mcp);
+
+    // The runtime-URL route, with a two-second deadline: nobody chooses, so the setup ends
+    // `failed` in the stage it waited in.
+    let token_file = root.path().join("proxy-token");
+    std::fs::write(&token_file, &runtime.token).unwrap();
+    let mcp = HttpServer::start_with_env(
+        root.path(),
+        &[
+            "--colab-runtime-url",
+            &runtime.url,
+            "--colab-token-file",
+            token_file.to_str().unwrap(),
+            "--kernel-server-ca",
+            &ca_file,
+        ],
+        &[("JUPYTER_MCP_COLAB_SETUP_DEADLINE_MS", "2000")],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let waiting = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(waiting["route"], "runtime_url", "{waiting}");
+    assert_eq!(waiting["status"], "awaiting_kernel_selection", "{waiting}");
+    let waiting_id = waiting["setupId"].as_str().unwrap().to_owned();
+    let failed = setup_until(&client, &waiting_id, |receipt| {
+        receipt["status"] != "awaiting_kernel_selection"
+    })
+    .await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["failedStage"], "awaiting_kernel_selection", "{failed}");
+    assert_eq!(failed["ready"], false, "{failed}");
+    assert!(failed["error"]["code"].is_string(), "{failed}");
+}

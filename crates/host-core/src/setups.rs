@@ -1,0 +1,557 @@
+//! Colab setups: `configure_kernel` with `runtime: "colab"`, `get_kernel_setup`,
+//! `list_setup_kernels`, `select_setup_kernel` and `cancel_kernel_setup`, written once against
+//! `colab-setup`'s [`SetupRegistry`].
+//!
+//! The registry decides; this module performs. Every [`SetupAction::Perform`] becomes one task
+//! that answers its command exactly once (the kernel steps here, on the notebook's kernels; the
+//! rest through the host's [`ColabRuntimes`]), and a ticker drives the deadlines about every
+//! 250 ms while any setup is unsettled. While a notebook's setup is unsettled, the tools that
+//! would run, transfer, edit or change its kernel are refused ([`Tools::setup_guard`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use colab_setup::{
+    CheckCommandKind, CheckReply, Command, CommandKind, Failure, GuardedOperation, KernelFailure,
+    RegistryConfig, Reply, ServerAlias, SetupAction, SetupEntropy, SetupError, SetupEvent,
+    SetupReceipt, SetupRegistry, SetupRequest, SetupStatus,
+};
+use mcp_contract::params::{
+    ConfigureKernelParams, KernelSetupParams, SelectSetupKernelParams,
+};
+use mcp_contract::{ErrorCode, ToolError};
+use serde_json::Value;
+
+use crate::colab::SharedColab;
+use crate::host::{NotebookHost, NotebookLocation};
+use crate::kernel::{ExecuteOptions, KernelLookup, KernelPreference, collect};
+use crate::tools::{ImageContent, Tools, error};
+
+/// How often unsettled setups are ticked.
+const TICK: Duration = Duration::from_millis(250);
+/// How long `list_setup_kernels` waits for the runtime's kernel choices.
+const LISTING_WAIT_MS: u64 = 30_000;
+
+/// The setups of this host's notebooks.
+pub(crate) struct Setups {
+    registry: Mutex<SetupRegistry>,
+    /// Each setup's notebook, for the commands of a tick.
+    locations: Mutex<HashMap<String, NotebookLocation>>,
+    /// Bumped after every change to a setup; waiters re-check theirs.
+    changed: tokio::sync::watch::Sender<u64>,
+    ticking: AtomicBool,
+}
+
+impl Setups {
+    /// No setups, with `config`'s timing (the five-minute deadline unless a host changes it).
+    pub(crate) fn new(config: RegistryConfig) -> Setups {
+        Setups {
+            registry: Mutex::new(SetupRegistry::new(config)),
+            locations: Mutex::new(HashMap::new()),
+            changed: tokio::sync::watch::channel(0).0,
+            ticking: AtomicBool::new(false),
+        }
+    }
+
+    fn registry(&self) -> std::sync::MutexGuard<'_, SetupRegistry> {
+        self.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn location(&self, setup_id: &str) -> Option<NotebookLocation> {
+        self.locations
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .get(setup_id)
+            .cloned()
+    }
+
+    fn any_unsettled(&self) -> bool {
+        self.registry().setups().iter().any(|setup| !setup.is_settled())
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|version| *version = version.wrapping_add(1));
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}
+
+fn entropy() -> SetupEntropy {
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    let more = *uuid::Uuid::new_v4().as_bytes();
+    let mut id = [0u8; 8];
+    id.copy_from_slice(&bytes[..8]);
+    let mut alias = [0u8; 4];
+    alias.copy_from_slice(&bytes[8..12]);
+    SetupEntropy {
+        id: u64::from_le_bytes(id),
+        alias,
+        nonce: more,
+    }
+}
+
+fn listing_token() -> [u8; 4] {
+    let bytes = *uuid::Uuid::new_v4().as_bytes();
+    [bytes[0], bytes[1], bytes[2], bytes[3]]
+}
+
+/// A setup error as a tool error, its `colab-setup` code in `details.colabCode`.
+pub(crate) fn setup_tool_error(setup_error: &SetupError) -> ToolError {
+    let body = colab_setup::ErrorBody::from(setup_error);
+    let code = match setup_error {
+        SetupError::SetupActive { .. }
+        | SetupError::ListingPending
+        | SetupError::SelectionInProgress => ErrorCode::CommandPending,
+        SetupError::RegistryFull { .. } => ErrorCode::RegistryFull,
+        _ => ErrorCode::InvalidArgument,
+    };
+    ToolError {
+        code,
+        message: body.message,
+        details: Some(serde_json::json!({"colabCode": body.code})),
+    }
+}
+
+fn wait_ms(value: Option<f64>, default: u64) -> Result<u64, ToolError> {
+    let wait = match value {
+        None => None,
+        Some(ms) if ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 => Some(ms as u64),
+        Some(_) => {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "waitMs must be a whole number of milliseconds from 0 to 60000",
+            ));
+        }
+    };
+    colab_setup::wait_budget(wait, default).map_err(|failure| setup_tool_error(&failure))
+}
+
+fn receipt_value(receipt: &SetupReceipt) -> Result<(Value, Vec<ImageContent>), ToolError> {
+    Ok((
+        serde_json::to_value(receipt).expect("a receipt serialises"),
+        Vec::new(),
+    ))
+}
+
+/// The tool a guarded call is, as the registry names it.
+pub(crate) fn guarded_operation(tool: &str) -> Option<GuardedOperation> {
+    Some(match tool {
+        "run_cells" => GuardedOperation::Run,
+        "upload_file" | "download_file" => GuardedOperation::Transfer,
+        "edit_cells" | "move_cells" | "clear_cell_outputs" | "undo_last" => {
+            GuardedOperation::NotebookMutation
+        }
+        "select_kernel" | "restart_kernels" | "interrupt_kernels" | "configure_kernel" => {
+            GuardedOperation::KernelChange
+        }
+        _ => return None,
+    })
+}
+
+impl<H: NotebookHost> Tools<H> {
+    fn colab_for_setup(&self) -> Result<SharedColab, ToolError> {
+        self.colab.clone().ok_or_else(|| {
+            error(
+                ErrorCode::NotSupported,
+                "runtime \"colab\" needs a Colab source, and none is configured on this host: start jupyter-mcp with --colab-session NAME (a google-colab-cli session) or --colab-runtime-url URL --colab-token-file FILE",
+            )
+        })
+    }
+
+    /// Refuses `operation` on the notebook `reference` names while a setup of it is unsettled.
+    /// Calls without a notebook, or naming one that cannot be resolved, pass (the tool reports
+    /// its own error).
+    pub(crate) async fn setup_guard(
+        &self,
+        tool: &str,
+        arguments: Option<&serde_json::Map<String, Value>>,
+    ) -> Result<(), ToolError> {
+        let Some(operation) = guarded_operation(tool) else {
+            return Ok(());
+        };
+        if self.setups.registry().is_empty() {
+            return Ok(());
+        }
+        if tool == "configure_kernel"
+            && arguments.is_some_and(|arguments| arguments.get("runtime").is_some())
+        {
+            // The registry's own admission decides (`setup_active`).
+            return Ok(());
+        }
+        let references: Vec<String> = match arguments {
+            Some(arguments) => match (arguments.get("notebookRef"), arguments.get("notebookRefs")) {
+                (Some(Value::String(one)), _) => vec![one.clone()],
+                (_, Some(Value::Array(many))) => many
+                    .iter()
+                    .filter_map(|value| value.as_str().map(str::to_owned))
+                    .collect(),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        for reference in references {
+            let Ok(location) = self.resolve(&reference).await else {
+                continue;
+            };
+            let verdict = self.setups.registry().guard(&location.uri, operation);
+            if let Err(blocked) = verdict {
+                return Err(setup_tool_error(&blocked));
+            }
+        }
+        Ok(())
+    }
+
+    /// `configure_kernel` with `runtime: "colab"`.
+    pub(crate) async fn configure_colab(&self, params: ConfigureKernelParams) -> crate::tools::ToolResult {
+        let colab = self.colab_for_setup()?;
+        let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
+        let alias = match params.server_alias.as_deref() {
+            Some(text) => Some(
+                ServerAlias::parse(text).map_err(|failure| setup_tool_error(&failure))?,
+            ),
+            None => None,
+        };
+        let location = self.resolve(&params.notebook_ref).await?;
+        let route = colab.setup_route(alias.as_ref()).map_err(|message| {
+            error(ErrorCode::InvalidArgument, message)
+        })?;
+        let request = SetupRequest {
+            notebook: location.uri.clone(),
+            route,
+        };
+        let admitted = self
+            .setups
+            .registry()
+            .admit(request, entropy(), now_ms())
+            .map_err(|refused| setup_tool_error(&refused))?;
+        let setup_id = admitted.setup_id.to_string();
+        self.setups
+            .locations
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(setup_id.clone(), location.clone());
+        self.drive(&setup_id, admitted.actions);
+        self.ensure_ticking();
+        self.wait_setup(&location, &setup_id, wait, settled_or_asking)
+            .await
+    }
+
+    /// `get_kernel_setup`.
+    pub(crate) async fn get_kernel_setup(&self, params: KernelSetupParams) -> crate::tools::ToolResult {
+        self.colab_for_setup()?;
+        let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_POLL_WAIT_MS)?;
+        let location = self.resolve(&params.notebook_ref).await?;
+        let version = {
+            let registry = self.setups.registry();
+            let setup = registry
+                .get(&location.uri, &params.setup_id)
+                .map_err(|missing| setup_tool_error(&missing))?;
+            setup.version()
+        };
+        self.wait_setup(&location, &params.setup_id, wait, move |setup| {
+            setup.version() != version
+        })
+        .await
+    }
+
+    /// `list_setup_kernels`: a fresh observation of the runtime's kernel choices.
+    pub(crate) async fn list_setup_kernels(
+        &self,
+        params: KernelSetupParams,
+    ) -> crate::tools::ToolResult {
+        self.colab_for_setup()?;
+        let location = self.resolve(&params.notebook_ref).await?;
+        let actions = self.apply_setup(
+            &location,
+            &params.setup_id,
+            SetupEvent::ListChoices {
+                token: listing_token(),
+            },
+        )?;
+        self.drive(&params.setup_id, actions);
+        self.wait_setup(&location, &params.setup_id, LISTING_WAIT_MS, |setup| {
+            let receipt = setup.receipt();
+            setup.is_terminal()
+                || receipt.kernel_choices.is_some()
+                || receipt.listing_problem.is_some()
+        })
+        .await
+    }
+
+    /// `select_setup_kernel`.
+    pub(crate) async fn select_setup_kernel(
+        &self,
+        params: SelectSetupKernelParams,
+    ) -> crate::tools::ToolResult {
+        self.colab_for_setup()?;
+        let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
+        let location = self.resolve(&params.notebook_ref).await?;
+        {
+            // Refuse an id the latest listing does not hold before the machine sees it.
+            let registry = self.setups.registry();
+            let setup = registry
+                .get(&location.uri, &params.setup_id)
+                .map_err(|missing| setup_tool_error(&missing))?;
+            let listing = setup
+                .choice_listing()
+                .map_err(|failure| setup_tool_error(&failure))?;
+            if listing.find(&params.kernel_choice_id).is_none() {
+                return Err(setup_tool_error(&SetupError::ChoiceStale {
+                    choice_id: params.kernel_choice_id.clone(),
+                }));
+            }
+        }
+        let actions = self.apply_setup(
+            &location,
+            &params.setup_id,
+            SetupEvent::SelectChoice {
+                choice_id: params.kernel_choice_id.clone(),
+            },
+        )?;
+        self.drive(&params.setup_id, actions);
+        self.wait_setup(&location, &params.setup_id, wait, |setup| {
+            setup.is_terminal()
+        })
+        .await
+    }
+
+    /// `cancel_kernel_setup`.
+    pub(crate) async fn cancel_kernel_setup(
+        &self,
+        params: KernelSetupParams,
+    ) -> crate::tools::ToolResult {
+        self.colab_for_setup()?;
+        let location = self.resolve(&params.notebook_ref).await?;
+        let actions = self.apply_setup(&location, &params.setup_id, SetupEvent::Cancel)?;
+        self.drive(&params.setup_id, actions);
+        // Answer once the cancellation's own cleanup settled, or after a few seconds with
+        // `cleanupPending` for the caller to follow.
+        self.wait_setup(&location, &params.setup_id, 5_000, |setup| setup.is_settled())
+            .await
+    }
+
+    fn apply_setup(
+        &self,
+        location: &NotebookLocation,
+        setup_id: &str,
+        event: SetupEvent,
+    ) -> Result<Vec<SetupAction>, ToolError> {
+        let actions = self
+            .setups
+            .registry()
+            .apply(&location.uri, setup_id, event, now_ms())
+            .map_err(|failure| setup_tool_error(&failure))?;
+        self.setups.bump();
+        Ok(actions)
+    }
+
+    /// Waits up to `wait_ms` for `done` to hold of the setup, then answers with its receipt.
+    async fn wait_setup(
+        &self,
+        location: &NotebookLocation,
+        setup_id: &str,
+        wait_ms: u64,
+        done: impl Fn(&colab_setup::Setup) -> bool,
+    ) -> crate::tools::ToolResult {
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
+        let mut changes = self.setups.changed.subscribe();
+        loop {
+            changes.borrow_and_update();
+            {
+                let registry = self.setups.registry();
+                let setup = registry
+                    .get(&location.uri, setup_id)
+                    .map_err(|missing| setup_tool_error(&missing))?;
+                if done(setup) || tokio::time::Instant::now() >= deadline {
+                    return receipt_value(&setup.receipt());
+                }
+            }
+            if tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_err()
+            {
+                continue;
+            }
+        }
+    }
+
+    /// Performs each command of `actions` in a task of its own, answering it once.
+    fn drive(&self, setup_id: &str, actions: Vec<SetupAction>) {
+        for action in actions {
+            let SetupAction::Perform(command) = action else {
+                continue;
+            };
+            let tools = self.clone();
+            let setup_id = setup_id.to_owned();
+            tokio::spawn(async move {
+                let reply = tools.perform_setup(&setup_id, &command).await;
+                let Some(location) = tools.setups.location(&setup_id) else {
+                    return;
+                };
+                let event = SetupEvent::Reply {
+                    command: command.id,
+                    reply,
+                };
+                if let Ok(next) = tools.apply_setup(&location, &setup_id, event) {
+                    tools.drive(&setup_id, next);
+                }
+            });
+        }
+        self.setups.bump();
+    }
+
+    /// Ticks the setups while any is unsettled.
+    fn ensure_ticking(&self) {
+        if self.setups.ticking.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let tools = self.clone();
+        tokio::spawn(async move {
+            let mut interval = tokio::time::interval(TICK);
+            loop {
+                interval.tick().await;
+                let batches = tools.setups.registry().tick(now_ms());
+                for (setup_id, actions) in batches {
+                    tools.drive(setup_id.as_str(), actions);
+                }
+                tools.setups.bump();
+                if !tools.setups.any_unsettled() {
+                    tools.setups.ticking.store(false, Ordering::SeqCst);
+                    // A setup admitted since the check above found the ticker still running.
+                    if tools.setups.any_unsettled()
+                        && !tools.setups.ticking.swap(true, Ordering::SeqCst)
+                    {
+                        continue;
+                    }
+                    return;
+                }
+            }
+        });
+    }
+
+    /// One command's answer. Never panics and never hangs past the command's deadline.
+    async fn perform_setup(&self, setup_id: &str, command: &Command) -> Reply {
+        let budget = Duration::from_millis(command.deadline_ms.saturating_sub(now_ms()));
+        match tokio::time::timeout(budget, self.perform_setup_now(setup_id, &command.kind)).await
+        {
+            Ok(reply) => reply,
+            Err(_) => Reply::Failed(Failure::Unconfirmed),
+        }
+    }
+
+    async fn perform_setup_now(&self, setup_id: &str, kind: &CommandKind) -> Reply {
+        let (Some(colab), Some(location)) = (self.colab.clone(), self.setups.location(setup_id))
+        else {
+            return Reply::Failed(Failure::NotPerformed);
+        };
+        let Some(kernels) = self.kernels.clone() else {
+            return Reply::Failed(Failure::NotPerformed);
+        };
+        match kind {
+            CommandKind::ObserveKernelChoices => {
+                match kernels.list(&location, KernelPreference::default()).await {
+                    Ok(listing) => Reply::KernelChoices {
+                        labels: listing
+                            .kernels
+                            .iter()
+                            .map(|option| option.choice.label.clone())
+                            .collect(),
+                        complete: true,
+                    },
+                    Err(_) => Reply::Failed(Failure::Unavailable),
+                }
+            }
+            CommandKind::StartKernel { label, listing } => {
+                let Ok(now) = kernels.list(&location, KernelPreference::default()).await else {
+                    return Reply::Failed(Failure::Unavailable);
+                };
+                let labels: Vec<String> = now
+                    .kernels
+                    .iter()
+                    .map(|option| option.choice.label.clone())
+                    .collect();
+                if &labels != listing {
+                    return Reply::ListingChanged;
+                }
+                let Some(choice) = now
+                    .kernels
+                    .iter()
+                    .find(|option| &option.choice.label == label)
+                else {
+                    return Reply::ListingChanged;
+                };
+                let preference = KernelPreference {
+                    kernel_id: Some(choice.choice.id.clone()),
+                    ..KernelPreference::default()
+                };
+                match kernels.start(&location, preference).await {
+                    Ok(_) => Reply::Done,
+                    Err(_) => Reply::Failed(Failure::Unavailable),
+                }
+            }
+            CommandKind::ConnectFileService => match colab.roots().into_iter().next() {
+                Some(root) => Reply::FileService { root },
+                None => Reply::Failed(Failure::Unavailable),
+            },
+            CommandKind::Check { command, .. } => match command {
+                CheckCommandKind::ExecuteKernel { code } => {
+                    let session = match kernels.lookup(&location).await {
+                        KernelLookup::Running(session) => session,
+                        _ => return Reply::Check(CheckReply::KernelFailed(KernelFailure::NotSent)),
+                    };
+                    let run = async {
+                        let events = session
+                            .execute(code.clone(), ExecuteOptions::quiet())
+                            .await?;
+                        collect(events).await
+                    };
+                    Reply::Check(match run.await {
+                        Ok(collected) => match collected.error {
+                            Some(raised) => CheckReply::KernelFailed(KernelFailure::Error {
+                                ename: raised.ename,
+                            }),
+                            None => CheckReply::KernelOutput {
+                                stdout: collected.stdout,
+                            },
+                        },
+                        Err(_) => CheckReply::KernelFailed(KernelFailure::Lost),
+                    })
+                }
+                other => Reply::Check(colab.perform_check(other).await),
+            },
+            CommandKind::CheckProvider
+            | CommandKind::ReadSessions
+            | CommandKind::ProbeRuntime
+            | CommandKind::LookupAssignment { .. }
+            | CommandKind::CreateAssignment { .. }
+            | CommandKind::ReleaseRuntime { .. } => colab.perform_setup(kind).await,
+            // The picker, the temporary cell and mounting are the VS Code window's.
+            _ => Reply::Failed(Failure::NotPerformed),
+        }
+    }
+}
+
+/// `configure_kernel` and `select_setup_kernel` answer once the setup is terminal or waits for
+/// someone.
+fn settled_or_asking(setup: &colab_setup::Setup) -> bool {
+    setup.is_terminal()
+        || matches!(
+            setup.status(),
+            SetupStatus::AwaitingKernelSelection | SetupStatus::AwaitingUser
+        )
+}
+
+impl std::fmt::Debug for Setups {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Setups")
+            .field("setups", &self.registry().len())
+            .finish()
+    }
+}

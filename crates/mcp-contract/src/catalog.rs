@@ -696,7 +696,7 @@ mod tests {
     #[test]
     fn every_tool_has_object_schemas_that_reject_unknown_keys() {
         let tools = all_tools();
-        assert_eq!(tools.len(), 24);
+        assert_eq!(tools.len(), 28);
         for spec in &tools {
             let input = (spec.input_schema)();
             assert_eq!(

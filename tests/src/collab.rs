@@ -12,7 +12,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
 use crate::browser::{Browser, Page};
-use crate::kernel_server::{KernelServer, ServerKind};
+use crate::kernel_server::{KernelServer, ServerKind, ServerTls};
 use crate::{python, workspace_root};
 
 /// A Jupyter Server with real-time collaboration on loopback, serving a temporary folder, with
@@ -29,6 +29,11 @@ pub struct CollabServer {
 impl CollabServer {
     /// Starts a server on a new empty folder.
     pub fn start() -> Result<CollabServer> {
+        CollabServer::start_with_tls(None)
+    }
+
+    /// Like [`CollabServer::start`], serving HTTPS (and WSS) with `tls` when given.
+    pub fn start_with_tls(tls: Option<ServerTls>) -> Result<CollabServer> {
         let root = tempfile::tempdir()?;
         let state = tempfile::tempdir()?;
         let settings = state.path().join("lab-settings");
@@ -53,8 +58,9 @@ impl CollabServer {
             "--LabApp.news_url=None".to_owned(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &args)
-            .context("starting a Jupyter server with jupyter-collaboration")?;
+        let server =
+            KernelServer::start_with_tls(ServerKind::JupyterServer, root.path(), &args, tls)
+                .context("starting a Jupyter server with jupyter-collaboration")?;
         Ok(CollabServer {
             server,
             root,
@@ -62,7 +68,7 @@ impl CollabServer {
         })
     }
 
-    /// `http://127.0.0.1:<port>/`.
+    /// `http://127.0.0.1:<port>/` (`https://` with TLS).
     pub fn url(&self) -> String {
         self.server.url()
     }
@@ -103,8 +109,18 @@ pub struct Peer {
 impl Peer {
     /// Starts the peer against `server` (it opens a room with [`Peer::open`]).
     pub fn start(url: &str, token: &str) -> Result<Peer> {
+        Peer::start_trusting(url, token, None)
+    }
+
+    /// Like [`Peer::start`], trusting the certificate authority in the PEM file `ca` (for a
+    /// server over TLS; httpx reads it from `SSL_CERT_FILE`).
+    pub fn start_trusting(url: &str, token: &str, ca: Option<&Path>) -> Result<Peer> {
         let script = workspace_root().join("tests/python/collab_peer.py");
-        let mut child = Command::new(python())
+        let mut command = Command::new(python());
+        if let Some(ca) = ca {
+            command.env("SSL_CERT_FILE", ca);
+        }
+        let mut child = command
             .arg(script)
             .arg(url)
             .arg(token)

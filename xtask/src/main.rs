@@ -110,8 +110,15 @@ const LAYER_RULES: &[LayerRule] = &[
     LayerRule {
         crates: &["host-jupyter"],
         packages: &["rmcp", "napi", "zeromq", "jupyter-zmq-client", "openssl"],
-        source: &["std::fs", "std::process", "tokio::process"],
-        why: "the JupyterLab host starts no local kernels, serves no MCP itself and never touches the notebook files (TLS, when it has any, is the remote-kernel client's rustls, never the system's OpenSSL)",
+        source: &[
+            "std::fs",
+            "std::process",
+            "tokio::process",
+            "std::net",
+            "tokio::net",
+            "connect_async",
+        ],
+        why: "the JupyterLab host starts no local kernels, serves no MCP itself, never touches the notebook files and opens no connection of its own (its REST calls and WebSockets go through the kernels crate's transport: its rustls, never the system's OpenSSL)",
     },
     LayerRule {
         crates: &["mcp-server"],

@@ -1,89 +1,94 @@
-//! How to reach the Jupyter Server: its base URL and token, in one place. The REST calls, the
-//! room WebSockets and the remote-kernel client all take their addresses and credentials from
-//! [`ServerConnection`], so that TLS and the connection profiles of the remote-kernel client
-//! replace it in one change.
+//! How to reach the Jupyter Server: its connection profile (base URL, credential source,
+//! trusted certificate authorities), in one place. The REST calls, the room WebSockets and the
+//! remote-kernel client all go through the kernels crate's transport for that profile
+//! ([`kernels::ServerClient`], [`kernels::RemoteProvider`]): `http://` or `https://` (and
+//! `ws://` or `wss://`), rustls with the same trust and certificate errors as remote kernels,
+//! and the token in a header, re-read from its file when the server refuses it.
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::error::JupyterError;
 
-/// A Jupyter Server (with jupyter-collaboration) at `http://host:port/base/`, and its token.
+/// How long one REST call or WebSocket handshake may take.
+pub(crate) const TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A Jupyter Server (with jupyter-collaboration) at `http(s)://host:port/base/`, and how to
+/// authenticate to it.
 #[derive(Clone)]
 pub struct ServerConnection {
-    url: kernels::ServerUrl,
-    token: Option<String>,
+    profile: kernels::ConnectionProfile,
+    client: kernels::ServerClient,
 }
 
 impl fmt::Debug for ServerConnection {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The profile's `Debug` redacts the credential.
         formatter
             .debug_struct("ServerConnection")
-            .field("url", &self.url)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .finish()
+            .field("profile", &self.profile)
+            .finish_non_exhaustive()
     }
 }
 
 impl ServerConnection {
-    /// The server at `url` (`http://host:port/base/`; the remote-kernel client's rules, no
-    /// token in the URL; no TLS yet), authenticated with `token` when given.
+    /// The server at `url` (`http(s)://host:port/base/`; the remote-kernel client's rules, no
+    /// token in the URL), authenticated with the fixed `token` when given, trusting the
+    /// platform's certificate authorities.
     pub fn new(url: &str, token: Option<&str>) -> Result<ServerConnection, JupyterError> {
-        let url = kernels::ServerUrl::parse(url).map_err(|failure| JupyterError::Config {
-            message: failure.to_string(),
-        })?;
-        if url.is_https() {
-            // The room WebSockets and REST calls here are plain; TLS for them is not built yet.
-            return Err(JupyterError::Config {
-                message: format!(
-                    "{url}: --jupyter speaks plain http:// only for now; reach the server through an SSH tunnel or a local TLS-terminating proxy and use its http:// address"
-                ),
-            });
-        }
-        Ok(ServerConnection {
+        let url = kernels::ServerUrl::parse(url).map_err(config_error)?;
+        ServerConnection::with_profile(kernels::ConnectionProfile::jupyter_server(
             url,
-            token: token
-                .map(str::trim)
-                .filter(|token| !token.is_empty())
-                .map(str::to_owned),
-        })
+            token
+                .and_then(kernels::ServerToken::new)
+                .map(kernels::CredentialSource::Static),
+        ))
     }
 
-    /// `http://host:port/base/`.
+    /// The server `profile` describes: its credential source (a token file is read again
+    /// when it changes and when the server refuses the token), its trusted certificate
+    /// authorities, whether plain `http://` may leave loopback. Fails when the profile cannot
+    /// be used (an unreadable CA file, plain HTTP to another machine without leave).
+    pub fn with_profile(
+        profile: kernels::ConnectionProfile,
+    ) -> Result<ServerConnection, JupyterError> {
+        let client = kernels::ServerClient::new(&profile, TIMEOUT).map_err(config_error)?;
+        Ok(ServerConnection { profile, client })
+    }
+
+    /// `http(s)://host:port/base/`.
     pub fn base_url(&self) -> String {
-        self.url.to_string()
+        self.profile.base_url.to_string()
     }
 
-    /// The `http://` URL of `path` (relative to the base path, already encoded).
+    /// The `http(s)://` URL of `path` (relative to the base path, already encoded).
     pub fn http_url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url())
+        self.profile.base_url.http(path)
     }
 
-    /// The `ws://` URL of `path` (relative to the base path, already encoded).
+    /// The `ws://` (`wss://` under `https://`) URL of `path` (relative to the base path,
+    /// already encoded). The token never goes into it: it travels in a header.
     pub fn ws_url(&self, path: &str) -> String {
-        let base = self.base_url();
-        let rest = base.strip_prefix("http://").unwrap_or(&base);
-        format!("ws://{rest}{path}")
+        self.profile.base_url.ws(path)
     }
 
-    /// `host:port`, for the `Host` header.
-    pub fn authority(&self) -> String {
-        let base = self.base_url();
-        let rest = base.strip_prefix("http://").unwrap_or(&base);
-        rest.split('/').next().unwrap_or_default().to_owned()
+    /// The client of the server's API and WebSockets.
+    pub(crate) fn client(&self) -> &kernels::ServerClient {
+        &self.client
     }
 
-    /// The `Authorization` header value, when there is a token. The token never goes into a
-    /// URL (it would show in logs).
-    pub(crate) fn authorization(&self) -> Option<String> {
-        self.token.as_ref().map(|token| format!("token {token}"))
-    }
-
-    /// The remote-kernel client's configuration for the same server.
+    /// The remote-kernel client's configuration for the same server (the same credential
+    /// source and trust).
     pub fn kernel_config(&self) -> kernels::RemoteConfig {
-        kernels::RemoteConfig::new(
-            self.url.clone(),
-            self.token.as_deref().and_then(kernels::ServerToken::new),
-        )
+        let mut config = kernels::RemoteConfig::with_profile(self.profile.clone());
+        config.request_timeout = TIMEOUT;
+        config
+    }
+}
+
+fn config_error(failure: kernels::Error) -> JupyterError {
+    JupyterError::Config {
+        message: failure.to_string(),
     }
 }
 
@@ -122,10 +127,32 @@ mod tests {
             connection.ws_url("api/collaboration/room/x"),
             "ws://127.0.0.1:8888/user/a/api/collaboration/room/x"
         );
-        assert_eq!(connection.authority(), "127.0.0.1:8888");
-        assert_eq!(connection.authorization().as_deref(), Some("token secret"));
         assert!(!format!("{connection:?}").contains("secret"));
-        assert!(ServerConnection::new("https://example.org/", None).is_err());
+        assert!(!connection.ws_url("x").contains("secret"));
+    }
+
+    #[test]
+    fn https_servers_are_reached_over_tls_with_wss_rooms() {
+        let connection = ServerConnection::new("https://jupyter.example.org:8443/lab", None)
+            .expect("https:// is accepted");
+        assert_eq!(
+            connection.base_url(),
+            "https://jupyter.example.org:8443/lab/"
+        );
+        assert_eq!(
+            connection.http_url("api/contents/a.ipynb"),
+            "https://jupyter.example.org:8443/lab/api/contents/a.ipynb"
+        );
+        assert_eq!(
+            connection.ws_url("api/collaboration/room/JupyterLab:globalAwareness"),
+            "wss://jupyter.example.org:8443/lab/api/collaboration/room/JupyterLab:globalAwareness"
+        );
+        // The same rules as for kernel servers: plain http:// leaves loopback only when asked.
+        let error = ServerConnection::new("http://10.0.0.1:8888/", None).unwrap_err();
+        assert!(
+            error.to_string().contains("--allow-insecure-http"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -22,6 +22,14 @@ pub enum JupyterError {
         /// A short cause (refused, timed out, closed).
         reason: String,
     },
+    /// The server's TLS certificate was refused; `problem` says why and which option fixes it.
+    #[error("the Jupyter server at {url} presented a TLS certificate that {problem}")]
+    Certificate {
+        /// The server's base URL.
+        url: String,
+        /// What is wrong with the certificate and what to do (names --kernel-server-ca).
+        problem: String,
+    },
     /// The server refused the token.
     #[error(
         "the Jupyter server at {url} refused the token (HTTP {status}); pass the server's token in JUPYTER_MCP_KERNEL_SERVER_TOKEN or --kernel-server-token-file"

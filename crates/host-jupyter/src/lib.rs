@@ -13,8 +13,10 @@
 //! shows in JupyterLab's collaborator list and as a cursor in the cell it works on.
 //!
 //! [`ydoc`] and [`protocol`] are pure (no sockets, no clocks, no tasks). This crate never
-//! writes an open notebook's file, knows nothing about VS Code, holds no tool logic, and does
-//! not speak TLS (the connection's address and token live in [`ServerConnection`] alone).
+//! writes an open notebook's file, knows nothing about VS Code, holds no tool logic, and opens
+//! no connection of its own: REST calls and WebSockets (`http://` or `https://`, `ws://` or
+//! `wss://`) go through the kernels crate's transport for the [`ServerConnection`]'s profile,
+//! so TLS trust, certificate errors and token renewal are the remote kernels' own.
 #![warn(missing_docs)]
 
 mod connection;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest as _};
+use tokio_tungstenite::tungstenite;
 use yrs::sync::{Awareness, SyncMessage};
 use yrs::{ReadTxn as _, Transact as _};
 
@@ -209,24 +209,15 @@ impl Presence {
 
     /// One connection to `JupyterLab:globalAwareness`; `Ok` when stopped.
     async fn serve(&self, rest: &Rest, stop: &mut watch::Receiver<bool>) -> Result<(), String> {
-        let connection = rest.connection();
-        let url = connection.ws_url("api/collaboration/room/JupyterLab:globalAwareness");
-        let mut request = url
-            .into_client_request()
-            .map_err(|_| "not a URL".to_owned())?;
-        if let Some(authorization) = connection.authorization() {
-            request.headers_mut().insert(
-                http::header::AUTHORIZATION,
-                authorization.parse().map_err(|_| "bad token".to_owned())?,
-            );
-        }
-        let (socket, _) = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio_tungstenite::connect_async(request),
-        )
-        .await
-        .map_err(|_| "timed out".to_owned())?
-        .map_err(|_| "refused".to_owned())?;
+        let socket = rest
+            .connection()
+            .client()
+            .websocket(
+                "api/collaboration/room/JupyterLab:globalAwareness",
+                "joining the collaborator list",
+            )
+            .await
+            .map_err(|failure| crate::room::socket_failure(rest.connection(), failure))?;
         let (mut sink, mut stream) = socket.split();
         let mut awareness = Awareness::new(crate::ydoc::new_doc());
         let me = awareness.client_id();

@@ -2,30 +2,21 @@
 //! new files, never writing an open notebook), the collaboration session endpoint (a
 //! notebook's room) and the sessions API (the notebook's kernel, shared with JupyterLab).
 
-use std::time::Duration;
-
-use bytes::Bytes;
-use http::{Method, Request, StatusCode, header};
-use http_body_util::{BodyExt as _, Full};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::connection::{ServerConnection, encode_path};
 use crate::error::JupyterError;
 
-/// How long one REST call may take.
-const TIMEOUT: Duration = Duration::from_secs(30);
 /// Listing stops after this many folders (a huge server root), and this deep.
 const MAX_FOLDERS: usize = 2_000;
 const MAX_DEPTH: usize = 12;
 
-/// The REST client of one server.
+/// The REST client of one server, over the kernels crate's transport (HTTP or HTTPS, the
+/// token in a header and renewed when refused).
 #[derive(Clone)]
 pub(crate) struct Rest {
-    client: Client<HttpConnector, Full<Bytes>>,
     connection: ServerConnection,
 }
 
@@ -51,24 +42,11 @@ pub(crate) struct ServerSession {
 
 impl Rest {
     pub(crate) fn new(connection: ServerConnection) -> Rest {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(TIMEOUT));
-        Rest {
-            client: Client::builder(TokioExecutor::new()).build(connector),
-            connection,
-        }
+        Rest { connection }
     }
 
     pub(crate) fn connection(&self) -> &ServerConnection {
         &self.connection
-    }
-
-    fn unreachable(&self, reason: &str) -> JupyterError {
-        JupyterError::Unreachable {
-            url: self.connection.base_url(),
-            reason: reason.to_owned(),
-        }
     }
 
     /// One request; the status and the JSON body (`Null` when empty or not JSON).
@@ -78,51 +56,14 @@ impl Rest {
         path: &str,
         body: Option<Value>,
     ) -> Result<(StatusCode, Value), JupyterError> {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(self.connection.http_url(path))
-            .header(header::ACCEPT, "application/json");
-        if let Some(authorization) = self.connection.authorization() {
-            request = request.header(header::AUTHORIZATION, authorization);
-        }
-        let payload = match body {
-            Some(body) => {
-                request = request.header(header::CONTENT_TYPE, "application/json");
-                Bytes::from(body.to_string())
-            }
-            None => Bytes::new(),
-        };
-        let request = request
-            .body(Full::new(payload))
-            .map_err(|_| JupyterError::Config {
-                message: format!("`{path}` cannot be requested"),
-            })?;
-        let exchange = async {
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|_| self.unreachable("no connection"))?;
-            let status = response.status();
-            let bytes = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|_| self.unreachable("the answer broke off"))?
-                .to_bytes();
-            Ok::<_, JupyterError>((status, bytes))
-        };
-        let (status, bytes) = tokio::time::timeout(TIMEOUT, exchange)
+        let answer = self
+            .connection
+            .client()
+            .request(method, path, body.as_ref(), "a Jupyter Server API call")
             .await
-            .map_err(|_| self.unreachable("no answer within 30 s"))??;
-        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-            return Err(JupyterError::Unauthorized {
-                url: self.connection.base_url(),
-                status: status.as_u16(),
-            });
-        }
-        let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        Ok((status, value))
+            .map_err(|failure| server_error(&self.connection, failure))?;
+        let value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        Ok((answer.status, value))
     }
 
     fn status(what: &str, status: StatusCode) -> JupyterError {
@@ -295,6 +236,30 @@ impl Rest {
             ));
         }
         server_session(&value).ok_or_else(|| Self::malformed("starting a session"))
+    }
+}
+
+/// A failure of the kernels crate's transport as this host's error: a refused certificate
+/// says why and which option fixes it, as for remote kernels.
+pub(crate) fn server_error(connection: &ServerConnection, failure: kernels::Error) -> JupyterError {
+    let url = connection.base_url();
+    match failure {
+        kernels::Error::ServerCertificate { problem, .. } => JupyterError::Certificate {
+            url,
+            problem: problem.to_owned(),
+        },
+        kernels::Error::ServerAuth { status, .. } => JupyterError::Unauthorized { url, status },
+        kernels::Error::ServerUnreachable { .. } => JupyterError::Unreachable {
+            url,
+            reason: "no connection".to_owned(),
+        },
+        kernels::Error::Timeout { after, .. } => JupyterError::Unreachable {
+            url,
+            reason: format!("no answer within {} s", after.as_secs()),
+        },
+        other => JupyterError::Config {
+            message: other.to_string(),
+        },
     }
 }
 

@@ -25,7 +25,7 @@ use host_core::{Document, HostError, NotebookLocation, Restored};
 use notebook_model::{CellKind, DocChange, Notebook};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest as _};
+use tokio_tungstenite::tungstenite;
 use yrs::sync::{Awareness, SyncMessage};
 use yrs::undo::UndoManager;
 use yrs::updates::decoder::Decode as _;
@@ -705,51 +705,25 @@ impl Room {
     async fn connect(
         &self,
         session: &crate::rest::RoomSession,
-    ) -> Result<
-        tokio_tungstenite::WebSocketStream<
-            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-        >,
-        String,
-    > {
-        let connection = self.inner.rest.connection();
-        let url = connection.ws_url(&format!(
+    ) -> Result<kernels::ServerWebSocket, String> {
+        let path = format!(
             "api/collaboration/room/json:notebook:{}?sessionId={}",
             encode_segment(&session.file_id),
             encode_segment(&session.session_id)
-        ));
-        let mut request = url
-            .into_client_request()
-            .map_err(|_| "the room address is not a URL".to_owned())?;
-        if let Some(authorization) = connection.authorization() {
-            request.headers_mut().insert(
-                http::header::AUTHORIZATION,
-                authorization
-                    .parse()
-                    .map_err(|_| "the token is not a valid header".to_owned())?,
-            );
-        }
-        let connected = tokio::time::timeout(
-            Duration::from_secs(30),
-            tokio_tungstenite::connect_async(request),
-        )
-        .await;
-        match connected {
-            Ok(Ok((socket, _))) => Ok(socket),
-            Ok(Err(tungstenite::Error::Http(response))) => Err(format!(
-                "the server refused the room (HTTP {})",
-                response.status()
-            )),
-            Ok(Err(_)) => Err("the room's WebSocket could not be opened".to_owned()),
-            Err(_) => Err("the room's WebSocket did not open within 30 s".to_owned()),
-        }
+        );
+        self.inner
+            .rest
+            .connection()
+            .client()
+            .websocket(&path, "opening the notebook's collaboration room")
+            .await
+            .map_err(|failure| socket_failure(self.inner.rest.connection(), failure))
     }
 
     /// Serves one connection until it ends.
     async fn serve(
         &self,
-        socket: tokio_tungstenite::WebSocketStream<
-            tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
-        >,
+        socket: kernels::ServerWebSocket,
         frames: &mut mpsc::UnboundedReceiver<Outgoing>,
         stop: &mut watch::Receiver<bool>,
     ) -> Served {
@@ -932,6 +906,23 @@ impl Room {
 }
 
 /// Waits until `stop` says so (the guard of the value is not held across other awaits).
+/// Why a room's WebSocket did not open, in a few words for the `Disconnected` error.
+pub(crate) fn socket_failure(
+    connection: &crate::connection::ServerConnection,
+    failure: kernels::Error,
+) -> String {
+    match failure {
+        kernels::Error::ServerStatus { status, .. } => {
+            format!("the server refused the room (HTTP {status})")
+        }
+        kernels::Error::Timeout { after, .. } => format!(
+            "the room's WebSocket did not open within {} s",
+            after.as_secs()
+        ),
+        failure => crate::rest::server_error(connection, failure).to_string(),
+    }
+}
+
 pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|stop| *stop).await;
 }

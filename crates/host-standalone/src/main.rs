@@ -52,16 +52,17 @@ enum Command {
         /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN, never from the URL.
         #[arg(long, value_name = "URL", conflicts_with = "no_kernels")]
         kernel_server: Option<String>,
-        /// Read the kernel server's (or the --jupyter server's) token from this file (for a
-        /// kernel server: read again when it changes, and when the server refuses the token).
+        /// Read the kernel server's (or the --jupyter server's) token from this file (read
+        /// again when it changes, and when the server refuses the token).
         #[arg(long, value_name = "PATH")]
         kernel_server_token_file: Option<PathBuf>,
-        /// Trust this certificate authority (a PEM file) for https:// kernel servers and hubs,
-        /// besides the system's (SSL_CERT_FILE replaces the system's). Repeatable.
+        /// Trust this certificate authority (a PEM file) for https:// kernel servers, hubs and
+        /// --jupyter servers, besides the system's (SSL_CERT_FILE replaces the system's).
+        /// Repeatable.
         #[arg(long, value_name = "FILE")]
         kernel_server_ca: Vec<PathBuf>,
-        /// Allow plain http:// to a kernel server or hub that is not on loopback. The token
-        /// and all code and outputs then cross the network unencrypted.
+        /// Allow plain http:// to a kernel server, hub or --jupyter server that is not on
+        /// loopback. The token and all code and outputs then cross the network unencrypted.
         #[arg(long)]
         allow_insecure_http: bool,
         /// Run kernels on your server of this JupyterHub (https://hub.example.org/): it is
@@ -97,10 +98,11 @@ enum Command {
         #[arg(long, value_name = "PATH", requires = "colab_runtime_url")]
         colab_token_file: Option<PathBuf>,
         /// Work alongside JupyterLab: serve the notebooks of this Jupyter Server
-        /// (http://host:port/base/, with jupyter-collaboration) live in their shared documents,
-        /// on the kernels their JupyterLab tabs use. Its token comes from
-        /// --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN; --root is then the
-        /// folder file transfers read and write.
+        /// (https://host/base/, or http:// on loopback; with jupyter-collaboration) live in
+        /// their shared documents, on the kernels their JupyterLab tabs use. Its token comes
+        /// from --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN, its certificate
+        /// is checked as for kernel servers (--kernel-server-ca); --root is then the folder
+        /// file transfers read and write.
         #[arg(long, value_name = "URL", conflicts_with_all = ["kernel_server", "jupyterhub", "colab_session", "colab_runtime_url"])]
         jupyter: Option<String>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
@@ -162,29 +164,38 @@ fn main() -> anyhow::Result<()> {
             } else {
                 Auth::RandomToken
             };
-            // Read before the kernel server's credential takes the token file (the two
-            // options exclude each other).
-            let jupyter = match jupyter {
-                Some(url) => {
-                    let token = token_from(
-                        kernel_server_token_file.as_deref(),
-                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
-                    )?;
-                    let connection = host_jupyter::ServerConnection::new(&url, token.as_deref())?;
-                    // The same rule as for kernel servers: plain http:// on loopback only,
-                    // unless the network on the way is said to be the user's.
-                    let mut profile = kernels::ConnectionProfile::jupyter_server(
-                        kernels::ServerUrl::parse(&url)?,
-                        None,
-                    );
-                    profile.allow_insecure_http = allow_insecure_http;
-                    profile.check_transport()?;
-                    Some(connection)
-                }
-                None => None,
-            };
             let tls = kernels::TlsTrust {
                 extra_roots: kernel_server_ca,
+            };
+            // The same transport as for kernel servers: the token file read again when it
+            // changes and when the server refuses the token, the same certificate authorities,
+            // plain http:// on loopback only unless the network on the way is the user's.
+            let (jupyter, kernel_server_token_file) = match jupyter {
+                Some(url) => {
+                    let credential = credential_from(
+                        kernel_server_token_file,
+                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+                        "--kernel-server-token-file",
+                    )?;
+                    let mut profile = kernels::ConnectionProfile::jupyter_server(
+                        kernels::ServerUrl::parse(&url)?,
+                        credential,
+                    );
+                    profile.tls = tls.clone();
+                    profile.allow_insecure_http = allow_insecure_http;
+                    profile.check_transport()?;
+                    if !profile.base_url.is_https() && !profile.base_url.is_loopback() {
+                        tracing::warn!(
+                            "--allow-insecure-http: the token, the notebooks and every cell's code and output cross the network to {} unencrypted; anyone on the way can read them and run code as you",
+                            profile.base_url
+                        );
+                    }
+                    (
+                        Some(host_jupyter::ServerConnection::with_profile(profile)?),
+                        None,
+                    )
+                }
+                None => (None, kernel_server_token_file),
             };
             let colab = match (colab_session, colab_runtime_url) {
                 (Some(session), _) => Some(host_standalone::colab::ColabSource::SessionsFile {

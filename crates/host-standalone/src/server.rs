@@ -231,6 +231,7 @@ async fn jupyter_host(
     let served = format!(
         "the notebooks of the Jupyter server {}",
         base.trim_start_matches("http://")
+            .trim_start_matches("https://")
     );
     let dispatch = host_jupyter::JupyterDispatch::new(Arc::new(host));
     let host = dispatch.host().clone();

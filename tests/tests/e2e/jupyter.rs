@@ -1,7 +1,8 @@
 //! Working alongside JupyterLab: `jupyter-mcp serve --jupyter URL` against a real Jupyter Server
 //! with jupyter-collaboration on loopback, and the person played by a second real Yjs client
 //! (pycrdt's provider over httpx-ws, `tests/python/collab_peer.py`). One server serves the
-//! tests that run at the same time; each test has notebooks of its own.
+//! tests that run at the same time; each test has notebooks of its own (the HTTPS test starts a
+//! server of its own, with a test CA).
 
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,10 @@ use jupyter_mcp_tests::browser::{Browser, save_screenshot};
 use jupyter_mcp_tests::collab::{
     CollabServer, JupyterLab, Peer, api_get, shared_server, write_notebook,
 };
-use jupyter_mcp_tests::{CLIENT_TITLE, Client, HttpServer, is_terminal, nbformat_problems};
+use jupyter_mcp_tests::kernel_server::TestCa;
+use jupyter_mcp_tests::{
+    CLIENT_TITLE, Client, HttpServer, is_terminal, nbformat_problems, server_binary,
+};
 use serde_json::{Value, json};
 
 /// `jupyter-mcp` serving `server`'s notebooks, with `extra` arguments.
@@ -338,6 +342,84 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
             .any(|session| session["path"] == "run.ipynb"),
         "{sessions}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_https_the_agent_edits_and_runs_trusting_the_kernel_server_ca() {
+    let ca = TestCa::new("jupyter-mcp test CA").unwrap();
+    let server = CollabServer::start_with_tls(Some(ca.issue("collab").unwrap()))
+        .expect("a Jupyter server with collaboration starts over TLS");
+    assert!(server.url().starts_with("https://"), "{}", server.url());
+    write_notebook(&server, "tls.ipynb", &["a = 1", "print('over tls', 6 * 7)"]);
+    let transfers = tempfile::tempdir().unwrap();
+
+    // Without the CA the start's first call fails, saying why and which option fixes it.
+    let cache = tempfile::tempdir().unwrap();
+    let refused = tokio::process::Command::new(server_binary())
+        .env_remove("SSL_CERT_FILE")
+        .env_remove("SSL_CERT_DIR")
+        .env_remove("JUPYTER_MCP_TOKEN")
+        .args(["serve", "--port", "0", "--root"])
+        .arg(transfers.path())
+        .arg("--cache-dir")
+        .arg(cache.path())
+        .args(["--jupyter", &server.url(), "--kernel-server-token-file"])
+        .arg(server.token_file())
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let refused = tokio::time::timeout(Duration::from_secs(60), refused)
+        .await
+        .expect("jupyter-mcp gives up on the untrusted server within 60 s")
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(
+        said.contains("certificate authority this machine does not trust")
+            && said.contains("--kernel-server-ca"),
+        "{said}"
+    );
+    assert!(!said.contains(server.token()), "{said}");
+
+    // With it: REST, the room over wss:// and the kernel's WebSocket all work.
+    let ca_file = ca.ca_file().display().to_string();
+    let mcp = serve(&server, transfers.path(), &["--kernel-server-ca", &ca_file]);
+    let client = Client::http(&mcp.url).await.unwrap();
+    let mut person =
+        Peer::start_trusting(&server.url(), server.token(), Some(&ca.ca_file())).unwrap();
+    person.open("tls.ipynb").unwrap();
+    let cells = client.outline_cells("tls.ipynb").await;
+    let first = cell(&cells, "c0").clone();
+    let edited = client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": "tls.ipynb", "edits": [{
+                "editType": "edit", "cellId": "c0", "expectedRev": first["rev"], "newCode": "a = 2"
+            }]}),
+        )
+        .await
+        .ok();
+    let (person, seen) = person
+        .ask(json!({"cmd": "wait", "cell": "c0", "contains": "a = 2", "timeout": 20}))
+        .await;
+    seen.unwrap_or_else(|failure| panic!("the person sees the agent's edit ({edited}): {failure}"));
+
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": "tls.ipynb", "cellIds": ["c1"], "waitMs": 0}),
+        )
+        .await
+        .ok();
+    let receipt = client
+        .follow("tls.ipynb", Duration::from_secs(60), is_terminal)
+        .await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    assert!(receipt.to_string().contains("over tls 42"), "{receipt}");
+    let (_person, seen) = person
+        .ask(json!({"cmd": "wait", "cell": "c1", "output": "over tls 42", "timeout": 60}))
+        .await;
+    seen.expect("the run's output reaches the person");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,12 +41,13 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{self, Message};
 
+use super::client::{ByteStream, ServerWebSocket};
 use super::frames::{
     Frame, Incoming, Outgoing, Protocol, V1_SUBPROTOCOL, decode_binary, decode_text, iso_date,
 };
 use super::hub::status_suggests_stopped;
 use super::hub_client::JupyterHub;
-use super::server::{Rest, kernel_path, unreachable_error};
+use super::server::{Placed, Rest, kernel_path, unreachable_error};
 use crate::error::Error;
 use crate::execute::ExecuteEvent;
 use crate::router::Router;
@@ -150,12 +151,8 @@ pub(crate) fn may_mean_stopped(error: &Error) -> bool {
     }
 }
 
-/// A byte stream to the server: plain TCP or TLS over it.
-trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
-impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Stream for T {}
-
 /// TCP (and TLS, for `https://` servers) to the server.
-async fn open_stream(rest: &Rest, operation: &'static str) -> Result<Box<dyn Stream>, Error> {
+async fn open_stream(rest: &Rest, operation: &'static str) -> Result<Box<dyn ByteStream>, Error> {
     let url = &rest.url;
     let host = url.host().to_owned();
     let tcp = tokio::net::TcpStream::connect((host.as_str(), url.port()))
@@ -177,6 +174,79 @@ async fn open_stream(rest: &Rest, operation: &'static str) -> Result<Box<dyn Str
     Ok(Box::new(tls))
 }
 
+/// A WebSocket handshake's answer.
+pub(crate) type HandshakeResponse = tungstenite::handshake::client::Response;
+
+/// One WebSocket handshake to `path` (relative to the server's base path, with its own query
+/// if any), carrying the credential and headers `placed` holds and offering `subprotocol`. A
+/// refusal of the credential is `ServerAuth`, another refusal `ServerStatus`, a refused
+/// subprotocol `ServerProtocol`, a certificate problem `ServerCertificate`.
+pub(crate) async fn handshake(
+    rest: &Rest,
+    path: &str,
+    placed: &Placed,
+    subprotocol: Option<&'static str>,
+    config: WebSocketConfig,
+    timeout: Duration,
+    operation: &'static str,
+) -> Result<(ServerWebSocket, HandshakeResponse), Error> {
+    let url = &rest.url;
+    let mut path = path.to_owned();
+    for pair in &placed.query {
+        path.push(if path.contains('?') { '&' } else { '?' });
+        path.push_str(pair);
+    }
+    // Its own error is not passed on: it would quote the URL, with a credential placed in
+    // the query.
+    let mut request = url
+        .ws(&path)
+        .into_client_request()
+        .map_err(|_| Error::ServerUrl {
+            url: url.to_string(),
+            reason: "the WebSocket URL cannot be built".to_owned(),
+        })?;
+    for (name, value) in &placed.headers {
+        request.headers_mut().insert(name.clone(), value.clone());
+    }
+    if let Some(subprotocol) = subprotocol {
+        request.headers_mut().insert(
+            http::header::SEC_WEBSOCKET_PROTOCOL,
+            http::HeaderValue::from_static(subprotocol),
+        );
+    }
+    let attempt = async {
+        let stream = open_stream(rest, operation).await?;
+        tokio_tungstenite::client_async_with_config(request, stream, Some(config))
+            .await
+            .map_err(|error| match error {
+                tungstenite::Error::Http(response) => {
+                    let status = response.status().as_u16();
+                    match status {
+                        401 | 403 => rest.transport.auth_error(url, operation, status),
+                        code => Error::ServerStatus {
+                            url: url.to_string(),
+                            operation,
+                            status: code,
+                        },
+                    }
+                }
+                tungstenite::Error::Protocol(
+                    tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(_),
+                ) => Error::ServerProtocol {
+                    url: url.to_string(),
+                    operation,
+                },
+                other => unreachable_error(url, operation, Box::new(other)),
+            })
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .map_err(|_| Error::Timeout {
+            operation,
+            after: timeout,
+        })?
+}
+
 async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFailure> {
     let mut retried = false;
     loop {
@@ -196,78 +266,37 @@ async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFa
 async fn connect_once(params: &LinkParams, offer_binary: bool) -> Result<Link, (LinkFailure, u64)> {
     const OPERATION: &str = "opening the kernel's WebSocket";
     let url = &params.rest.url;
-    let failed = |error: Error| (LinkFailure::Failed(error), 0);
-    let placed = params.rest.transport.place(url).await.map_err(failed)?;
+    let placed = params
+        .rest
+        .transport
+        .place(url)
+        .await
+        .map_err(|error| (LinkFailure::Failed(error), 0))?;
     let generation = placed.generation;
-    let failed = |error: Error| (LinkFailure::Failed(error), generation);
-    let mut path = format!(
+    let path = format!(
         "{}?session_id={}",
         kernel_path(&params.kernel_id, "/channels"),
         params.session_id
     );
-    for pair in &placed.query {
-        path.push('&');
-        path.push_str(pair);
-    }
-    // Its own error is not passed on: it would quote the URL, with a credential placed in
-    // the query.
-    let mut request = url.ws(&path).into_client_request().map_err(|_| {
-        failed(Error::ServerUrl {
-            url: url.to_string(),
-            reason: "the WebSocket URL cannot be built".to_owned(),
-        })
-    })?;
-    for (name, value) in &placed.headers {
-        request.headers_mut().insert(name.clone(), value.clone());
-    }
-    if offer_binary {
-        request.headers_mut().insert(
-            http::header::SEC_WEBSOCKET_PROTOCOL,
-            http::HeaderValue::from_static(V1_SUBPROTOCOL),
-        );
-    }
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_INCOMING_BYTES))
         .max_frame_size(Some(MAX_INCOMING_BYTES));
-    let handshake = async {
-        let stream = open_stream(&params.rest, OPERATION).await?;
-        tokio_tungstenite::client_async_with_config(request, stream, Some(config))
-            .await
-            .map_err(|error| match error {
-                tungstenite::Error::Http(response) => {
-                    let status = response.status().as_u16();
-                    match status {
-                        401 | 403 => params.rest.transport.auth_error(url, OPERATION, status),
-                        code => Error::ServerStatus {
-                            url: url.to_string(),
-                            operation: OPERATION,
-                            status: code,
-                        },
-                    }
-                }
-                tungstenite::Error::Protocol(
-                    tungstenite::error::ProtocolError::SecWebSocketSubProtocolError(_),
-                ) => Error::ServerProtocol {
-                    url: url.to_string(),
-                    operation: OPERATION,
-                },
-                other => unreachable_error(url, OPERATION, Box::new(other)),
-            })
-    };
-    let connected = tokio::time::timeout(params.connect_timeout, handshake)
-        .await
-        .map_err(|_| {
-            failed(Error::Timeout {
-                operation: OPERATION,
-                after: params.connect_timeout,
-            })
-        })?;
+    let connected = handshake(
+        &params.rest,
+        &path,
+        &placed,
+        offer_binary.then_some(V1_SUBPROTOCOL),
+        config,
+        params.connect_timeout,
+        OPERATION,
+    )
+    .await;
     let (stream, response) = match connected {
         Ok(connected) => connected,
         Err(Error::ServerStatus { status: 404, .. }) => {
             return Err((LinkFailure::Gone, generation));
         }
-        Err(error) => return Err(failed(error)),
+        Err(error) => return Err((LinkFailure::Failed(error), generation)),
     };
     let protocol = match response.headers().get(http::header::SEC_WEBSOCKET_PROTOCOL) {
         Some(value) if value.as_bytes() == V1_SUBPROTOCOL.as_bytes() => Protocol::V1,

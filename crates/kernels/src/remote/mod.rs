@@ -14,6 +14,7 @@
 //! the hub stops it mid-run the run's requests end with `ServerStopped`; the next start starts
 //! it again only when the configuration allows it.
 
+mod client;
 mod connection;
 mod frames;
 mod hub;
@@ -32,6 +33,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
+pub use self::client::{ByteStream, ServerAnswer, ServerClient, ServerWebSocket};
 use self::connection::{
     Command, LinkFailure, LinkParams, Pump, PumpContext, PumpEnd, may_mean_stopped, new_msg_id,
     now_date, open_link,

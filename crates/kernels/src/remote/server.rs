@@ -142,13 +142,13 @@ impl ServerUrl {
     }
 
     /// The URL of `path` (relative to the base path).
-    pub(crate) fn http(&self, path: &str) -> String {
+    pub fn http(&self, path: &str) -> String {
         let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}{}{path}", self.authority, self.base_path)
     }
 
-    /// The WebSocket URL of `path` (relative to the base path).
-    pub(crate) fn ws(&self, path: &str) -> String {
+    /// The WebSocket URL of `path` (relative to the base path): `wss://` for `https://`.
+    pub fn ws(&self, path: &str) -> String {
         let scheme = if self.https { "wss" } else { "ws" };
         format!("{scheme}://{}{}{path}", self.authority, self.base_path)
     }

@@ -104,7 +104,7 @@ pub use receipt::{
 };
 pub use registry::{Registry, RegistryConfig, RegistryLimits, RunRequest};
 pub use run::{
-    CellCheck, CellRequest, CellState, ExecuteReply, Invalidation, KernelLifecycle,
+    ActionNotice, CellCheck, CellRequest, CellState, ExecuteReply, Invalidation, KernelLifecycle,
     KernelObservation, KernelStatus, MAX_CONSECUTIVE_FAILED_OBSERVATIONS, Progress, ReasonCode,
     ReplyStatus, Run, RunAction, RunEvent, RunStatus, TrackedCell,
 };

@@ -118,6 +118,10 @@ pub struct Receipt {
     pub notebook_command_pending: bool,
     /// How many cells have settled, out of how many.
     pub progress: Progress,
+    /// What the user must do outside MCP: a cell's kernel asked its frontend for something
+    /// (such as Colab's Drive authorisation) that was answered with an error at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_required: Option<crate::run::ActionNotice>,
     /// One entry per requested cell, in requested order.
     pub cells: Vec<CellReceipt>,
 }
@@ -319,6 +323,7 @@ pub(crate) fn build_receipt(
         wait_timed_out: options.wait_timed_out && !run.is_terminal(),
         notebook_command_pending,
         progress: run.progress(),
+        action_required: run.action_required().cloned(),
         cells,
     }
 }

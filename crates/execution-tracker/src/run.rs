@@ -318,6 +318,29 @@ pub enum RunEvent {
     Invalidate(Invalidation),
     /// The notebook was closed.
     NotebookClosed,
+    /// The kernel asked its frontend for something the host answered with an error at once
+    /// (a provider's own prompt); the user must act outside MCP. Kept for the receipt; the cell
+    /// goes on to its reply as usual.
+    ActionRequired {
+        /// The cell's position in the run.
+        position: usize,
+        /// A short, stable code (e.g. `colab_request`).
+        code: String,
+        /// What the user must do.
+        message: String,
+    },
+}
+
+/// What the user must do for a run to succeed (`actionRequired` in its receipt).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionNotice {
+    /// A short, stable code.
+    pub code: String,
+    /// What the user must do.
+    pub message: String,
+    /// The cell whose execution asked.
+    pub cell_id: String,
 }
 
 /// What the host must do.
@@ -479,6 +502,8 @@ pub struct Run {
     outputs: Option<OutputAccumulator>,
     /// Formatted outputs kept after `compact`, one per cell.
     captured: Vec<Option<CapturedOutput>>,
+    /// The first request of the kernel the user must answer outside MCP.
+    action_required: Option<ActionNotice>,
     version: u64,
 }
 
@@ -529,6 +554,7 @@ impl Run {
             last_kernel_status: None,
             outputs: Some(OutputAccumulator::new(cell_count, output_limits)),
             captured: vec![None; cell_count],
+            action_required: None,
             version: 0,
         }
     }
@@ -665,7 +691,29 @@ impl Run {
             RunEvent::Observation(observation) => self.on_observation(observation, now_ms),
             RunEvent::Invalidate(invalidation) => self.invalidate(invalidation, now_ms),
             RunEvent::NotebookClosed => self.on_notebook_closed(now_ms),
+            RunEvent::ActionRequired {
+                position,
+                code,
+                message,
+            } => {
+                if self.action_required.is_none()
+                    && let Some(cell) = self.cells.get(position)
+                {
+                    self.action_required = Some(ActionNotice {
+                        code,
+                        message,
+                        cell_id: cell.cell_id.clone(),
+                    });
+                    self.touch();
+                }
+                Vec::new()
+            }
         }
+    }
+
+    /// What the user must do outside MCP, when a cell's kernel asked for it.
+    pub fn action_required(&self) -> Option<&ActionNotice> {
+        self.action_required.as_ref()
     }
 
     /// Begins the cell loop. Ignored unless the run has not started yet.

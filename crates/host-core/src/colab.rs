@@ -56,7 +56,10 @@ pub trait ColabRuntimes: Send + Sync + 'static {
     /// The route `configure_kernel` with `runtime: "colab"` takes on this host, reusing the
     /// server `alias` names when given. `Err` says why the request cannot be served here (for
     /// example, an alias on a route that has none) and what to do instead.
-    fn setup_route(&self, alias: Option<&colab_setup::ServerAlias>) -> Result<colab_setup::Route, String>;
+    fn setup_route(
+        &self,
+        alias: Option<&colab_setup::ServerAlias>,
+    ) -> Result<colab_setup::Route, String>;
 
     /// Performs one of a setup's host-side commands: [`colab_setup::CommandKind::CheckProvider`],
     /// `ReadSessions`, `ProbeRuntime`, `LookupAssignment`, `CreateAssignment` or

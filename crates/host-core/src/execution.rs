@@ -135,6 +135,11 @@ fn run_event(
         KernelEvent::Busy => Some(RunEvent::KernelBusy { position }),
         KernelEvent::Output { event, .. } => Some(RunEvent::Output { position, event }),
         KernelEvent::Idle => Some(RunEvent::KernelIdle { position }),
+        KernelEvent::ActionRequired { code, message } => Some(RunEvent::ActionRequired {
+            position,
+            code,
+            message,
+        }),
         KernelEvent::Reply(reply) => Some(RunEvent::ExecuteReply {
             position,
             reply: ExecuteReply {

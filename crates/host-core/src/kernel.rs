@@ -247,6 +247,14 @@ pub enum KernelEvent {
     },
     /// The kernel went idle after it.
     Idle,
+    /// The kernel asked its frontend for something the host answered with an error at once
+    /// (a provider's own prompt); `message` says what the user must do outside MCP.
+    ActionRequired {
+        /// A short, stable code (e.g. `colab_request`).
+        code: String,
+        /// What the user must do.
+        message: String,
+    },
     /// The reply. Terminal.
     Reply(KernelReply),
     /// The kernel restarted, died, was shut down or could no longer be reached. Terminal.
@@ -277,7 +285,10 @@ impl KernelEvent {
     pub fn is_terminal(&self) -> bool {
         !matches!(
             self,
-            KernelEvent::Busy | KernelEvent::Output { .. } | KernelEvent::Idle
+            KernelEvent::Busy
+                | KernelEvent::Output { .. }
+                | KernelEvent::Idle
+                | KernelEvent::ActionRequired { .. }
         )
     }
 }
@@ -767,7 +778,7 @@ pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError>
                     "the host refused to run the request",
                 ));
             }
-            KernelEvent::Busy | KernelEvent::Idle => {}
+            KernelEvent::Busy | KernelEvent::Idle | KernelEvent::ActionRequired { .. } => {}
         }
     }
     Err(KernelError::Gone)

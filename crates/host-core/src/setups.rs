@@ -9,8 +9,8 @@
 //! would run, transfer, edit or change its kernel are refused ([`Tools::setup_guard`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use colab_setup::{
@@ -18,9 +18,7 @@ use colab_setup::{
     RegistryConfig, Reply, ServerAlias, SetupAction, SetupEntropy, SetupError, SetupEvent,
     SetupReceipt, SetupRegistry, SetupRequest, SetupStatus,
 };
-use mcp_contract::params::{
-    ConfigureKernelParams, KernelSetupParams, SelectSetupKernelParams,
-};
+use mcp_contract::params::{ConfigureKernelParams, KernelSetupParams, SelectSetupKernelParams};
 use mcp_contract::{ErrorCode, ToolError};
 use serde_json::Value;
 
@@ -56,7 +54,9 @@ impl Setups {
     }
 
     fn registry(&self) -> std::sync::MutexGuard<'_, SetupRegistry> {
-        self.registry.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.registry
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn location(&self, setup_id: &str) -> Option<NotebookLocation> {
@@ -68,11 +68,15 @@ impl Setups {
     }
 
     fn any_unsettled(&self) -> bool {
-        self.registry().setups().iter().any(|setup| !setup.is_settled())
+        self.registry()
+            .setups()
+            .iter()
+            .any(|setup| !setup.is_settled())
     }
 
     fn bump(&self) {
-        self.changed.send_modify(|version| *version = version.wrapping_add(1));
+        self.changed
+            .send_modify(|version| *version = version.wrapping_add(1));
     }
 }
 
@@ -185,14 +189,16 @@ impl<H: NotebookHost> Tools<H> {
             return Ok(());
         }
         let references: Vec<String> = match arguments {
-            Some(arguments) => match (arguments.get("notebookRef"), arguments.get("notebookRefs")) {
-                (Some(Value::String(one)), _) => vec![one.clone()],
-                (_, Some(Value::Array(many))) => many
-                    .iter()
-                    .filter_map(|value| value.as_str().map(str::to_owned))
-                    .collect(),
-                _ => Vec::new(),
-            },
+            Some(arguments) => {
+                match (arguments.get("notebookRef"), arguments.get("notebookRefs")) {
+                    (Some(Value::String(one)), _) => vec![one.clone()],
+                    (_, Some(Value::Array(many))) => many
+                        .iter()
+                        .filter_map(|value| value.as_str().map(str::to_owned))
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
             None => Vec::new(),
         };
         for reference in references {
@@ -208,19 +214,22 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `configure_kernel` with `runtime: "colab"`.
-    pub(crate) async fn configure_colab(&self, params: ConfigureKernelParams) -> crate::tools::ToolResult {
+    pub(crate) async fn configure_colab(
+        &self,
+        params: ConfigureKernelParams,
+    ) -> crate::tools::ToolResult {
         let colab = self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
         let alias = match params.server_alias.as_deref() {
-            Some(text) => Some(
-                ServerAlias::parse(text).map_err(|failure| setup_tool_error(&failure))?,
-            ),
+            Some(text) => {
+                Some(ServerAlias::parse(text).map_err(|failure| setup_tool_error(&failure))?)
+            }
             None => None,
         };
         let location = self.resolve(&params.notebook_ref).await?;
-        let route = colab.setup_route(alias.as_ref()).map_err(|message| {
-            error(ErrorCode::InvalidArgument, message)
-        })?;
+        let route = colab
+            .setup_route(alias.as_ref())
+            .map_err(|message| error(ErrorCode::InvalidArgument, message))?;
         let request = SetupRequest {
             notebook: location.uri.clone(),
             route,
@@ -243,7 +252,10 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `get_kernel_setup`.
-    pub(crate) async fn get_kernel_setup(&self, params: KernelSetupParams) -> crate::tools::ToolResult {
+    pub(crate) async fn get_kernel_setup(
+        &self,
+        params: KernelSetupParams,
+    ) -> crate::tools::ToolResult {
         self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_POLL_WAIT_MS)?;
         let location = self.resolve(&params.notebook_ref).await?;
@@ -332,8 +344,10 @@ impl<H: NotebookHost> Tools<H> {
         self.drive(&params.setup_id, actions);
         // Answer once the cancellation's own cleanup settled, or after a few seconds with
         // `cleanupPending` for the caller to follow.
-        self.wait_setup(&location, &params.setup_id, 5_000, |setup| setup.is_settled())
-            .await
+        self.wait_setup(&location, &params.setup_id, 5_000, |setup| {
+            setup.is_settled()
+        })
+        .await
     }
 
     fn apply_setup(
@@ -438,8 +452,7 @@ impl<H: NotebookHost> Tools<H> {
     /// One command's answer. Never panics and never hangs past the command's deadline.
     async fn perform_setup(&self, setup_id: &str, command: &Command) -> Reply {
         let budget = Duration::from_millis(command.deadline_ms.saturating_sub(now_ms()));
-        match tokio::time::timeout(budget, self.perform_setup_now(setup_id, &command.kind)).await
-        {
+        match tokio::time::timeout(budget, self.perform_setup_now(setup_id, &command.kind)).await {
             Ok(reply) => reply,
             Err(_) => Reply::Failed(Failure::Unconfirmed),
         }

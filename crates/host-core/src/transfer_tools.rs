@@ -604,7 +604,7 @@ impl<H: NotebookHost> Driver<H> {
                     | KernelEvent::Refused { .. } => {
                         return Event::KernelFailed(KernelFailure::Died);
                     }
-                    KernelEvent::Busy | KernelEvent::Idle => {}
+                    KernelEvent::Busy | KernelEvent::Idle | KernelEvent::ActionRequired { .. } => {}
                 },
             }
         }

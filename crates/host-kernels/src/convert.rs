@@ -91,6 +91,9 @@ pub(crate) fn event(event: ExecuteEvent) -> Option<KernelEvent> {
     let output = |event| Some(KernelEvent::output(event));
     match event {
         ExecuteEvent::Busy => Some(KernelEvent::Busy),
+        ExecuteEvent::ActionRequired { code, message } => {
+            Some(KernelEvent::ActionRequired { code, message })
+        }
         ExecuteEvent::Input { .. } => None,
         ExecuteEvent::Stream { name, text } => output(IopubEvent::Stream {
             name: name.as_str().to_owned(),

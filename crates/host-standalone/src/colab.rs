@@ -207,9 +207,8 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         }
         Ok(match &self.source {
             ColabSource::SessionsFile { session, .. } => colab_setup::Route::SessionsFile {
-                session: colab_setup::SessionName::parse(session).map_err(|error| {
-                    format!("the --colab-session name cannot be used: {error}")
-                })?,
+                session: colab_setup::SessionName::parse(session)
+                    .map_err(|error| format!("the --colab-session name cannot be used: {error}"))?,
             },
             ColabSource::RuntimeUrl { .. } => colab_setup::Route::RuntimeUrl,
         })
@@ -236,7 +235,12 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                     // The kernelspecs answer only through the proxy with a valid token.
                     match self
                         .api
-                        .api_call(http::Method::GET, "api/kernelspecs", None, FILE_SERVICE_TIMEOUT)
+                        .api_call(
+                            http::Method::GET,
+                            "api/kernelspecs",
+                            None,
+                            FILE_SERVICE_TIMEOUT,
+                        )
                         .await
                     {
                         Ok((200, _)) => Reply::Done,
@@ -428,7 +432,7 @@ impl kernels::AnswerKernelRequest for DeclineColabRequests {
         msg_type: &str,
         _content: &serde_json::Value,
         metadata: &serde_json::Value,
-    ) -> Option<serde_json::Value> {
+    ) -> Option<kernels::KernelRequestAnswer> {
         if msg_type != COLAB_REQUEST {
             return None;
         }
@@ -444,13 +448,17 @@ impl kernels::AnswerKernelRequest for DeclineColabRequests {
                         .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
             })
             .unwrap_or("unnamed");
-        Some(serde_json::json!({
-            "type": "colab_reply",
-            "colab_msg_id": id,
-            "error": format!(
-                "action required in Colab: jupyter-mcp cannot answer the kernel's Colab request `{kind}` (Drive, sign-in and browser prompts need Colab's own frontend); do that step in Colab or with google-colab-cli, then run the cell again"
-            ),
-        }))
+        let message = format!(
+            "action required in Colab: jupyter-mcp cannot answer the kernel's Colab request `{kind}` (Drive, sign-in and browser prompts need Colab's own frontend); do that step in Colab or with google-colab-cli, then run the cell again"
+        );
+        Some(kernels::KernelRequestAnswer {
+            value: serde_json::json!({
+                "type": "colab_reply",
+                "colab_msg_id": id,
+                "error": message,
+            }),
+            action_required: Some((COLAB_REQUEST.to_owned(), message)),
+        })
     }
 }
 

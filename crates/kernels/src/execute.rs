@@ -150,6 +150,13 @@ pub enum ExecuteEvent {
     },
     /// The kernel finished working on this request.
     Idle,
+    /// The kernel asked its frontend for something this client cannot do (a provider's own
+    /// prompt, such as Colab's Drive authorisation); it was answered with an error at once, and
+    /// `message` says what the user must do instead. `code` is short and stable.
+    ActionRequired {
+        code: String,
+        message: String,
+    },
     /// Terminal: the shell reply.
     Reply(ExecuteReply),
     /// Terminal: the kernel was restarted before the request finished.
@@ -318,6 +325,7 @@ impl ExecuteHandle {
                 | ExecuteEvent::Input { .. }
                 | ExecuteEvent::UpdateDisplayData { .. }
                 | ExecuteEvent::ClearOutput { .. }
+                | ExecuteEvent::ActionRequired { .. }
                 | ExecuteEvent::Idle => {}
             }
         }

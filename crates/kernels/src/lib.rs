@@ -59,10 +59,10 @@ pub use progress::{ProgressReporter, StartProgress, with_start_progress};
 pub use provider::{KernelHandle, KernelProvider};
 #[cfg(feature = "remote")]
 pub use remote::{
-    AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, CredentialPlacement, CredentialSource,
-    DEFAULT_MAX_MESSAGE_BYTES, JupyterHubConfig, REMOTE_SPEC_PREFIX, RefreshCredential,
-    RemoteConfig, RemoteKernel, RemoteProvider, ServerAnswer, ServerClient, ServerToken, ServerUrl,
-    ServerWebSocket, TlsTrust,
+    AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, CredentialPlacement,
+    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, JupyterHubConfig, KernelRequestAnswer,
+    REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider,
+    ServerAnswer, ServerClient, ServerToken, ServerUrl, ServerWebSocket, TlsTrust,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

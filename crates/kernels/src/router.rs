@@ -198,6 +198,17 @@ impl Router {
         reported
     }
 
+    /// Delivers a non-terminal `event` to the request `parent`, if it is still pending.
+    #[cfg_attr(
+        not(feature = "remote"),
+        allow(dead_code, reason = "used by remote kernels")
+    )]
+    pub(crate) fn notify(&mut self, parent: &str, event: ExecuteEvent) {
+        if let Some(request) = self.pending.get_mut(parent) {
+            request.emit(event);
+        }
+    }
+
     /// Routes one shell message (only `execute_reply` matters).
     pub(crate) fn on_shell(&mut self, message: &WireMessage, now: Instant) {
         if message.msg_type != "execute_reply" {

@@ -166,6 +166,7 @@ fn kind(event: &ExecuteEvent) -> &'static str {
         ExecuteEvent::Error(_) => "error",
         ExecuteEvent::ClearOutput { .. } => "clear",
         ExecuteEvent::Idle => "idle",
+        ExecuteEvent::ActionRequired { .. } => "action-required",
         ExecuteEvent::Reply(_) => "reply",
         ExecuteEvent::KernelRestarted => "restarted",
         ExecuteEvent::KernelDied { .. } => "died",

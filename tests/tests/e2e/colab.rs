@@ -319,6 +319,19 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
         "answered, not timed out: {asked}"
     );
     assert!(output.contains("action required in Colab"), "{asked}");
+    // The receipt itself says what the user must do, and for which cell.
+    assert_eq!(asked["actionRequired"]["code"], "colab_request", "{asked}");
+    assert_eq!(
+        asked["actionRequired"]["cellId"], asked["cells"][0]["cellId"],
+        "{asked}"
+    );
+    assert!(
+        asked["actionRequired"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("request_auth"),
+        "{asked}"
+    );
     eprintln!("colab_request answered; the cell failed after {elapsed:?}");
 
     // Colab releases (or reclaims) the runtime mid-run: the run ends `unavailable` with a
@@ -383,7 +396,13 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     let root = tempfile::tempdir().unwrap();
     write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
     let sessions = root.path().join("sessions.json");
-    write_sessions_file(&sessions, "s-setup", &runtime.url, &runtime.endpoint, &runtime.token);
+    write_sessions_file(
+        &sessions,
+        "s-setup",
+        &runtime.url,
+        &runtime.endpoint,
+        &runtime.token,
+    );
     let ca_file = standin.ca_file().to_str().unwrap().to_owned();
     let mcp = HttpServer::start(
         root.path(),
@@ -439,7 +458,12 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     let blocked = client
         .call("run_cells", json!({"notebookRef": NB, "cellIds": [0]}))
         .await;
-    assert_eq!(blocked.error_code(), "command_pending", "{}", blocked.text());
+    assert_eq!(
+        blocked.error_code(),
+        "command_pending",
+        "{}",
+        blocked.text()
+    );
     assert_eq!(blocked.error()["details"]["colabCode"], "setup_active");
 
     // Two listings: the first one's ids die with the second.
@@ -492,7 +516,10 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     // A second setup, cancelled while it waits for a choice: cancelled, nothing created, and
     // the notebook free again.
     let second = client
-        .call("configure_kernel", json!({"notebookRef": NB, "runtime": "colab"}))
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab"}),
+        )
         .await
         .ok();
     let second_id = second["setupId"].as_str().unwrap().to_owned();
@@ -515,7 +542,11 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
             json!({"notebookRef": NB, "setupId": second_id}),
         )
         .await;
-    assert!(late.is_error(), "a cancelled setup lists nothing: {}", late.text());
+    assert!(
+        late.is_error(),
+        "a cancelled setup lists nothing: {}",
+        late.text()
+    );
     drop(client);
     drop(mcp);
 
@@ -552,7 +583,10 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     })
     .await;
     assert_eq!(failed["status"], "failed", "{failed}");
-    assert_eq!(failed["failedStage"], "awaiting_kernel_selection", "{failed}");
+    assert_eq!(
+        failed["failedStage"], "awaiting_kernel_selection",
+        "{failed}"
+    );
     assert_eq!(failed["ready"], false, "{failed}");
     assert!(failed["error"]["code"].is_string(), "{failed}");
 }

@@ -591,9 +591,21 @@ impl Pump {
         let Some(answers) = self.context.params.rest.transport.kernel_requests.clone() else {
             return;
         };
-        let Some(value) = answers.answer(&message.msg_type, &message.content, metadata) else {
+        let Some(answer) = answers.answer(&message.msg_type, &message.content, metadata) else {
             return;
         };
+        if let (Some((code, text)), Some(parent)) =
+            (answer.action_required, message.parent_msg_id.as_deref())
+        {
+            self.router.notify(
+                parent,
+                ExecuteEvent::ActionRequired {
+                    code,
+                    message: text,
+                },
+            );
+        }
+        let value = answer.value;
         tracing::info!(
             kernel = %self.context.params.kernel_id,
             msg_type = %message.msg_type,

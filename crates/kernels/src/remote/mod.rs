@@ -43,7 +43,7 @@ use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
 pub use self::profile::{
     AnswerKernelRequest, ConnectionProfile, CredentialPlacement, CredentialSource,
-    RefreshCredential, TlsTrust,
+    KernelRequestAnswer, RefreshCredential, TlsTrust,
 };
 use self::server::{KernelSpecModel, Rest, Transport};
 pub use self::server::{ServerToken, ServerUrl};

@@ -50,14 +50,24 @@ pub trait RefreshCredential: Send + Sync {
 /// A client that cannot do what is asked should still answer, with an error, so that the
 /// kernel does not wait until its own timeout.
 pub trait AnswerKernelRequest: Send + Sync {
-    /// The `value` of the `input_reply` to send on stdin for this IOPub message (its type,
-    /// content and metadata), or `None` to leave the message alone.
+    /// The answer to this IOPub message (its type, content and metadata), or `None` to leave
+    /// the message alone.
     fn answer(
         &self,
         msg_type: &str,
         content: &serde_json::Value,
         metadata: &serde_json::Value,
-    ) -> Option<serde_json::Value>;
+    ) -> Option<KernelRequestAnswer>;
+}
+
+/// How a kernel's frontend request was answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelRequestAnswer {
+    /// The `value` of the `input_reply` sent on stdin.
+    pub value: serde_json::Value,
+    /// When the answer declined what the kernel asked: a short code and what the user must do
+    /// instead, delivered to the request's events as [`crate::ExecuteEvent::ActionRequired`].
+    pub action_required: Option<(String, String)>,
 }
 
 /// Where the credential comes from.

@@ -80,10 +80,17 @@ impl Setups {
     }
 }
 
+/// Milliseconds since the epoch, advancing with tokio's clock (so paused-time tests reach
+/// deadlines without waiting), anchored to the wall clock once.
 fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+    static ORIGIN: std::sync::OnceLock<(u64, tokio::time::Instant)> = std::sync::OnceLock::new();
+    let (wall_ms, instant) = *ORIGIN.get_or_init(|| {
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_millis() as u64);
+        (wall, tokio::time::Instant::now())
+    });
+    wall_ms.saturating_add(instant.elapsed().as_millis() as u64)
 }
 
 fn entropy() -> SetupEntropy {

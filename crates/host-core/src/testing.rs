@@ -77,6 +77,7 @@ pub struct MemoryHost {
     versions: AtomicU64,
     kernels: Option<SharedKernels>,
     files: Option<Arc<MemoryFiles>>,
+    colab: Option<crate::colab::SharedColab>,
     documents: crate::host::DocumentCapabilities,
     /// Files written by `write_new_file`, by path.
     written: Mutex<BTreeMap<String, Vec<u8>>>,
@@ -100,6 +101,7 @@ impl MemoryHost {
             versions: AtomicU64::new(1),
             kernels: None,
             files: None,
+            colab: None,
             documents: crate::host::DocumentCapabilities::default(),
             written: Mutex::new(BTreeMap::new()),
         }
@@ -123,6 +125,12 @@ impl MemoryHost {
         documents: crate::host::DocumentCapabilities,
     ) -> MemoryHost {
         self.documents = documents;
+        self
+    }
+
+    /// The same host with this Colab runtime (the Colab tools are then listed).
+    pub fn with_colab(mut self, colab: crate::colab::SharedColab) -> MemoryHost {
+        self.colab = Some(colab);
         self
     }
 
@@ -363,6 +371,10 @@ impl NotebookHost for MemoryHost {
 
     fn files(&self) -> Option<Arc<dyn HostFiles>> {
         self.files.clone().map(|files| files as Arc<dyn HostFiles>)
+    }
+
+    fn colab(&self) -> Option<crate::colab::SharedColab> {
+        self.colab.clone()
     }
 }
 

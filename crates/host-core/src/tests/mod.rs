@@ -5,6 +5,7 @@
 mod listing;
 mod reads;
 mod runs;
+mod setups;
 mod transfers;
 
 use std::sync::Arc;

@@ -1,0 +1,308 @@
+//! Colab setups through the tools, on paused time, with a scripted Colab source standing in
+//! for a tunnel that assigns runtimes: exact-alias reuse that never creates, cancel that
+//! releases exactly what the setup assigned, the guard on the notebook while a setup is
+//! unsettled, and the deadline.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use colab_setup::{
+    CheckCommandKind, CheckReply, CommandKind, FileServiceRoot, Reply, Route, ServerAlias,
+};
+use mcp_contract::ErrorCode;
+use serde_json::json;
+
+use super::World;
+use crate::BoxFuture;
+use crate::colab::ColabRuntimes;
+use crate::testing::MemoryHost;
+
+/// A tunnel-like source: a set of assigned aliases; `create` either assigns at once or waits
+/// until the test opens the gate.
+#[derive(Default)]
+struct ScriptedTunnel {
+    assigned: Mutex<Vec<String>>,
+    creates: AtomicU32,
+    releases: AtomicU32,
+    hold_creates: bool,
+    gate: tokio::sync::Notify,
+}
+
+impl ScriptedTunnel {
+    fn holding() -> ScriptedTunnel {
+        ScriptedTunnel {
+            hold_creates: true,
+            ..ScriptedTunnel::default()
+        }
+    }
+}
+
+impl ColabRuntimes for ScriptedTunnel {
+    fn roots(&self) -> Vec<FileServiceRoot> {
+        vec![FileServiceRoot::parse("https://runtime.invalid/").expect("a root")]
+    }
+
+    fn perform_check<'a>(&'a self, _: &'a CheckCommandKind) -> BoxFuture<'a, CheckReply> {
+        Box::pin(async { CheckReply::ServiceUnavailable })
+    }
+
+    fn file_size<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>> {
+        Box::pin(async { Err("scripted".to_owned()) })
+    }
+
+    fn write_chunk<'a>(
+        &'a self,
+        _: &'a str,
+        _: u32,
+        _: bool,
+        _: Vec<u8>,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Err("scripted".to_owned()) })
+    }
+
+    fn read_file<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async { Err("scripted".to_owned()) })
+    }
+
+    fn delete_file<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async { Err("scripted".to_owned()) })
+    }
+
+    fn setup_route(&self, alias: Option<&ServerAlias>) -> Result<Route, String> {
+        Ok(Route::Tunnel {
+            reuse: alias.cloned(),
+        })
+    }
+
+    fn perform_setup<'a>(&'a self, command: &'a CommandKind) -> BoxFuture<'a, Reply> {
+        Box::pin(async move {
+            match command {
+                CommandKind::CheckProvider => Reply::Done,
+                CommandKind::LookupAssignment { alias } => {
+                    let assigned = self.assigned.lock().unwrap();
+                    if assigned.iter().any(|known| known == alias.as_str()) {
+                        Reply::AssignmentFound {
+                            endpoint: format!("ep-{alias}"),
+                        }
+                    } else {
+                        Reply::NoAssignment
+                    }
+                }
+                CommandKind::CreateAssignment { alias } => {
+                    if self.hold_creates {
+                        self.gate.notified().await;
+                    }
+                    self.creates.fetch_add(1, Ordering::SeqCst);
+                    self.assigned.lock().unwrap().push(alias.to_string());
+                    Reply::AssignmentCreated {
+                        endpoint: format!("ep-{alias}"),
+                    }
+                }
+                CommandKind::ReleaseRuntime { endpoint } => {
+                    self.releases.fetch_add(1, Ordering::SeqCst);
+                    self.assigned
+                        .lock()
+                        .unwrap()
+                        .retain(|alias| format!("ep-{alias}") != *endpoint);
+                    Reply::Done
+                }
+                _ => Reply::Failed(colab_setup::Failure::NotPerformed),
+            }
+        })
+    }
+}
+
+fn world_with(tunnel: Arc<ScriptedTunnel>) -> World {
+    let world = World::with_host(MemoryHost::new().with_colab(tunnel));
+    world.host.insert("a.ipynb", &["#> out one"]);
+    world
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unknown_alias_is_refused_without_creating_anything() {
+    let tunnel = Arc::new(ScriptedTunnel::default());
+    let world = world_with(tunnel.clone());
+    let receipt = world
+        .ok(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": "m0123abcd", "waitMs": 60000}),
+        )
+        .await;
+    assert_eq!(receipt["status"], "failed", "{receipt}");
+    assert_eq!(receipt["error"]["code"], "alias_unknown", "{receipt}");
+    assert_eq!(receipt["serverAlias"], "m0123abcd", "{receipt}");
+    assert_eq!(receipt["serverCreated"], false, "{receipt}");
+    assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);
+    // A malformed alias never reaches the machine.
+    let malformed = world
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": "M0123ABCD"}),
+        )
+        .await;
+    assert_eq!(malformed.error_code(), Some(ErrorCode::InvalidArgument));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_created_runtime_is_reused_by_its_exact_alias_only() {
+    let tunnel = Arc::new(ScriptedTunnel::default());
+    let world = world_with(tunnel.clone());
+    let first = world
+        .ok(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 60000}),
+        )
+        .await;
+    assert_eq!(first["status"], "awaiting_kernel_selection", "{first}");
+    assert_eq!(first["serverCreated"], true, "{first}");
+    let alias = first["serverAlias"].as_str().unwrap().to_owned();
+    assert!(alias.starts_with('m') && alias.len() == 9, "{alias}");
+    world
+        .ok(
+            "cancel_kernel_setup",
+            json!({"notebookRef": "a.ipynb", "setupId": first["setupId"]}),
+        )
+        .await;
+    // Cancel released what this setup created, once.
+    assert_eq!(tunnel.releases.load(Ordering::SeqCst), 1);
+    tunnel.assigned.lock().unwrap().push(alias.clone());
+    let reused = world
+        .ok(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": alias, "waitMs": 60000}),
+        )
+        .await;
+    assert_eq!(reused["status"], "awaiting_kernel_selection", "{reused}");
+    assert_eq!(reused["serverAlias"], alias.as_str(), "{reused}");
+    assert_eq!(reused["serverCreated"], false, "{reused}");
+    assert_eq!(
+        tunnel.creates.load(Ordering::SeqCst),
+        1,
+        "reuse created nothing"
+    );
+    // Cancelling a reuse releases nothing: the server existed before.
+    let cancelled = world
+        .ok(
+            "cancel_kernel_setup",
+            json!({"notebookRef": "a.ipynb", "setupId": reused["setupId"]}),
+        )
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["runtimeReleased"], false, "{cancelled}");
+    assert_eq!(tunnel.releases.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_released() {
+    let tunnel = Arc::new(ScriptedTunnel::holding());
+    let world = world_with(tunnel.clone());
+    let started = world
+        .ok(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 1000}),
+        )
+        .await;
+    assert_eq!(started["status"], "running", "{started}");
+    assert_eq!(started["stage"], "acquiring_server", "{started}");
+    assert_eq!(started["providerStep"], "assignment_request", "{started}");
+    let setup_id = started["setupId"].clone();
+    let blocked = world
+        .call(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [0]}),
+        )
+        .await;
+    assert_eq!(blocked.error_code(), Some(ErrorCode::CommandPending));
+    let second = world
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab"}),
+        )
+        .await;
+    assert_eq!(second.error_code(), Some(ErrorCode::CommandPending));
+
+    let cancelled = world
+        .ok(
+            "cancel_kernel_setup",
+            json!({"notebookRef": "a.ipynb", "setupId": setup_id}),
+        )
+        .await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["cleanupPending"], true, "{cancelled}");
+    let still = world
+        .call(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [0]}),
+        )
+        .await;
+    assert_eq!(
+        still.error_code(),
+        Some(ErrorCode::CommandPending),
+        "blocked until the assignment answered: {}",
+        still.text
+    );
+
+    // The assignment lands after the cancel: the setup releases it, once, and lets go.
+    tunnel.gate.notify_one();
+    let mut settled = cancelled;
+    for _ in 0..20 {
+        if settled["cleanupPending"] == false {
+            break;
+        }
+        settled = world
+            .ok(
+                "get_kernel_setup",
+                json!({"notebookRef": "a.ipynb", "setupId": setup_id, "waitMs": 60000}),
+            )
+            .await;
+    }
+    assert_eq!(settled["cleanupPending"], false, "{settled}");
+    assert_eq!(settled["runtimeReleased"], true, "{settled}");
+    assert_eq!(tunnel.creates.load(Ordering::SeqCst), 1);
+    assert_eq!(tunnel.releases.load(Ordering::SeqCst), 1);
+    assert!(
+        tunnel.assigned.lock().unwrap().is_empty(),
+        "nothing assigned remains"
+    );
+    let receipt = world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 60000}),
+        )
+        .await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stuck_setup_fails_at_its_deadline_with_the_stage_it_stopped_in() {
+    let tunnel = Arc::new(ScriptedTunnel::holding());
+    let world = world_with(tunnel.clone());
+    let started = world
+        .ok(
+            "configure_kernel",
+            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 0}),
+        )
+        .await;
+    let setup_id = started["setupId"].clone();
+    let mut receipt = started;
+    for _ in 0..20 {
+        if receipt["status"] != "running" {
+            break;
+        }
+        receipt = world
+            .ok(
+                "get_kernel_setup",
+                json!({"notebookRef": "a.ipynb", "setupId": setup_id, "waitMs": 60000}),
+            )
+            .await;
+    }
+    assert_eq!(receipt["status"], "failed", "{receipt}");
+    assert_eq!(receipt["failedStage"], "acquiring_server", "{receipt}");
+    assert_eq!(
+        receipt["failedProviderStep"], "assignment_request",
+        "{receipt}"
+    );
+    // The assignment was never confirmed either way: it may exist.
+    assert_eq!(receipt["serverMayRemain"], true, "{receipt}");
+    assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);
+}

@@ -510,6 +510,15 @@ impl<H: NotebookHost> Tools<H> {
                     kernel_id: Some(choice.choice.id.clone()),
                     ..KernelPreference::default()
                 };
+                // A setup starts a fresh kernel: one still running from before may be on
+                // another runtime, and reusing it would prove nothing about this one.
+                if matches!(kernels.lookup(&location).await, KernelLookup::Running(_)) {
+                    self.invalidate_active_run(&location, execution_tracker::Invalidation::Restart)
+                        .await;
+                    if kernels.shutdown(&location).await.is_err() {
+                        return Reply::Failed(Failure::Unavailable);
+                    }
+                }
                 match kernels.start(&location, preference).await {
                     Ok(_) => Reply::Done,
                     Err(_) => Reply::Failed(Failure::Unavailable),

@@ -20,6 +20,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+pub mod slot;
+
 /// The header that carries the runtime's proxy token.
 pub const TOKEN_HEADER: &str = "X-Colab-Runtime-Proxy-Token";
 /// The kernel WebSocket's query parameter that carries the same token.
@@ -68,6 +70,8 @@ pub struct ColabRuntime {
     pub endpoint: Option<String>,
     /// How to reach it.
     pub profile: kernels::ConnectionProfile,
+    /// The runtime the kernels and the file service use (this one, from the start).
+    pub slot: Arc<slot::RuntimeSlot>,
 }
 
 impl ColabRuntime {
@@ -112,10 +116,16 @@ impl ColabRuntime {
         let mut profile = runtime_profile(url, credential);
         profile.tls = tls;
         profile.credential_hint = hint;
+        let active = slot::ActiveRuntime::open(profile.clone(), endpoint.clone(), None).map_err(
+            |error| ColabError::Url {
+                reason: error.to_string(),
+            },
+        )?;
         Ok(ColabRuntime {
             source,
             endpoint,
             profile,
+            slot: Arc::new(slot::RuntimeSlot::holding(active)),
         })
     }
 
@@ -137,8 +147,7 @@ impl ColabRuntime {
 /// The runtime's file service (its Contents API behind Colab's proxy) and build info, for
 /// `check_colab`.
 pub struct RuntimeFiles {
-    api: kernels::RemoteProvider,
-    root: colab_setup::FileServiceRoot,
+    slot: Arc<slot::RuntimeSlot>,
     source: ColabSource,
     setup: colab_setup::RegistryConfig,
 }
@@ -147,20 +156,33 @@ pub struct RuntimeFiles {
 const FILE_SERVICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl RuntimeFiles {
-    /// The file service of `runtime`.
-    pub fn new(runtime: &ColabRuntime) -> anyhow::Result<RuntimeFiles> {
-        let root = colab_setup::FileServiceRoot::parse(&runtime.profile.base_url.to_string())
-            .map_err(|error| {
-                anyhow::anyhow!("the Colab runtime URL cannot be a file-service root: {error}")
-            })?;
-        Ok(RuntimeFiles {
-            api: kernels::RemoteProvider::new(kernels::RemoteConfig::with_profile(
-                runtime.profile.clone(),
-            ))?,
-            root,
-            source: runtime.source.clone(),
+    /// The file service of the runtime `slot` holds (now and after a setup changes it), from
+    /// `source`.
+    pub fn new(slot: Arc<slot::RuntimeSlot>, source: ColabSource) -> RuntimeFiles {
+        RuntimeFiles {
+            slot,
+            source,
             setup: colab_setup::RegistryConfig::default(),
-        })
+        }
+    }
+
+    /// One call to the current runtime's API (`path` under its base URL).
+    async fn call(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+        timeout: std::time::Duration,
+    ) -> Result<(u16, bytes::Bytes), String> {
+        let runtime = self
+            .slot
+            .current()
+            .ok_or_else(|| "no Colab runtime is assigned yet".to_owned())?;
+        runtime
+            .api
+            .api_call(method, path, body, timeout)
+            .await
+            .map_err(|error| error.to_string())
     }
 
     /// The same, with setups timed by `setup` (tests shorten the deadline).
@@ -173,8 +195,7 @@ impl RuntimeFiles {
     /// runtime did not answer.
     async fn get_json(&self, path: &str) -> Option<(u16, serde_json::Value)> {
         let (status, body) = self
-            .api
-            .api_call(http::Method::GET, path, None, FILE_SERVICE_TIMEOUT)
+            .call(http::Method::GET, path, None, FILE_SERVICE_TIMEOUT)
             .await
             .ok()?;
         Some((status, serde_json::from_slice(&body).unwrap_or_default()))
@@ -183,7 +204,10 @@ impl RuntimeFiles {
 
 impl host_core::colab::ColabRuntimes for RuntimeFiles {
     fn roots(&self) -> Vec<colab_setup::FileServiceRoot> {
-        vec![self.root.clone()]
+        self.slot
+            .current()
+            .map(|runtime| vec![runtime.root.clone()])
+            .unwrap_or_default()
     }
 
     fn setup_config(&self) -> colab_setup::RegistryConfig {
@@ -234,8 +258,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                 CommandKind::ProbeRuntime => {
                     // The kernelspecs answer only through the proxy with a valid token.
                     match self
-                        .api
-                        .api_call(
+                        .call(
                             http::Method::GET,
                             "api/kernelspecs",
                             None,
@@ -267,7 +290,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                     },
                     _ => CheckReply::ServiceUnavailable,
                 },
-                CheckCommandKind::ReadFile { root, path } if *root == self.root => {
+                CheckCommandKind::ReadFile { root, path } if self.roots().contains(root) => {
                     match self
                         .get_json(&format!(
                             "api/contents/{path}?content=1&format=base64&type=file"
@@ -288,7 +311,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         _ => CheckReply::ServiceUnavailable,
                     }
                 }
-                CheckCommandKind::StatFile { root, path } if *root == self.root => {
+                CheckCommandKind::StatFile { root, path } if self.roots().contains(root) => {
                     match self
                         .get_json(&format!("api/contents/{path}?content=0"))
                         .await
@@ -342,8 +365,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                 "content": base64::engine::general_purpose::STANDARD.encode(&bytes),
             });
             match self
-                .api
-                .api_call(
+                .call(
                     http::Method::PUT,
                     &format!("api/contents/{path}"),
                     Some(&body),
@@ -384,8 +406,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
     fn delete_file<'a>(&'a self, path: &'a str) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             match self
-                .api
-                .api_call(
+                .call(
                     http::Method::DELETE,
                     &format!("api/contents/{path}"),
                     None,

@@ -157,9 +157,12 @@ pub fn remote_kernels(
             kernels::RemoteProvider::jupyterhub(hub.clone(), config)?
         }
         // A runtime's files are its own (`/content`), not the served folder's: no path is sent.
-        KernelServer::Colab(runtime) => kernels::RemoteProvider::new(
-            kernels::RemoteConfig::with_profile(runtime.profile.clone()),
-        )?,
+        KernelServer::Colab(runtime) => {
+            return Ok(kernels::KernelManager::new(
+                Arc::new(crate::colab::slot::SlotProvider::new(runtime.slot.clone())),
+                kernels::ManagerConfig { idle_ttl },
+            ));
+        }
     };
     Ok(kernels::KernelManager::new(
         Arc::new(provider),
@@ -290,7 +293,8 @@ fn files_host(
             setup.setup.deadline_ms = deadline_ms;
         }
         standalone.colab = Some(Arc::new(
-            crate::colab::RuntimeFiles::new(runtime)?.with_setup_config(setup),
+            crate::colab::RuntimeFiles::new(runtime.slot.clone(), runtime.source.clone())
+                .with_setup_config(setup),
         ));
     }
     let window = standalone.window();

@@ -60,9 +60,9 @@ pub use provider::{KernelHandle, KernelProvider};
 #[cfg(feature = "remote")]
 pub use remote::{
     AnswerKernelRequest, CertificateProblem, ConnectionProfile, CredentialPlacement,
-    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, JupyterHubConfig, REMOTE_SPEC_PREFIX,
-    RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider, ServerToken, ServerUrl,
-    TlsTrust,
+    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient, HttpFailure,
+    JupyterHubConfig, REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig, RemoteKernel,
+    RemoteProvider, ServerToken, ServerUrl, TlsTrust,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

@@ -16,6 +16,7 @@
 
 mod connection;
 mod frames;
+mod http_client;
 mod hub;
 mod hub_client;
 mod profile;
@@ -37,6 +38,7 @@ use self::connection::{
     now_date, open_link,
 };
 use self::frames::{Outgoing, Protocol};
+pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
 pub use self::profile::{

@@ -371,6 +371,12 @@ pub enum TunnelError {
         /// What was given.
         endpoint: String,
     },
+    /// The tunnel's base URL would send the Google access token in the clear.
+    #[error("the Colab tunnel URL {url} must start with https:// (http:// only on loopback)")]
+    BaseUrl {
+        /// The URL.
+        url: String,
+    },
     /// The TLS settings cannot be used.
     #[error("{reason}")]
     Tls {
@@ -387,7 +393,9 @@ impl TunnelError {
             | TunnelError::RefreshRefused { .. }
             | TunnelError::Unauthorized => Failure::AuthenticationRequired,
             TunnelError::Unconfirmed { .. } => Failure::Unconfirmed,
-            TunnelError::InvalidEndpoint { .. } => Failure::NotPerformed,
+            TunnelError::InvalidEndpoint { .. } | TunnelError::BaseUrl { .. } => {
+                Failure::NotPerformed
+            }
             TunnelError::Unreachable { .. }
             | TunnelError::Unexpected { .. }
             | TunnelError::NoSuchRuntime { .. }
@@ -418,7 +426,14 @@ const TOKEN_ENDPOINT: &str = "Google's OAuth token endpoint";
 
 impl ColabTunnel {
     /// A client as `config` says. Reads nothing yet: credentials are read at the first call.
+    /// The base URL must be `https://` (plain `http://` only on loopback), since every call
+    /// carries the user's Google access token.
     pub fn new(config: TunnelConfig) -> Result<ColabTunnel, TunnelError> {
+        if !(config.base_url.starts_with("https://") || is_loopback_http(&config.base_url)) {
+            return Err(TunnelError::BaseUrl {
+                url: config.base_url.chars().take(200).collect(),
+            });
+        }
         let http =
             kernels::HttpClient::new(&config.tls, Duration::from_secs(20)).map_err(|error| {
                 TunnelError::Tls {
@@ -1137,6 +1152,20 @@ mod tests {
             notebook_hash(&ServerAlias::parse("m0123abce").unwrap())
         );
         assert!(assign_path(&alias(), &Accelerator::Cpu).contains("accelerator=NONE"));
+    }
+
+    #[test]
+    fn the_access_token_never_goes_to_a_plain_http_tunnel_off_loopback() {
+        let config = |base_url: &str| TunnelConfig {
+            base_url: base_url.to_owned(),
+            ..TunnelConfig::default()
+        };
+        assert!(matches!(
+            ColabTunnel::new(config("http://colab.example/")),
+            Err(TunnelError::BaseUrl { .. })
+        ));
+        assert!(ColabTunnel::new(config("http://127.0.0.1:9/")).is_ok());
+        assert!(ColabTunnel::new(TunnelConfig::default()).is_ok());
     }
 
     #[test]

@@ -15,6 +15,9 @@ like the parts of Colab the standalone host uses (public facts: shared/spec/cola
   never answers ("stuck"), the assignment list, unassign in two steps, keep-alive.
 - `/standin/...` (no auth) lets a test issue and expire tokens, drop kernel sockets, release a
   runtime, change the assign mode and read counters.
+- `/standin/oauth/token` stands in for Google's OAuth token endpoint: the refresh-token grant
+  (form POST) with the one refresh token it knows (`--google-refresh-token`) gives the Google
+  access token the tunnel accepts; any other gives 400 `invalid_grant`.
 
 Usage: standin.py --cert C --key K --state-dir D [--token-ttl S] [--runtimes N]
 Prints one JSON line `{"port": P, "endpoints": [...]}` when it answers, then serves until killed.
@@ -84,7 +87,9 @@ class State:
         self.runtimes = {}
         self.assign_mode = "ok"
         self.xsrf = set()
-        self.counters = {"assign_get": 0, "assign_post": 0, "unassign": 0, "assignments": 0}
+        self.counters = {
+            "assign_get": 0, "assign_post": 0, "unassign": 0, "assignments": 0, "oauth_token": 0,
+        }
         self.google_token = args.google_token
         self.stuck = []
 
@@ -349,6 +354,9 @@ class Tunnel(Base):
                 return self.reply(412, {"error": "too many assignments"}, prefix=False)
             if state.assign_mode == "unavailable":
                 return self.reply(503, {"error": "accelerator unavailable"}, prefix=False)
+            if state.assign_mode == "quota":
+                # Colab's quota denial: an answer without a runtime, its `outcome` says why.
+                return self.reply(200, {"outcome": 1, "variant": 0, "machineShape": 0})
             if state.assign_mode == "stuck":
                 waiter = asyncio.get_running_loop().create_future()
                 state.stuck.append(waiter)
@@ -373,6 +381,30 @@ class Tunnel(Base):
                 await state.release(runtime)
             return self.reply(200, {})
         return self.reply(404, {"error": "unknown tunnel path"}, prefix=False)
+
+
+class OAuthToken(Base):
+    """Google's OAuth token endpoint, the refresh-token grant only."""
+
+    async def post(self):
+        state = self.state
+        state.counters["oauth_token"] += 1
+        grant = self.get_body_argument("grant_type", "")
+        refresh = self.get_body_argument("refresh_token", "")
+        if grant != "refresh_token" or not self.get_body_argument("client_id", ""):
+            return self.reply(400, {"error": "unsupported_grant_type"}, prefix=False)
+        if refresh != state.args.google_refresh_token:
+            return self.reply(
+                400,
+                {"error": "invalid_grant", "error_description": "Token has been expired or revoked."},
+                prefix=False,
+            )
+        return self.reply(
+            200,
+            {"access_token": state.google_token, "expires_in": 3599, "token_type": "Bearer",
+             "scope": "https://www.googleapis.com/auth/colaboratory"},
+            prefix=False,
+        )
 
 
 class Control(Base):
@@ -509,6 +541,7 @@ async def main():
     parser.add_argument("--runtimes", type=int, default=1)
     parser.add_argument("--release-tag", default="release-colab-standin-20261201")
     parser.add_argument("--google-token", default="standin-google-access-token")
+    parser.add_argument("--google-refresh-token", default="standin-google-refresh-token")
     args = parser.parse_args()
     args.root = os.path.join(args.state_dir, "root")
     args.content = os.path.join(args.root, "content")
@@ -525,6 +558,7 @@ async def main():
                 (r"/rt/([^/]+)/api/kernels/([^/]+)/channels", Channels, {"state": state}),
                 (r"/rt/([^/]+)/(.*)", RuntimeApi, {"state": state}),
                 (r"/tun/m/(.*)", Tunnel, {"state": state}),
+                (r"/standin/oauth/token", OAuthToken, {"state": state}),
                 (r"/standin/([a-z-]+)", Control, {"state": state}),
             ],
             websocket_max_message_size=512 * 2**20,

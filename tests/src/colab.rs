@@ -101,6 +101,17 @@ impl ColabStandIn {
         "standin-google-access-token"
     }
 
+    /// The refresh token the stand-in's OAuth token endpoint accepts.
+    pub fn google_refresh_token(&self) -> &'static str {
+        "standin-google-refresh-token"
+    }
+
+    /// The stand-in's OAuth token endpoint (the refresh-token grant), for an ADC file's
+    /// `token_uri`.
+    pub fn token_uri(&self) -> String {
+        format!("{}standin/oauth/token", self.base_url())
+    }
+
     /// The folder the runtime's kernels see as `/content`.
     pub fn content_folder(&self) -> PathBuf {
         self.state.path().join("root/content")
@@ -154,7 +165,7 @@ impl ColabStandIn {
     }
 
     /// The tunnel stand-in's answer to assignment requests: `ok`, `too_many`, `unavailable`,
-    /// `stuck`.
+    /// `quota` (an `outcome` quota denial), `stuck`.
     pub fn set_assign_mode(&self, mode: &str) -> Result<()> {
         self.control("POST", &format!("/standin/assign-mode?mode={mode}"))
             .map(|_| ())

@@ -13,7 +13,12 @@
 //!   (the CLI renews it there, about five minutes before it expires);
 //! - a runtime URL and a file holding its proxy token, read again when it changes.
 //!
+//! - experimentally, and only when configured, Colab's tunnel API with the user's Google
+//!   credentials ([`tunnel`]).
+//!
 //! Never logged or shown: tokens, the sessions file's contents.
+
+pub mod tunnel;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -60,9 +60,10 @@ pub use provider::{KernelHandle, KernelProvider};
 #[cfg(feature = "remote")]
 pub use remote::{
     AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, CredentialPlacement,
-    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, JupyterHubConfig, KernelRequestAnswer,
-    REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider,
-    ServerAnswer, ServerClient, ServerToken, ServerUrl, ServerWebSocket, TlsTrust,
+    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient, HttpFailure,
+    JupyterHubConfig, KernelRequestAnswer, REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig,
+    RemoteKernel, RemoteProvider, ServerAnswer, ServerClient, ServerToken, ServerUrl,
+    ServerWebSocket, TlsTrust,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

@@ -590,3 +590,198 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(failed["ready"], false, "{failed}");
     assert!(failed["error"]["code"].is_string(), "{failed}");
 }
+
+/// An application-default credentials file (`authorized_user`) whose `token_uri` is the
+/// stand-in's OAuth token endpoint.
+fn write_adc_file(path: &Path, standin: &ColabStandIn, refresh_token: &str) {
+    let adc = json!({
+        "type": "authorized_user",
+        "client_id": "standin-client.apps.example",
+        "client_secret": "standin-client-secret",
+        "refresh_token": refresh_token,
+        "token_uri": standin.token_uri(),
+    });
+    std::fs::write(path, adc.to_string()).unwrap();
+}
+
+fn tunnel_for(
+    standin: &ColabStandIn,
+    adc: &Path,
+    request_timeout: Duration,
+) -> host_standalone::colab::tunnel::ColabTunnel {
+    use host_standalone::colab::tunnel::{ColabTunnel, TunnelConfig};
+    ColabTunnel::new(TunnelConfig {
+        base_url: standin.base_url(),
+        credentials_file: Some(adc.to_owned()),
+        tls: kernels::TlsTrust {
+            extra_roots: vec![standin.ca_file().to_owned()],
+        },
+        request_timeout,
+        ..TunnelConfig::default()
+    })
+    .unwrap()
+}
+
+/// The stand-in's state (a blocking call, off the async worker).
+fn standin_state(standin: &ColabStandIn) -> Value {
+    tokio::task::block_in_place(|| standin.state()).unwrap()
+}
+
+fn set_mode(standin: &ColabStandIn, mode: &str) {
+    tokio::task::block_in_place(|| standin.set_assign_mode(mode)).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_with_adc_credentials()
+{
+    use colab_setup::{AssignRefusal, CommandKind, Failure, Reply, ServerAlias};
+    use host_standalone::colab::tunnel::{KeepAlive, notebook_hash};
+
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let adc = folder.path().join("application_default_credentials.json");
+    write_adc_file(&adc, &standin, standin.google_refresh_token());
+    let tunnel = tunnel_for(&standin, &adc, Duration::from_secs(30));
+
+    assert_eq!(
+        tunnel.perform(&CommandKind::CheckProvider).await,
+        Reply::Done
+    );
+
+    // Creation assigns a new runtime under the alias's notebook hash.
+    let alias = ServerAlias::generate([0x01, 0x23, 0x45, 0x67]);
+    let created = tunnel
+        .perform(&CommandKind::CreateAssignment {
+            alias: alias.clone(),
+        })
+        .await;
+    let Reply::AssignmentCreated { endpoint } = created else {
+        panic!("{created:?}\n{}", standin.logs());
+    };
+    assert_ne!(endpoint, standin.runtime().endpoint, "a new runtime");
+    let state = standin_state(&standin);
+    assert_eq!(state["runtimes"][&endpoint]["nbh"], notebook_hash(&alias));
+    assert_eq!(state["counters"]["assign_post"], 1);
+    // The answer's proxy URL and token reach the runtime.
+    let assignment = tunnel.assignment(&endpoint).expect("remembered");
+    assert_eq!(
+        assignment.url.as_deref(),
+        state["runtimes"][&endpoint]["url"].as_str()
+    );
+    assert!(assignment.proxy_token().is_some());
+
+    // A lookup of that alias finds it; creating it again finds it too, without a POST.
+    let lookup = CommandKind::LookupAssignment {
+        alias: alias.clone(),
+    };
+    assert_eq!(
+        tunnel.perform(&lookup).await,
+        Reply::AssignmentFound {
+            endpoint: endpoint.clone()
+        }
+    );
+    assert_eq!(
+        tunnel
+            .perform(&CommandKind::CreateAssignment {
+                alias: alias.clone()
+            })
+            .await,
+        Reply::AssignmentFound {
+            endpoint: endpoint.clone()
+        }
+    );
+    // A lookup of an unknown alias finds nothing and never POSTs.
+    let unknown = ServerAlias::generate([0xde, 0xad, 0xbe, 0xef]);
+    assert_eq!(
+        tunnel
+            .perform(&CommandKind::LookupAssignment {
+                alias: unknown.clone()
+            })
+            .await,
+        Reply::NoAssignment
+    );
+    assert_eq!(
+        standin_state(&standin)["counters"]["assign_post"],
+        1,
+        "lookups never POST"
+    );
+
+    // Refusals: 412, 503 and a quota denial in `outcome`.
+    let create_unknown = CommandKind::CreateAssignment {
+        alias: unknown.clone(),
+    };
+    for (mode, refusal) in [
+        ("too_many", AssignRefusal::TooManyAssignments),
+        ("unavailable", AssignRefusal::AcceleratorUnavailable),
+        ("quota", AssignRefusal::QuotaDenied),
+    ] {
+        set_mode(&standin, mode);
+        assert_eq!(
+            tunnel.perform(&create_unknown).await,
+            Reply::AssignmentRefused(refusal),
+            "{mode}"
+        );
+    }
+    // A POST that never answers may have created a runtime.
+    set_mode(&standin, "stuck");
+    let impatient = tunnel_for(&standin, &adc, Duration::from_secs(2));
+    assert_eq!(
+        impatient.perform(&create_unknown).await,
+        Reply::Failed(Failure::Unconfirmed)
+    );
+    set_mode(&standin, "ok");
+
+    // Keep-alive reaches the runtime.
+    let before = standin_state(&standin)["runtimes"][&endpoint]["keepAlives"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(
+        tunnel.keep_alive(&endpoint).await.unwrap(),
+        KeepAlive::Confirmed
+    );
+    assert_eq!(
+        standin_state(&standin)["runtimes"][&endpoint]["keepAlives"],
+        before + 1
+    );
+
+    // Release, and the alias finds nothing any more.
+    assert_eq!(
+        tunnel
+            .perform(&CommandKind::ReleaseRuntime {
+                endpoint: endpoint.clone()
+            })
+            .await,
+        Reply::Done
+    );
+    let state = standin_state(&standin);
+    assert_eq!(state["runtimes"][&endpoint]["released"], true);
+    assert_eq!(state["counters"]["unassign"], 1);
+    assert_eq!(tunnel.perform(&lookup).await, Reply::NoAssignment);
+    assert!(tunnel.assignment(&endpoint).is_none());
+    // One refresh served every call of the first client (the second made its own).
+    assert_eq!(state["counters"]["oauth_token"], 2);
+
+    // Credentials Google refuses, or none at all, need a new sign-in, and say how.
+    let revoked = folder.path().join("revoked.json");
+    write_adc_file(&revoked, &standin, "revoked-refresh-token");
+    let refused = tunnel_for(&standin, &revoked, Duration::from_secs(30));
+    assert_eq!(
+        refused.perform(&CommandKind::CheckProvider).await,
+        Reply::Failed(Failure::AuthenticationRequired)
+    );
+    let message = refused.check_credentials().await.unwrap_err().to_string();
+    assert!(
+        message.contains("gcloud auth application-default login --scopes="),
+        "{message}"
+    );
+    let missing = tunnel_for(
+        &standin,
+        &folder.path().join("none.json"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        missing.perform(&lookup).await,
+        Reply::Failed(Failure::AuthenticationRequired)
+    );
+}

@@ -17,6 +17,7 @@
 mod client;
 mod connection;
 mod frames;
+mod http_client;
 mod hub;
 mod hub_client;
 mod profile;
@@ -39,6 +40,7 @@ use self::connection::{
     now_date, open_link,
 };
 use self::frames::{Outgoing, Protocol};
+pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
 pub use self::profile::{

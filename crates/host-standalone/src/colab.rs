@@ -64,6 +64,15 @@ pub enum ColabSource {
         /// The file holding the proxy token (read again when it changes).
         token_file: PathBuf,
     },
+    /// Experimental: runtimes assigned and released through Colab's tunnel API with the
+    /// user's Google application-default credentials (`configure_kernel` creates one, or reuses
+    /// one by `serverAlias`).
+    Tunnel {
+        /// The tunnel API's base URL (Colab's unless a test points it elsewhere).
+        base_url: String,
+        /// The credentials file; `None` looks where gcloud puts it.
+        credentials_file: Option<PathBuf>,
+    },
 }
 
 /// A Colab runtime to run kernels on, ready to be used.
@@ -73,16 +82,43 @@ pub struct ColabRuntime {
     pub source: ColabSource,
     /// Its Colab endpoint id, when the source names it.
     pub endpoint: Option<String>,
-    /// How to reach it.
-    pub profile: kernels::ConnectionProfile,
-    /// The runtime the kernels and the file service use (this one, from the start).
+    /// How to reach it (`None` on the tunnel route until a setup assigns one).
+    pub profile: Option<kernels::ConnectionProfile>,
+    /// The runtime the kernels and the file service use.
     pub slot: Arc<slot::RuntimeSlot>,
+    /// The tunnel client, on the tunnel route.
+    pub tunnel: Option<Arc<tunnel::ColabTunnel>>,
+    /// The certificate authorities runtimes are checked against.
+    pub tls: kernels::TlsTrust,
 }
 
 impl ColabRuntime {
     /// The runtime `source` names, trusting `tls` for HTTPS. Fails with what to do when the
     /// sessions file has no such session or the URL cannot be used.
     pub fn open(source: ColabSource, tls: kernels::TlsTrust) -> Result<ColabRuntime, ColabError> {
+        if let ColabSource::Tunnel {
+            base_url,
+            credentials_file,
+        } = &source
+        {
+            let tunnel = tunnel::ColabTunnel::new(tunnel::TunnelConfig {
+                base_url: base_url.clone(),
+                credentials_file: credentials_file.clone(),
+                tls: tls.clone(),
+                ..tunnel::TunnelConfig::default()
+            })
+            .map_err(|error| ColabError::Url {
+                reason: error.to_string(),
+            })?;
+            return Ok(ColabRuntime {
+                source,
+                endpoint: None,
+                profile: None,
+                slot: Arc::new(slot::RuntimeSlot::default()),
+                tunnel: Some(Arc::new(tunnel)),
+                tls,
+            });
+        }
         let (url, credential, endpoint, hint) = match &source {
             ColabSource::SessionsFile { path, session } => {
                 let found = read_session(path, session)?;
@@ -109,6 +145,7 @@ impl ColabRuntime {
                     token_file.display()
                 ),
             ),
+            ColabSource::Tunnel { .. } => unreachable!("handled above"),
         };
         let url = kernels::ServerUrl::parse(&url).map_err(|error| ColabError::Url {
             reason: error.to_string(),
@@ -119,7 +156,7 @@ impl ColabRuntime {
             });
         }
         let mut profile = runtime_profile(url, credential);
-        profile.tls = tls;
+        profile.tls = tls.clone();
         profile.credential_hint = hint;
         let active = slot::ActiveRuntime::open(profile.clone(), endpoint.clone(), None).map_err(
             |error| ColabError::Url {
@@ -129,22 +166,29 @@ impl ColabRuntime {
         Ok(ColabRuntime {
             source,
             endpoint,
-            profile,
+            profile: Some(profile),
             slot: Arc::new(slot::RuntimeSlot::holding(active)),
+            tunnel: None,
+            tls,
         })
     }
 
     /// What the start line says about it (no token).
     pub fn describe(&self) -> String {
+        let url = self
+            .profile
+            .as_ref()
+            .map(|profile| profile.base_url.to_string())
+            .unwrap_or_default();
         match &self.source {
             ColabSource::SessionsFile { path, session } => format!(
-                "Colab runtime of session {session} in {} ({})",
+                "Colab runtime of session {session} in {} ({url})",
                 path.display(),
-                self.profile.base_url
             ),
-            ColabSource::RuntimeUrl { .. } => {
-                format!("Colab runtime {}", self.profile.base_url)
-            }
+            ColabSource::RuntimeUrl { .. } => format!("Colab runtime {url}"),
+            ColabSource::Tunnel { base_url, .. } => format!(
+                "Colab runtimes assigned through the tunnel API at {base_url} (experimental; configure_kernel with runtime \"colab\" assigns one)"
+            ),
         }
     }
 }
@@ -155,7 +199,15 @@ pub struct RuntimeFiles {
     slot: Arc<slot::RuntimeSlot>,
     source: ColabSource,
     setup: colab_setup::RegistryConfig,
+    tunnel: Option<Arc<tunnel::ColabTunnel>>,
+    tls: kernels::TlsTrust,
+    /// Endpoints whose keep-alive loop runs.
+    kept_alive: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
+
+/// How often a runtime assigned through the tunnel is kept alive while it is in use (Colab
+/// reclaims idle runtimes; the official clients ping every few minutes).
+const KEEP_ALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(4 * 60);
 
 /// How long one file-service call may take.
 const FILE_SERVICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -163,12 +215,68 @@ const FILE_SERVICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs
 impl RuntimeFiles {
     /// The file service of the runtime `slot` holds (now and after a setup changes it), from
     /// `source`.
-    pub fn new(slot: Arc<slot::RuntimeSlot>, source: ColabSource) -> RuntimeFiles {
+    pub fn new(runtime: &ColabRuntime) -> RuntimeFiles {
         RuntimeFiles {
-            slot,
-            source,
+            slot: runtime.slot.clone(),
+            source: runtime.source.clone(),
             setup: colab_setup::RegistryConfig::default(),
+            tunnel: runtime.tunnel.clone(),
+            tls: runtime.tls.clone(),
+            kept_alive: Arc::default(),
         }
+    }
+
+    /// Uses the runtime the tunnel assigned at `endpoint` for `alias` from now on, and keeps it
+    /// alive while it stays in use. Its proxy token is fetched again through the tunnel when
+    /// the proxy refuses it.
+    fn activate(&self, alias: &colab_setup::ServerAlias, endpoint: &str) -> anyhow::Result<()> {
+        let tunnel = self
+            .tunnel
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no tunnel"))?;
+        let assignment = tunnel
+            .assignment(endpoint)
+            .ok_or_else(|| anyhow::anyhow!("the tunnel's answer named no runtime"))?;
+        let url = assignment
+            .url
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("the assignment has no proxy URL"))?;
+        let url = kernels::ServerUrl::parse(&url)?;
+        let credential = kernels::CredentialSource::Refresh(Arc::new(TunnelToken {
+            tunnel: tunnel.clone(),
+            alias: alias.clone(),
+        }));
+        let mut profile = runtime_profile(url, credential);
+        profile.tls = self.tls.clone();
+        profile.credential_hint = format!(
+            "the proxy token of runtime {alias} was refused and the tunnel gave no fresh one: the runtime may have been released; start a new setup (configure_kernel with runtime \"colab\")"
+        );
+        let active =
+            slot::ActiveRuntime::open(profile, Some(endpoint.to_owned()), Some(alias.clone()))?;
+        self.slot.set(active);
+        let fresh = self
+            .kept_alive
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(endpoint.to_owned());
+        if fresh {
+            let slot = self.slot.clone();
+            let kept_alive = self.kept_alive.clone();
+            let endpoint = endpoint.to_owned();
+            tokio::spawn(async move {
+                while slot.holds(&endpoint) {
+                    if let Err(error) = tunnel.keep_alive(&endpoint).await {
+                        tracing::warn!(%endpoint, "keeping the Colab runtime alive failed: {error}");
+                    }
+                    tokio::time::sleep(KEEP_ALIVE_EVERY).await;
+                }
+                kept_alive
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&endpoint);
+            });
+        }
+        Ok(())
     }
 
     /// One call to the current runtime's API (`path` under its base URL).
@@ -223,6 +331,11 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         &self,
         alias: Option<&colab_setup::ServerAlias>,
     ) -> Result<colab_setup::Route, String> {
+        if let ColabSource::Tunnel { .. } = &self.source {
+            return Ok(colab_setup::Route::Tunnel {
+                reuse: alias.cloned(),
+            });
+        }
         if let Some(alias) = alias {
             return Err(format!(
                 "serverAlias {alias} names a server a setup created, and this server creates none: it runs kernels on {}; omit serverAlias",
@@ -231,6 +344,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         format!("google-colab-cli session {session} (--colab-session)"),
                     ColabSource::RuntimeUrl { .. } =>
                         "the runtime of --colab-runtime-url".to_owned(),
+                    ColabSource::Tunnel { .. } => unreachable!("handled above"),
                 }
             ));
         }
@@ -240,6 +354,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                     .map_err(|error| format!("the --colab-session name cannot be used: {error}"))?,
             },
             ColabSource::RuntimeUrl { .. } => colab_setup::Route::RuntimeUrl,
+            ColabSource::Tunnel { .. } => unreachable!("handled above"),
         })
     }
 
@@ -276,7 +391,35 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         _ => Reply::Failed(Failure::Unavailable),
                     }
                 }
-                // The tunnel's commands: this source assigns and releases nothing.
+                CommandKind::CheckProvider
+                | CommandKind::LookupAssignment { .. }
+                | CommandKind::CreateAssignment { .. }
+                | CommandKind::ReleaseRuntime { .. } => {
+                    // Only the tunnel route assigns and releases runtimes.
+                    let Some(tunnel) = &self.tunnel else {
+                        return Reply::Failed(Failure::NotPerformed);
+                    };
+                    let reply = tunnel.perform(command).await;
+                    match (command, &reply) {
+                        (
+                            CommandKind::LookupAssignment { alias }
+                            | CommandKind::CreateAssignment { alias },
+                            Reply::AssignmentFound { endpoint }
+                            | Reply::AssignmentCreated { endpoint },
+                        ) => {
+                            // The answer stays true either way; a runtime that cannot be used
+                            // fails the kernel start, and the setup releases what it created.
+                            if let Err(error) = self.activate(alias, endpoint) {
+                                tracing::warn!(%endpoint, "the assigned Colab runtime cannot be used: {error}");
+                            }
+                        }
+                        (CommandKind::ReleaseRuntime { endpoint }, Reply::Done) => {
+                            self.slot.clear_if(endpoint);
+                        }
+                        _ => {}
+                    }
+                    reply
+                }
                 _ => Reply::Failed(Failure::NotPerformed),
             }
         })
@@ -635,6 +778,37 @@ impl ClassifyName for serde_json::Error {
             serde_json::error::Category::Data => "unexpected fields",
             serde_json::error::Category::Eof => "cut short",
         }
+    }
+}
+
+/// The proxy token of a runtime the tunnel assigned, fetched again through the tunnel (its
+/// assignment answer carries the current one) when the proxy refuses it.
+struct TunnelToken {
+    tunnel: Arc<tunnel::ColabTunnel>,
+    alias: colab_setup::ServerAlias,
+}
+
+impl kernels::RefreshCredential for TunnelToken {
+    fn refresh(
+        &self,
+    ) -> std::pin::Pin<Box<dyn Future<Output = kernels::Result<kernels::ServerToken>> + Send + '_>>
+    {
+        Box::pin(async move {
+            let unavailable = |reason: String| kernels::Error::Io {
+                context: reason,
+                source: std::io::Error::other("Colab tunnel"),
+            };
+            match self.tunnel.lookup(&self.alias).await {
+                Ok(tunnel::LookupOutcome::Found(assignment)) => assignment
+                    .proxy_token()
+                    .ok_or_else(|| unavailable("the tunnel gave no proxy token".to_owned())),
+                Ok(tunnel::LookupOutcome::NotAssigned) => Err(unavailable(format!(
+                    "the Colab runtime {} is no longer assigned",
+                    self.alias
+                ))),
+                Err(error) => Err(unavailable(error.to_string())),
+            }
+        })
     }
 }
 

@@ -97,13 +97,26 @@ enum Command {
         /// the proxy refuses the token).
         #[arg(long, value_name = "PATH", requires = "colab_runtime_url")]
         colab_token_file: Option<PathBuf>,
+        /// EXPERIMENTAL: let configure_kernel (runtime "colab") assign and release Colab
+        /// runtimes through Colab's tunnel API with your Google application-default credentials
+        /// (`gcloud auth application-default login` with the Colab scope). Not a public Google
+        /// API; it may change or stop working.
+        #[arg(long, conflicts_with_all = ["no_kernels", "kernel_server", "jupyterhub", "colab_session", "colab_runtime_url"])]
+        colab_tunnel: bool,
+        /// The tunnel API's base URL (default: Colab's own).
+        #[arg(long, value_name = "URL", requires = "colab_tunnel")]
+        colab_tunnel_url: Option<String>,
+        /// The Google credentials file (default: $GOOGLE_APPLICATION_CREDENTIALS, else
+        /// gcloud's application_default_credentials.json).
+        #[arg(long, value_name = "PATH", requires = "colab_tunnel")]
+        colab_credentials_file: Option<PathBuf>,
         /// Work alongside JupyterLab: serve the notebooks of this Jupyter Server
         /// (https://host/base/, or http:// on loopback; with jupyter-collaboration) live in
         /// their shared documents, on the kernels their JupyterLab tabs use. Its token comes
         /// from --kernel-server-token-file or JUPYTER_MCP_KERNEL_SERVER_TOKEN, its certificate
         /// is checked as for kernel servers (--kernel-server-ca); --root is then the folder
         /// file transfers read and write.
-        #[arg(long, value_name = "URL", conflicts_with_all = ["kernel_server", "jupyterhub", "colab_session", "colab_runtime_url"])]
+        #[arg(long, value_name = "URL", conflicts_with_all = ["kernel_server", "jupyterhub", "colab_session", "colab_runtime_url", "colab_tunnel"])]
         jupyter: Option<String>,
         /// Accept HTTP requests without a token. Any process on this machine can then read,
         /// change and run your notebooks; use only on a machine you alone use.
@@ -152,6 +165,9 @@ fn main() -> anyhow::Result<()> {
             colab_sessions_file,
             colab_runtime_url,
             colab_token_file,
+            colab_tunnel,
+            colab_tunnel_url,
+            colab_credentials_file,
         } => {
             anyhow::ensure!(
                 kernel_server_token_file.is_none() || kernel_server.is_some() || jupyter.is_some(),
@@ -213,6 +229,12 @@ fn main() -> anyhow::Result<()> {
                     })?;
                     Some(host_standalone::colab::ColabSource::RuntimeUrl { url, token_file })
                 }
+                (None, None) if colab_tunnel => Some(host_standalone::colab::ColabSource::Tunnel {
+                    base_url: colab_tunnel_url.unwrap_or_else(|| {
+                        host_standalone::colab::tunnel::DEFAULT_TUNNEL_BASE_URL.to_owned()
+                    }),
+                    credentials_file: colab_credentials_file,
+                }),
                 (None, None) => None,
             };
             let kernel_server = match (kernel_server, jupyterhub) {

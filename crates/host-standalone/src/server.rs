@@ -86,7 +86,8 @@ impl KernelServer {
         let (url, allowed) = match self {
             KernelServer::Server(profile) => (&profile.base_url, profile.allow_insecure_http),
             KernelServer::JupyterHub(hub) => (&hub.url, hub.allow_insecure_http),
-            KernelServer::Colab(runtime) => (&runtime.profile.base_url, false),
+            // Colab runtimes are reached over HTTPS only.
+            KernelServer::Colab(_) => return,
         };
         if allowed && !url.is_https() && !url.is_loopback() {
             tracing::warn!(
@@ -293,8 +294,7 @@ fn files_host(
             setup.setup.deadline_ms = deadline_ms;
         }
         standalone.colab = Some(Arc::new(
-            crate::colab::RuntimeFiles::new(runtime.slot.clone(), runtime.source.clone())
-                .with_setup_config(setup),
+            crate::colab::RuntimeFiles::new(runtime).with_setup_config(setup),
         ));
     }
     let window = standalone.window();

@@ -785,3 +785,172 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
         Reply::Failed(Failure::AuthenticationRequired)
     );
 }
+
+/// The stand-in's runtimes, from its state.
+fn runtimes(state: &Value) -> impl Iterator<Item = &Value> {
+    state["runtimes"]
+        .as_object()
+        .into_iter()
+        .flat_map(|map| map.values())
+}
+
+/// Polls the stand-in's state (each poll is a real request) until `done` holds, bounded.
+fn state_until(standin: &ColabStandIn, done: impl Fn(&Value) -> bool) -> Value {
+    let mut state = standin_state(standin);
+    for _ in 0..200 {
+        if done(&state) {
+            break;
+        }
+        state = standin_state(standin);
+    }
+    state
+}
+
+/// The experimental tunnel route through MCP: a setup assigns a new runtime under a generated
+/// alias (kept alive while in use), is verified and runs cells there; the exact alias reuses it
+/// without a new assignment; an unknown alias fails without creating anything; a setup
+/// cancelled while it waits releases the runtime it created and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases_only_its_own() {
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
+    let adc = root.path().join("adc.json");
+    write_adc_file(&adc, &standin, standin.google_refresh_token());
+    let mcp = HttpServer::start(
+        root.path(),
+        &[
+            "--colab-tunnel",
+            "--colab-tunnel-url",
+            &standin.base_url(),
+            "--colab-credentials-file",
+            adc.to_str().unwrap(),
+            "--kernel-server-ca",
+            standin.ca_file().to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let posts = |state: &Value| state["counters"]["assign_post"].as_u64().unwrap_or(0);
+    let before = posts(&standin_state(&standin));
+
+    let created = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(created["route"], "tunnel", "{created}\n{}", standin.logs());
+    assert_eq!(created["status"], "awaiting_kernel_selection", "{created}");
+    assert_eq!(created["serverCreated"], true, "{created}");
+    let alias = created["serverAlias"].as_str().unwrap().to_owned();
+    let setup_id = created["setupId"].as_str().unwrap().to_owned();
+    assert_eq!(posts(&standin_state(&standin)), before + 1);
+    let choices = list_choices(&client, &setup_id).await;
+    let selected = client
+        .call(
+            "select_setup_kernel",
+            json!({"notebookRef": NB, "setupId": setup_id,
+                   "kernelChoiceId": choices[0]["kernelChoiceId"], "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    let ready = if selected["status"] == "ready" {
+        selected
+    } else {
+        setup_until(&client, &setup_id, |receipt| receipt["status"] != "running").await
+    };
+    assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
+    assert_eq!(ready["verification"]["verified"], true, "{ready}");
+    let ran = run(&client, json!([0]), 60_000).await;
+    assert_eq!(ran["status"], "completed", "{ran}");
+    assert!(output_of(&ran, 0).contains("cwd /content"), "{ran}");
+    // Kept alive while in use.
+    let state = state_until(&standin, |state| {
+        runtimes(state).any(|runtime| runtime["keepAlives"].as_u64().unwrap_or(0) >= 1)
+    });
+    assert!(
+        runtimes(&state).any(|runtime| runtime["keepAlives"].as_u64().unwrap_or(0) >= 1),
+        "{state}"
+    );
+
+    // Exact alias reuse: the same runtime, no new assignment; cancelling it releases nothing.
+    let reused = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": alias, "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(reused["status"], "awaiting_kernel_selection", "{reused}");
+    assert_eq!(reused["serverCreated"], false, "{reused}");
+    assert_eq!(reused["serverAlias"], alias.as_str(), "{reused}");
+    assert_eq!(
+        posts(&standin_state(&standin)),
+        before + 1,
+        "reuse created nothing"
+    );
+    let kept = client
+        .call(
+            "cancel_kernel_setup",
+            json!({"notebookRef": NB, "setupId": reused["setupId"]}),
+        )
+        .await
+        .ok();
+    assert_eq!(kept["status"], "cancelled", "{kept}");
+    assert_eq!(kept["runtimeReleased"], false, "{kept}");
+
+    // An alias no setup made: refused, nothing created.
+    let unknown = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": "m0000abcd", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(unknown["status"], "failed", "{unknown}");
+    assert_eq!(unknown["error"]["code"], "alias_unknown", "{unknown}");
+    assert_eq!(posts(&standin_state(&standin)), before + 1);
+
+    // A new runtime, cancelled while it waits for a kernel choice: released, and only it.
+    let live_before = runtimes(&standin_state(&standin))
+        .filter(|runtime| runtime["released"] != true)
+        .count();
+    let second = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(second["status"], "awaiting_kernel_selection", "{second}");
+    assert_ne!(second["serverAlias"], alias.as_str());
+    let cancelled = client
+        .call(
+            "cancel_kernel_setup",
+            json!({"notebookRef": NB, "setupId": second["setupId"]}),
+        )
+        .await
+        .ok();
+    let cancelled = if cancelled["cleanupPending"] == true {
+        setup_until(&client, cancelled["setupId"].as_str().unwrap(), |receipt| {
+            receipt["cleanupPending"] == false
+        })
+        .await
+    } else {
+        cancelled
+    };
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    assert_eq!(cancelled["runtimeReleased"], true, "{cancelled}");
+    let state = standin_state(&standin);
+    assert_eq!(state["counters"]["unassign"], 1, "{state}");
+    // The first runtime is still assigned, and the notebook still runs there.
+    let live = runtimes(&state)
+        .filter(|runtime| runtime["released"] != true)
+        .count();
+    assert_eq!(live, live_before, "{state}");
+    let again = run(&client, json!([0]), 60_000).await;
+    assert_eq!(again["status"], "completed", "{again}");
+}

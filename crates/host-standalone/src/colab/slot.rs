@@ -45,10 +45,11 @@ impl ActiveRuntime {
     }
 }
 
-/// The runtime in use, if any.
+/// The runtime in use, if any: the one set last that is still assigned (releasing the newest
+/// goes back to the one before it).
 #[derive(Default)]
 pub struct RuntimeSlot {
-    current: RwLock<Option<Arc<ActiveRuntime>>>,
+    runtimes: RwLock<Vec<Arc<ActiveRuntime>>>,
 }
 
 impl std::fmt::Debug for RuntimeSlot {
@@ -67,32 +68,47 @@ impl RuntimeSlot {
     /// A slot holding `runtime`.
     pub fn holding(runtime: ActiveRuntime) -> RuntimeSlot {
         RuntimeSlot {
-            current: RwLock::new(Some(Arc::new(runtime))),
+            runtimes: RwLock::new(vec![Arc::new(runtime)]),
         }
     }
 
     /// The runtime in use now.
     pub fn current(&self) -> Option<Arc<ActiveRuntime>> {
-        self.current
+        self.runtimes
             .read()
             .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+            .last()
+            .cloned()
     }
 
-    /// Uses `runtime` from now on (kernels already running stay where they are).
+    /// Uses `runtime` from now on (kernels already running stay where they are); an earlier
+    /// entry for the same endpoint is replaced.
     pub fn set(&self, runtime: ActiveRuntime) {
-        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(runtime));
+        let mut runtimes = self
+            .runtimes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(endpoint) = &runtime.endpoint {
+            runtimes.retain(|known| known.endpoint.as_ref() != Some(endpoint));
+        }
+        runtimes.push(Arc::new(runtime));
     }
 
-    /// Forgets the runtime if it is the one at `endpoint` (it was released).
+    /// Forgets the runtime at `endpoint` (it was released).
     pub fn clear_if(&self, endpoint: &str) {
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        if current
-            .as_ref()
-            .is_some_and(|runtime| runtime.endpoint.as_deref() == Some(endpoint))
-        {
-            *current = None;
-        }
+        self.runtimes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|runtime| runtime.endpoint.as_deref() != Some(endpoint));
+    }
+
+    /// Whether the runtime at `endpoint` is still held (in use or to go back to).
+    pub fn holds(&self, endpoint: &str) -> bool {
+        self.runtimes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|runtime| runtime.endpoint.as_deref() == Some(endpoint))
     }
 }
 

@@ -69,6 +69,19 @@ pub trait ColabRuntimes: Send + Sync + 'static {
         command: &'a colab_setup::CommandKind,
     ) -> BoxFuture<'a, colab_setup::Reply>;
 
+    /// Whether its servers carry aliases that `mount_colab_server` can name (the tools lists
+    /// it only then).
+    fn mounts_servers(&self) -> bool {
+        false
+    }
+
+    /// The route of `mount_colab_server` for `alias`; `Err` says why it cannot be served.
+    fn mount_route(&self, alias: &colab_setup::ServerAlias) -> Result<colab_setup::Route, String> {
+        Err(format!(
+            "mount_colab_server {alias}: this host has no Colab servers to mount"
+        ))
+    }
+
     /// The setups' limits and timing (a five-minute deadline by default).
     fn setup_config(&self) -> colab_setup::RegistryConfig {
         colab_setup::RegistryConfig::default()

@@ -18,7 +18,9 @@ use colab_setup::{
     RegistryConfig, Reply, ServerAlias, SetupAction, SetupEntropy, SetupError, SetupEvent,
     SetupReceipt, SetupRegistry, SetupRequest, SetupStatus,
 };
-use mcp_contract::params::{ConfigureKernelParams, KernelSetupParams, SelectSetupKernelParams};
+use mcp_contract::params::{
+    ConfigureKernelParams, KernelSetupParams, MountColabServerParams, SelectSetupKernelParams,
+};
 use mcp_contract::{ErrorCode, ToolError};
 use serde_json::Value;
 
@@ -161,6 +163,7 @@ pub(crate) fn guarded_operation(tool: &str) -> Option<GuardedOperation> {
         "select_kernel" | "restart_kernels" | "interrupt_kernels" | "configure_kernel" => {
             GuardedOperation::KernelChange
         }
+        "mount_colab_server" => GuardedOperation::Setup,
         _ => return None,
     })
 }
@@ -237,6 +240,32 @@ impl<H: NotebookHost> Tools<H> {
         let route = colab
             .setup_route(alias.as_ref())
             .map_err(|message| error(ErrorCode::InvalidArgument, message))?;
+        self.admit_setup(location, route, wait).await
+    }
+
+    /// `mount_colab_server`: the file service of the server `serverAlias` names, attached to
+    /// the notebook's active kernel and verified.
+    pub(crate) async fn mount_colab_server(
+        &self,
+        params: MountColabServerParams,
+    ) -> crate::tools::ToolResult {
+        let colab = self.colab_for_setup()?;
+        let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
+        let alias = ServerAlias::parse(&params.server_alias)
+            .map_err(|failure| setup_tool_error(&failure))?;
+        let location = self.resolve(&params.notebook_ref).await?;
+        let route = colab
+            .mount_route(&alias)
+            .map_err(|message| error(ErrorCode::InvalidArgument, message))?;
+        self.admit_setup(location, route, wait).await
+    }
+
+    async fn admit_setup(
+        &self,
+        location: NotebookLocation,
+        route: colab_setup::Route,
+        wait: u64,
+    ) -> crate::tools::ToolResult {
         let request = SetupRequest {
             notebook: location.uri.clone(),
             route,
@@ -559,7 +588,8 @@ impl<H: NotebookHost> Tools<H> {
             | CommandKind::ProbeRuntime
             | CommandKind::LookupAssignment { .. }
             | CommandKind::CreateAssignment { .. }
-            | CommandKind::ReleaseRuntime { .. } => colab.perform_setup(kind).await,
+            | CommandKind::ReleaseRuntime { .. }
+            | CommandKind::MountServer { .. } => colab.perform_setup(kind).await,
             // The picker, the temporary cell and mounting are the VS Code window's.
             _ => Reply::Failed(Failure::NotPerformed),
         }

@@ -164,6 +164,9 @@ impl<H: NotebookHost> Tools<H> {
             Capability::ChooseKernel => can.choose,
             Capability::Transfer => can.transfer && files.is_some(),
             Capability::Colab => colab.is_some() && can.execute,
+            Capability::ColabMount => {
+                can.execute && colab.as_ref().is_some_and(|colab| colab.mounts_servers())
+            }
         };
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
@@ -280,6 +283,7 @@ impl<H: NotebookHost> Tools<H> {
             "list_setup_kernels" => with!(list_setup_kernels),
             "select_setup_kernel" => with!(select_setup_kernel),
             "cancel_kernel_setup" => with!(cancel_kernel_setup),
+            "mount_colab_server" => with!(mount_colab_server),
             other => Err(error(
                 ErrorCode::NotSupported,
                 format!("`{other}` is not available on this host"),

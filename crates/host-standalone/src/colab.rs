@@ -158,11 +158,13 @@ impl ColabRuntime {
         let mut profile = runtime_profile(url, credential);
         profile.tls = tls.clone();
         profile.credential_hint = hint;
-        let active = slot::ActiveRuntime::open(profile.clone(), endpoint.clone(), None).map_err(
-            |error| ColabError::Url {
+        let mut active = slot::ActiveRuntime::open(profile.clone(), endpoint.clone(), None)
+            .map_err(|error| ColabError::Url {
                 reason: error.to_string(),
-            },
-        )?;
+            })?;
+        if let ColabSource::SessionsFile { session, .. } = &source {
+            active.label = format!("Colab session {session}");
+        }
         Ok(ColabRuntime {
             source,
             endpoint,
@@ -327,6 +329,21 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         self.setup
     }
 
+    fn mounts_servers(&self) -> bool {
+        self.tunnel.is_some()
+    }
+
+    fn mount_route(&self, alias: &colab_setup::ServerAlias) -> Result<colab_setup::Route, String> {
+        if self.tunnel.is_none() {
+            return Err(format!(
+                "mount_colab_server {alias}: this server's runtime has no alias; its file service is attached by configure_kernel with runtime \"colab\""
+            ));
+        }
+        Ok(colab_setup::Route::MountServer {
+            alias: alias.clone(),
+        })
+    }
+
     fn setup_route(
         &self,
         alias: Option<&colab_setup::ServerAlias>,
@@ -389,6 +406,31 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         Ok((200, _)) => Reply::Done,
                         Ok((401 | 403, _)) => Reply::Failed(Failure::AuthenticationRequired),
                         _ => Reply::Failed(Failure::Unavailable),
+                    }
+                }
+                CommandKind::MountServer { alias } => {
+                    if let Some(root) = self.slot.use_alias(alias) {
+                        return Reply::FileService { root };
+                    }
+                    // Not used by this server yet (it was restarted, say): the tunnel still
+                    // knows the exact alias's runtime, or there is none to mount.
+                    let Some(tunnel) = &self.tunnel else {
+                        return Reply::Failed(Failure::NotPerformed);
+                    };
+                    match tunnel.lookup(alias).await {
+                        Ok(tunnel::LookupOutcome::Found(assignment)) => {
+                            match self.activate(alias, &assignment.endpoint) {
+                                Ok(()) => match self.slot.use_alias(alias) {
+                                    Some(root) => Reply::FileService { root },
+                                    None => Reply::Failed(Failure::Unavailable),
+                                },
+                                Err(_) => Reply::Failed(Failure::Unavailable),
+                            }
+                        }
+                        Ok(tunnel::LookupOutcome::NotAssigned) => {
+                            Reply::Failed(Failure::Unavailable)
+                        }
+                        Err(error) => Reply::Failed(error.failure()),
                     }
                 }
                 CommandKind::CheckProvider

@@ -27,6 +27,8 @@ pub enum Capability {
     Transfer,
     /// A Colab runtime is configured (the Colab tools).
     Colab,
+    /// A Colab source whose servers have aliases to mount (`mount_colab_server`).
+    ColabMount,
 }
 
 /// MCP tool annotations (hints for clients).
@@ -568,6 +570,15 @@ pub fn all_tools() -> Vec<ToolSpec> {
             "Select one kernelChoiceId from the setup's latest list_setup_kernels listing: the kernel is started on the runtime, its file service connected and the nonce proof run. Returns the receipt after waiting up to waitMs (default 1000)."
         ),
         tool!(
+            "mount_colab_server",
+            "Mount a Colab server",
+            ColabMount,
+            WRITE,
+            MountColabServerParams,
+            setup_receipt_schema,
+            "Attach the file service of the Colab server with this exact alias (from an earlier setup's receipt) to the notebook's already active idle Python kernel, then verify it with the check_colab nonce proof. Selects and starts no kernel, edits no cell, creates and removes no server. A tracked setup: follow or cancel it with get_kernel_setup / cancel_kernel_setup."
+        ),
+        tool!(
             "cancel_kernel_setup",
             "Cancel a Colab setup",
             Colab,
@@ -696,7 +707,7 @@ mod tests {
     #[test]
     fn every_tool_has_object_schemas_that_reject_unknown_keys() {
         let tools = all_tools();
-        assert_eq!(tools.len(), 28);
+        assert_eq!(tools.len(), 29);
         for spec in &tools {
             let input = (spec.input_schema)();
             assert_eq!(

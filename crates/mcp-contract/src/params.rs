@@ -440,6 +440,20 @@ pub struct KernelSetupParams {
     pub wait_ms: Option<f64>,
 }
 
+/// The arguments of `mount_colab_server`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MountColabServerParams {
+    /// The notebook: a `notebookRef` from `list_notebooks`, a `file:` URI, or a root-relative path.
+    pub notebook_ref: String,
+    /// The server's alias from an earlier setup's receipt (`m` and 8 lowercase hex digits).
+    pub server_alias: String,
+    /// How long to wait for the mount to be verified, in whole milliseconds, 0 to 60000
+    /// (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+}
+
 /// The arguments of `select_setup_kernel`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -228,6 +228,23 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         .runtime_get(&runtime.token, &runtime.endpoint, "api/kernels")
         .unwrap();
     assert_eq!(status, 401, "the old token really stopped working");
+    // Let the cell end only once the host is back on the kernel's socket with the fresh token:
+    // what a kernel sends while no socket is open may never arrive (the run would then say it
+    // cannot confirm completion, which is right, but not what this test is about).
+    let endpoint = runtime.endpoint.clone();
+    let state = state_until(&standin, |state| {
+        state["runtimes"][endpoint.as_str()]["sockets"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1
+    });
+    assert!(
+        state["runtimes"][endpoint.as_str()]["sockets"]
+            .as_u64()
+            .unwrap_or(0)
+            >= 1,
+        "the host reconnected: {state}"
+    );
     std::fs::write(standin.content_folder().join("go-token"), "").unwrap();
     let receipt = follow(&client, terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
@@ -426,6 +443,11 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     ] {
         assert!(tools.contains(&tool.to_owned()), "{tool}: {tools:?}");
     }
+    // Sessions have no aliases to mount: the tool is not listed here.
+    assert!(
+        !tools.contains(&"mount_colab_server".to_owned()),
+        "{tools:?}"
+    );
 
     // An alias on a route that creates no server is refused before anything starts.
     let alias = client
@@ -476,6 +498,25 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
             .unwrap_or_default()
             .contains("Python")),
         "{fresh:?}"
+    );
+    // Choices (and list_kernels) name the runtime they run on.
+    assert!(
+        fresh[0]["label"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("on Colab session s-setup"),
+        "{fresh:?}"
+    );
+    let listed = client
+        .call("list_kernels", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert!(
+        listed["kernels"][0]["label"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Colab session s-setup"),
+        "{listed}"
     );
     let stale = client
         .call(
@@ -794,13 +835,13 @@ fn runtimes(state: &Value) -> impl Iterator<Item = &Value> {
         .flat_map(|map| map.values())
 }
 
-/// Polls the stand-in's state (each poll is a real request) until `done` holds, bounded.
+/// Polls the stand-in's state until `done` holds, for at most a minute (a condition wait: the
+/// state is asked again every 20 ms, and the caller asserts on what it finally says).
 fn state_until(standin: &ColabStandIn, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut state = standin_state(standin);
-    for _ in 0..200 {
-        if done(&state) {
-            break;
-        }
+    while !done(&state) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
         state = standin_state(standin);
     }
     state
@@ -874,6 +915,36 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     assert!(
         runtimes(&state).any(|runtime| runtime["keepAlives"].as_u64().unwrap_or(0) >= 1),
         "{state}"
+    );
+
+    // mount_colab_server: the alias's file service attached to the active kernel, verified.
+    let tools = client.tool_names().await.unwrap();
+    assert!(
+        tools.contains(&"mount_colab_server".to_owned()),
+        "{tools:?}"
+    );
+    let mounted = client
+        .call(
+            "mount_colab_server",
+            json!({"notebookRef": NB, "serverAlias": alias, "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    let mounted = if mounted["status"] == "running" {
+        setup_until(&client, mounted["setupId"].as_str().unwrap(), |receipt| {
+            receipt["status"] != "running"
+        })
+        .await
+    } else {
+        mounted
+    };
+    assert_eq!(mounted["route"], "mount_server", "{mounted}");
+    assert_eq!(mounted["status"], "ready", "{mounted}\n{}", standin.logs());
+    assert_eq!(mounted["verification"]["verified"], true, "{mounted}");
+    assert_eq!(
+        posts(&standin_state(&standin)),
+        before + 1,
+        "a mount creates nothing"
     );
 
     // Exact alias reuse: the same runtime, no new assignment; cancelling it releases nothing.

@@ -16,6 +16,8 @@ pub struct ActiveRuntime {
     pub alias: Option<colab_setup::ServerAlias>,
     /// The runtime's proxy base URL (no token).
     pub base_url: String,
+    /// How kernel choices name it (`Colab m0123abcd`, `Colab session a1b2c3`).
+    pub label: String,
     /// Its REST API, kernels and Contents API.
     pub(crate) api: Arc<kernels::RemoteProvider>,
     /// Its Contents API as a file-service root.
@@ -35,10 +37,15 @@ impl ActiveRuntime {
             anyhow::anyhow!("the Colab runtime URL cannot be a file-service root: {error}")
         })?;
         let api = kernels::RemoteProvider::new(kernels::RemoteConfig::with_profile(profile))?;
+        let label = match &alias {
+            Some(alias) => format!("Colab {alias}"),
+            None => "Colab runtime".to_owned(),
+        };
         Ok(ActiveRuntime {
             endpoint,
             alias,
             base_url,
+            label,
             api: Arc::new(api),
             root,
         })
@@ -102,6 +109,24 @@ impl RuntimeSlot {
             .retain(|runtime| runtime.endpoint.as_deref() != Some(endpoint));
     }
 
+    /// Makes the held runtime of `alias` the one in use; its file-service root, if held.
+    pub fn use_alias(
+        &self,
+        alias: &colab_setup::ServerAlias,
+    ) -> Option<colab_setup::FileServiceRoot> {
+        let mut runtimes = self
+            .runtimes
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let position = runtimes
+            .iter()
+            .position(|runtime| runtime.alias.as_ref() == Some(alias))?;
+        let runtime = runtimes.remove(position);
+        let root = runtime.root.clone();
+        runtimes.push(runtime);
+        Some(root)
+    }
+
     /// Whether the runtime at `endpoint` is still held (in use or to go back to).
     pub fn holds(&self, endpoint: &str) -> bool {
         self.runtimes
@@ -139,7 +164,13 @@ impl kernels::KernelProvider for SlotProvider {
     ) -> BoxFuture<'a, kernels::Result<kernels::Discovery>> {
         Box::pin(async move {
             let runtime = self.runtime()?;
-            kernels::KernelProvider::discover(runtime.api.as_ref(), notebook_dir).await
+            let mut found =
+                kernels::KernelProvider::discover(runtime.api.as_ref(), notebook_dir).await?;
+            // The choices say which runtime they run on.
+            for spec in &mut found.specs {
+                spec.display_name = format!("{} on {}", spec.display_name, runtime.label);
+            }
+            Ok(found)
         })
     }
 

@@ -257,6 +257,13 @@ impl<H: NotebookHost> Tools<H> {
             notebook: location.uri,
             kernel: kernel_state(&lookup, &language),
             capabilities,
+            colab_root_candidates: self.colab.as_ref().map(|colab| {
+                colab
+                    .roots()
+                    .iter()
+                    .map(|root| root.uri().to_string())
+                    .collect()
+            }),
         })
     }
 

@@ -482,6 +482,10 @@ pub struct KernelInfoResult {
     pub kernel: KernelState,
     /// What this host can do for the notebook: each entry says `available`/`unavailable` and why.
     pub capabilities: Map<String, Value>,
+    /// Where a Colab source is configured: the file-service roots a transfer's `colabFileUri`
+    /// or `check_colab` can name (the runtime's Contents API in the standalone host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub colab_root_candidates: Option<Vec<String>>,
 }
 
 /// What `select_kernel` returns.

@@ -591,20 +591,67 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     drop(client);
     drop(mcp);
 
-    // The runtime-URL route, with a two-second deadline: nobody chooses, so the setup ends
-    // `failed` in the stage it waited in.
+    // The runtime-URL route, from request to ready: the runtime probed with its proxy token,
+    // then the same explicit choice and proof; get_kernel_info names the file-service root.
     let token_file = root.path().join("proxy-token");
     std::fs::write(&token_file, &runtime.token).unwrap();
+    let url_args = [
+        "--colab-runtime-url",
+        runtime.url.as_str(),
+        "--colab-token-file",
+        token_file.to_str().unwrap(),
+        "--kernel-server-ca",
+        ca_file.as_str(),
+    ];
+    let mcp = HttpServer::start(root.path(), &url_args).unwrap();
+    let client = Client::http(&mcp.url).await.unwrap();
+    let probed = client
+        .call(
+            "configure_kernel",
+            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
+        )
+        .await
+        .ok();
+    assert_eq!(probed["route"], "runtime_url", "{probed}");
+    assert_eq!(probed["status"], "awaiting_kernel_selection", "{probed}");
+    let probed_id = probed["setupId"].as_str().unwrap().to_owned();
+    let choices = list_choices(&client, &probed_id).await;
+    let selected = client
+        .call(
+            "select_setup_kernel",
+            json!({"notebookRef": NB, "setupId": probed_id,
+                   "kernelChoiceId": choices[0]["kernelChoiceId"], "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    let ready = if selected["status"] == "ready" {
+        selected
+    } else {
+        setup_until(&client, &probed_id, |receipt| {
+            receipt["status"] != "running"
+        })
+        .await
+    };
+    assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
+    assert_eq!(ready["stage"], "complete", "{ready}");
+    assert_eq!(ready["verification"]["verified"], true, "{ready}");
+    let info = client
+        .call("get_kernel_info", json!({"notebookRef": NB}))
+        .await
+        .ok();
+    assert_eq!(
+        info["colabRootCandidates"],
+        json!([runtime.url.as_str()]),
+        "{info}"
+    );
+    drop(client);
+    drop(mcp);
+
+    // The same route with a two-second deadline: nobody chooses, so the setup ends `failed` in
+    // the stage it waited in.
     let mcp = HttpServer::start_with_env(
         root.path(),
-        &[
-            "--colab-runtime-url",
-            &runtime.url,
-            "--colab-token-file",
-            token_file.to_str().unwrap(),
-            "--kernel-server-ca",
-            &ca_file,
-        ],
+        &url_args,
         &[("JUPYTER_MCP_COLAB_SETUP_DEADLINE_MS", "2000")],
     )
     .unwrap();

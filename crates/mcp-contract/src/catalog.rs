@@ -371,6 +371,34 @@ fn setup_receipt_schema() -> Map<String, Value> {
     }
 }
 
+/// A `check_colab` receipt (`colab_setup::CheckReceipt`, written by hand like the setup's).
+fn check_receipt_schema() -> Map<String, Value> {
+    let value = serde_json::json!({
+        "type": "object",
+        "description": "A check_colab receipt: verified only when the kernel's nonce was read back through the file service and the probe is gone both ways",
+        "properties": {
+            "verified": {"type": "boolean"},
+            "root": {"type": "string"},
+            "probePath": {"type": "string"},
+            "timestampMs": {"type": "integer"},
+            "finishedAtMs": {"type": "integer"},
+            "pid": {"type": ["integer", "null"]},
+            "pythonVersion": {"type": ["string", "null"]},
+            "system": {"type": ["string", "null"]},
+            "checks": {"type": "array", "items": {"type": "object"}},
+            "cleanup": {"type": "string"},
+            "settled": {"type": "boolean"},
+            "identity": {"type": "object"},
+            "error": {"type": "object"}
+        },
+        "required": ["verified", "root", "probePath", "checks", "cleanup", "identity"]
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("a literal object"),
+    }
+}
+
 /// `configure_kernel`: the started kernel, or a Colab setup receipt.
 fn configure_schema() -> Map<String, Value> {
     let mut map = free_object();
@@ -593,7 +621,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             Colab,
             EXECUTE,
             CheckColabParams,
-            free_object,
+            check_receipt_schema,
             "Prove that the notebook's active idle Python kernel runs on the configured Colab runtime: the kernel writes a fresh nonce file in /content, the runtime's own file service (its Contents API behind Colab's proxy) must read the same nonce, then the probe is removed and its absence confirmed through both. verified is true only then; the build-info release tag is reported as identity evidence, never as proof. Reads no user file, edits no cell. Listed only where a Colab runtime is configured."
         ),
         tool!(

@@ -384,7 +384,24 @@ async fn setup_until(client: &Client, setup_id: &str, done: impl Fn(&Value) -> b
     }
 }
 
-/// The one kernel choice of a fresh listing.
+/// `select_setup_kernel` with `choice`, then the setup followed until it is no longer running.
+async fn select_until_settled(client: &Client, setup_id: &str, choice: &Value) -> Value {
+    let selected = client
+        .call(
+            "select_setup_kernel",
+            json!({"notebookRef": NB, "setupId": setup_id,
+                   "kernelChoiceId": choice["kernelChoiceId"], "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    if selected["status"] == "running" {
+        setup_until(client, setup_id, |receipt| receipt["status"] != "running").await
+    } else {
+        selected
+    }
+}
+
+/// The kernel choices of a fresh listing.
 async fn list_choices(client: &Client, setup_id: &str) -> Vec<Value> {
     let listed = client
         .call(
@@ -528,19 +545,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(stale.error_code(), "invalid_argument", "{}", stale.text());
     assert_eq!(stale.error()["details"]["colabCode"], "choice_stale");
 
-    let selected = client
-        .call(
-            "select_setup_kernel",
-            json!({"notebookRef": NB, "setupId": setup_id,
-                   "kernelChoiceId": fresh[0]["kernelChoiceId"], "waitMs": 60000}),
-        )
-        .await
-        .ok();
-    let ready = if selected["status"] == "ready" {
-        selected
-    } else {
-        setup_until(&client, &setup_id, |receipt| receipt["status"] != "running").await
-    };
+    let ready = select_until_settled(&client, &setup_id, &fresh[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["ready"], true, "{ready}");
     assert_eq!(ready["stage"], "complete", "{ready}");
@@ -616,22 +621,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(probed["status"], "awaiting_kernel_selection", "{probed}");
     let probed_id = probed["setupId"].as_str().unwrap().to_owned();
     let choices = list_choices(&client, &probed_id).await;
-    let selected = client
-        .call(
-            "select_setup_kernel",
-            json!({"notebookRef": NB, "setupId": probed_id,
-                   "kernelChoiceId": choices[0]["kernelChoiceId"], "waitMs": 60000}),
-        )
-        .await
-        .ok();
-    let ready = if selected["status"] == "ready" {
-        selected
-    } else {
-        setup_until(&client, &probed_id, |receipt| {
-            receipt["status"] != "running"
-        })
-        .await
-    };
+    let ready = select_until_settled(&client, &probed_id, &choices[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["stage"], "complete", "{ready}");
     assert_eq!(ready["verification"]["verified"], true, "{ready}");
@@ -937,19 +927,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     let setup_id = created["setupId"].as_str().unwrap().to_owned();
     assert_eq!(posts(&standin_state(&standin)), before + 1);
     let choices = list_choices(&client, &setup_id).await;
-    let selected = client
-        .call(
-            "select_setup_kernel",
-            json!({"notebookRef": NB, "setupId": setup_id,
-                   "kernelChoiceId": choices[0]["kernelChoiceId"], "waitMs": 60000}),
-        )
-        .await
-        .ok();
-    let ready = if selected["status"] == "ready" {
-        selected
-    } else {
-        setup_until(&client, &setup_id, |receipt| receipt["status"] != "running").await
-    };
+    let ready = select_until_settled(&client, &setup_id, &choices[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["verification"]["verified"], true, "{ready}");
     let ran = run(&client, json!([0]), 60_000).await;

@@ -188,13 +188,8 @@ impl<H: NotebookHost> Tools<H> {
         host_path: &str,
     ) -> Result<Option<ContentsRoute>, ToolError> {
         let Some(colab) = &self.colab else {
-            return match params.colab_file_uri {
-                Some(_) => Err(error(
-                    ErrorCode::NotSupported,
-                    "colabFileUri needs a Colab runtime, and none is configured on this host (start jupyter-mcp with --colab-session or --colab-runtime-url); without it the file moves through the kernel",
-                )),
-                None => Ok(None),
-            };
+            // `transfer` refused a colabFileUri before this on a host without Colab.
+            return Ok(None);
         };
         let service_path = params.kernel_path.trim_start_matches('/').to_owned();
         if let Some(uri) = &params.colab_file_uri {

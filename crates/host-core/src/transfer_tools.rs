@@ -248,6 +248,23 @@ impl<H: NotebookHost> Tools<H> {
         KernelPath::parse(&params.kernel_path).map_err(|failure| transfer_error(&failure))?;
         let files = self.files.clone().ok_or_else(files_unavailable)?;
         let host_path = files.resolve(&params.host_path).await?;
+        if params
+            .colab_file_uri
+            .as_deref()
+            .is_some_and(|uri| uri.chars().any(char::is_control))
+        {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "colabFileUri holds a control character; give the Colab root followed by kernelPath without its leading '/'",
+            ));
+        }
+        if params.colab_file_uri.is_some() && self.colab.is_none() {
+            // Said before anything about the kernel: no kernel state makes it usable here.
+            return Err(error(
+                ErrorCode::NotSupported,
+                "colabFileUri needs a Colab runtime, and none is configured on this host (start jupyter-mcp with --colab-session, --colab-runtime-url or --colab-tunnel); without it the file moves through the kernel",
+            ));
+        }
         let kernel = self.transfer_kernel(&location).await?;
         let reservation = self.transfers.reserve(&location.uri, &kernel)?;
         let epoch = kernel.epoch();

@@ -371,10 +371,12 @@ fn with(base: &Map<String, Value>, name: &str, value: Value) -> Map<String, Valu
     arguments
 }
 
-/// Whether an argument names a file or notebook under the root (not a kernel-side path).
+/// Whether an argument names a file or notebook under the root (not a kernel-side path, nor a
+/// file on a Colab runtime's file service).
 fn names_a_host_path(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     name != "kernelPath"
+        && name != "colabFileUri"
         && (lower.contains("ref") || lower.contains("uri") || lower.contains("path"))
 }
 

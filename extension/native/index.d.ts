@@ -5,6 +5,11 @@
 export declare class JupyterMcpServer {
   /** `http://127.0.0.1:PORT/mcp` (absent for stdio). */
   get url(): string | null
+  /**
+   * The marker this activation shows in the window's status bar (its accessibility label),
+   * which binds the native driver to this window: `jmcp-` and 32 hex digits.
+   */
+  get nativeMarker(): string
   /** Stops serving and stops the window's kernels. */
   stop(): Promise<void>
   /**
@@ -190,6 +195,10 @@ export interface ServerOptions {
   kernels?: boolean
   /** Stop a notebook's kernel after this many idle seconds (default 3600; 0 never). */
   kernelIdleTtlSeconds?: number
+  /** The Colab extension (`google.colab`) is installed: the Colab tools are listed. */
+  colabInstalled?: boolean
+  /** `jupyterMcp.nativeDebugPort` or `JUPYTER_MCP_NATIVE_DEBUG_PORT` (0 or absent: unset). */
+  nativeDebugPort?: number
 }
 
 /**
@@ -216,7 +225,7 @@ export interface ShellReply {
  * Starts the MCP server of a window. The functions are the window's document operations; each
  * returns a Promise of a [`ShellReply`]. Rejects when the port cannot be bound.
  */
-export declare function startServer(options: ServerOptions, list: (...args: any[]) => any, read: (...args: any[]) => any, open: (...args: any[]) => any, apply: (...args: any[]) => any, create: (...args: any[]) => any, save: (...args: any[]) => any, jupyter: (...args: any[]) => any): Promise<JupyterMcpServer>
+export declare function startServer(options: ServerOptions, list: (...args: any[]) => any, read: (...args: any[]) => any, open: (...args: any[]) => any, apply: (...args: any[]) => any, create: (...args: any[]) => any, save: (...args: any[]) => any, jupyter: (...args: any[]) => any, colab: (...args: any[]) => any): Promise<JupyterMcpServer>
 
 /** The result of a tool call. */
 export interface ToolReply {

@@ -5,12 +5,15 @@ import { FallbackController } from './controller';
 import { loadNative, type Native } from './native';
 import { JUPYTER_EXTENSION_ID, JupyterShell } from './jupyter';
 import { Shell } from './shell';
+import { COLAB_EXTENSION_ID, ColabShell } from './colab';
 
 let server: Native.JupyterMcpServer | undefined;
 let statusItem: vscode.StatusBarItem | undefined;
 let output: vscode.OutputChannel | undefined;
 let shell: Shell | undefined;
 let jupyter: JupyterShell | undefined;
+let colab: ColabShell | undefined;
+let nativeItem: vscode.StatusBarItem | undefined;
 let starting: Promise<void> = Promise.resolve();
 
 function log(line: string): void {
@@ -30,11 +33,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jupyte
   const controller = new FallbackController(() => server, context.extension.id, !hasJupyter, log);
   shell = new Shell(controller, log);
   jupyter = new JupyterShell(controller);
-  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
+  colab = new ColabShell(context);
+  // While a native debugging port is set, this item's accessibility label carries the marker that
+  // binds the driver to this window (it names no path, title or content).
+  nativeItem = vscode.window.createStatusBarItem('jupyterMcp.native', vscode.StatusBarAlignment.Right, 99);
+  nativeItem.name = 'Jupyter MCP native connection';
+  statusItem = vscode.window.createStatusBarItem('jupyterMcp.status', vscode.StatusBarAlignment.Right, 100);
   statusItem.command = 'jupyterMcp.showStatus';
   context.subscriptions.push(
     output,
     statusItem,
+    nativeItem,
     controller,
     vscode.commands.registerCommand('jupyterMcp.showStatus', showStatus),
     vscode.commands.registerCommand('jupyterMcp.copyUrl', copyUrl),
@@ -93,11 +102,12 @@ async function start(): Promise<void> {
     log('disabled by jupyterMcp.enabled');
     return;
   }
-  const nativeDebugPort = config.get<number>('nativeDebugPort', 0) || Number(process.env.JUPYTER_MCP_NATIVE_DEBUG_PORT ?? 0);
-  if (nativeDebugPort) log(`jupyterMcp.nativeDebugPort is ${nativeDebugPort}; no tool of this version uses it`);
+  const nativeDebugPort = config.get<number>('nativeDebugPort', 0) || Number(process.env.JUPYTER_MCP_NATIVE_DEBUG_PORT ?? 0) || 0;
+  const colabInstalled = vscode.extensions.getExtension(COLAB_EXTENSION_ID) !== undefined;
   const folders = vscode.workspace.workspaceFolders ?? [];
   const target = shell!;
   const kernels = jupyter!;
+  const colabShell = colab!;
   try {
     const native = loadNative();
     server = await native.startServer(
@@ -107,6 +117,8 @@ async function start(): Promise<void> {
         windowLabel: folders.length > 0 ? folders.map((folder) => folder.name).join(', ') : 'Empty window',
         workspaceFolders: folders.filter((folder) => folder.uri.scheme === 'file').map((folder) => folder.uri.fsPath),
         saveBeforeExecute: config.get<boolean>('saveBeforeExecute', true),
+        colabInstalled,
+        nativeDebugPort: Number.isInteger(nativeDebugPort) && nativeDebugPort > 0 && nativeDebugPort < 65536 ? nativeDebugPort : 0,
       },
       () => target.list(),
       (uri) => target.read(uri),
@@ -115,8 +127,12 @@ async function start(): Promise<void> {
       (request) => target.create(request),
       (uri) => target.save(uri),
       (request) => kernels.call(request),
+      (request) => colabShell.call(request),
     );
     log(server.url ? `serving MCP at ${server.url}` : 'serving MCP over stdio');
+    if (colabInstalled) {
+      log(nativeDebugPort ? `Colab tools listed; native debugging port ${nativeDebugPort}` : 'Colab tools listed; no native debugging port (jupyterMcp.nativeDebugPort), so Colab setup is refused');
+    }
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     log(`could not start: ${message}`);
@@ -126,6 +142,19 @@ async function start(): Promise<void> {
 }
 
 function updateStatus(): void {
+  if (nativeItem) {
+    const marker = server?.nativeMarker;
+    const config = vscode.workspace.getConfiguration('jupyterMcp');
+    const port = config.get<number>('nativeDebugPort', 0) || Number(process.env.JUPYTER_MCP_NATIVE_DEBUG_PORT ?? 0);
+    if (marker && port && vscode.extensions.getExtension(COLAB_EXTENSION_ID)) {
+      nativeItem.text = '$(plug)';
+      nativeItem.tooltip = 'Jupyter MCP: Colab setup may operate this window\'s kernel picker';
+      nativeItem.accessibilityInformation = { label: `Jupyter MCP window ${marker}` };
+      nativeItem.show();
+    } else {
+      nativeItem.hide();
+    }
+  }
   if (!statusItem) return;
   const url = server?.url;
   if (!url) {

@@ -63,6 +63,13 @@ async function call(client, name, args) {
   return { isError: Boolean(result.isError), body };
 }
 
+/** The status item created with `id` in this activation. */
+function statusItem(id) {
+  const item = state.statusItems.findLast((candidate) => candidate.id === id);
+  assert.ok(item, `a status item ${id}`);
+  return item;
+}
+
 async function ok(client, name, args) {
   const { isError, body } = await call(client, name, args);
   assert.equal(isError, false, `${name} failed: ${JSON.stringify(body)}`);
@@ -73,8 +80,10 @@ test('stand-in vscode: activation serves MCP and shows the status item with the 
   const api = await activate();
   try {
     assert.match(api.url, /^http:\/\/127\.0\.0\.1:\d+\/mcp\?token=[0-9a-f]{64}$/);
-    const item = state.statusItems[0];
+    const item = statusItem('jupyterMcp.status');
     assert.equal(item.text, '$(notebook) MCP');
+    // Without a native debugging port, the marker item stays hidden.
+    assert.equal(statusItem('jupyterMcp.native').visible, false);
     assert.equal(item.visible, true);
     assert.ok(item.tooltip.includes(api.url));
     await vscode.commands.executeCommand('jupyterMcp.copyUrl');
@@ -98,7 +107,7 @@ test('stand-in vscode: activation serves MCP and shows the status item with the 
   } finally {
     await extension.deactivate();
   }
-  assert.equal(state.statusItems[0].visible, false, 'the item hides when the server stops');
+  assert.equal(statusItem('jupyterMcp.status').visible, false, 'the item hides when the server stops');
 });
 
 test('stand-in vscode: disabling the server stops it; changing a setting restarts it', async () => {

@@ -619,8 +619,11 @@ const vscode = {
   },
   window: {
     createOutputChannel: (name) => ({ name, appendLine: (line) => state.outputLines.push(line), dispose() {} }),
-    createStatusBarItem(alignment, priority) {
-      const item = { alignment, priority, text: '', tooltip: '', visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
+    // Both overloads: (alignment?, priority?) and (id, alignment?, priority?).
+    createStatusBarItem(...args) {
+      const id = typeof args[0] === 'string' ? args.shift() : undefined;
+      const [alignment, priority] = args;
+      const item = { id, alignment, priority, text: '', tooltip: '', visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
       state.statusItems.push(item);
       return item;
     },

@@ -578,6 +578,21 @@ impl Call {
         self.error()["code"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// Resource links: (URI, description).
+    pub fn links(&self) -> Vec<(String, String)> {
+        self.result
+            .content
+            .iter()
+            .filter_map(|content| content.as_resource_link())
+            .map(|link| {
+                (
+                    link.uri.clone(),
+                    link.description.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
     /// Image contents: (mime type, base64 data).
     pub fn images(&self) -> Vec<(String, String)> {
         self.result

@@ -357,7 +357,13 @@ fn run_target(target: &Target, options: &Options) -> Result<Outcome> {
     let crash = files_in(&artifacts)
         .into_iter()
         .find(|path| !before.contains(path))
-        .map(|path| path.display().to_string())
+        // Named from the repository's root, so that the report holds no machine's paths.
+        .map(|path| {
+            path.strip_prefix(super::root())
+                .unwrap_or(&path)
+                .display()
+                .to_string()
+        })
         .or_else(|| {
             (!output.status.success()).then(|| {
                 format!(

@@ -381,9 +381,33 @@ pub(crate) fn tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
-/// `cargo xtask e2e-vscode [--debug-native] [--prebuilt-server]`. `--debug-native` packages the
-/// debug build of the native module (what `cargo xtask ci` has built already) instead of a release
-/// build; `--prebuilt-server` uses `target/debug/jupyter-mcp` as the workspace build left it.
+/// Headless Chromium on `url` with its DevTools on `127.0.0.1:debugging_port` (0: a port of its
+/// own choosing, which nothing uses).
+fn chromium(profile: &Path, url: &str, debugging_port: u16) -> Command {
+    let mut command = Command::new("chromium");
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,1000",
+            "--remote-debugging-address=127.0.0.1",
+        ])
+        .arg(format!("--remote-debugging-port={debugging_port}"))
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url);
+    command
+}
+
+/// `cargo xtask e2e-vscode [--debug-native] [--prebuilt-server] [--colab-only]`. `--debug-native`
+/// packages the debug build of the native module (what `cargo xtask ci` has built already) instead
+/// of a release build; `--prebuilt-server` uses `target/debug/jupyter-mcp` as the workspace build
+/// left it; `--colab-only` runs only the Colab phase ([`colab_phase`]).
 pub fn e2e(arguments: &[String]) -> Result<()> {
     let started = Instant::now();
     setup()?;
@@ -417,6 +441,14 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         extension_dir().join("e2e/analysis.ipynb"),
         workspace.join("analysis.ipynb"),
     )?;
+    if arguments.iter().any(|argument| argument == "--colab-only") {
+        colab_phase(&entry, &wheel, &vsix, &scratch)?;
+        eprintln!(
+            "e2e-vscode: the Colab phase passed in {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
     let mcp_port = free_port()?;
     let code_port = free_port()?;
     std::fs::write(
@@ -465,7 +497,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
     let token = run_token("e2e");
     serve.env("JUPYTER_MCP_TOKEN", &token);
     let code_server_log = scratch.join("code-server.log");
-    let _code_server = Service::start("code-server", &mut serve, &code_server_log)?;
+    let code_server_service = Service::start("code-server", &mut serve, &code_server_log)?;
     wait_until("code-server's /healthz", Duration::from_secs(60), || {
         http_get_ok(code_port, "/healthz")
     })
@@ -477,26 +509,9 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         "http://127.0.0.1:{code_port}/?folder={}",
         workspace.display()
     );
-    let _browser = Service::start(
+    let browser_service = Service::start(
         "chromium",
-        Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--window-size=1400,1000",
-                "--remote-debugging-port=0",
-            ])
-            .arg(format!(
-                "--user-data-dir={}",
-                scratch.join("chromium").display()
-            ))
-            .arg(&url),
+        &mut chromium(&scratch.join("chromium"), &url, 0),
         &browser_log,
     )?;
     wait_until(
@@ -546,7 +561,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         .env("HOME", &scratch)
         .env("XDG_RUNTIME_DIR", scratch.join("runtime"))
         .env("JUPYTER_MCP_TOKEN", &token);
-    let _standalone = Service::start("jupyter-mcp", &mut standalone, &standalone_log)?;
+    let standalone_service = Service::start("jupyter-mcp", &mut standalone, &standalone_log)?;
     wait_until(
         "the standalone server to join the window's port",
         Duration::from_secs(30),
@@ -557,6 +572,10 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         .args(["exec", "--", "node", "e2e/shared-port.js"])
         .arg(&mcp_url)
         .arg(&standalone_root))?;
+    drop(standalone_service);
+    drop(browser_service);
+    drop(code_server_service);
+    colab_phase(&entry, &wheel, &vsix, &scratch)?;
     eprintln!(
         "e2e-vscode: passed in {:.0} s (tools ready at {:.0} s, .vsix built at {:.0} s, extension host serving at {:.0} s)",
         started.elapsed().as_secs_f64(),
@@ -565,4 +584,297 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         connected.as_secs_f64()
     );
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// e2e-vscode: the Colab phase
+
+/// The stand-in extensions (`extension/e2e/colab/`), as `(extension id, folder)`.
+const STAND_INS: [(&str, &str); 2] = [
+    ("ms-toolsai.jupyter", "jupyter-stand-in"),
+    ("google.colab", "colab-stand-in"),
+];
+
+/// A certificate authority for one run and a server certificate for `127.0.0.1` it signs, made
+/// with the `openssl` CLI (ECDSA P-256): `(ca.pem, server.pem, server.key)` in `folder`.
+fn openssl_test_ca(folder: &Path) -> Result<(PathBuf, PathBuf, PathBuf)> {
+    if which("openssl").is_none() {
+        bail!("the Colab phase of e2e-vscode needs the openssl CLI: apt-get install -y openssl");
+    }
+    std::fs::create_dir_all(folder)?;
+    let path = |name: &str| folder.join(name);
+    let curve = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    run(Command::new("openssl")
+        .args(["req", "-x509"])
+        .args(curve)
+        .arg("-keyout")
+        .arg(path("ca.key"))
+        .arg("-out")
+        .arg(path("ca.pem"))
+        .args(["-days", "2", "-subj", "/CN=jupyter-mcp e2e-vscode test CA"])
+        .args(["-addext", "basicConstraints=critical,CA:TRUE"])
+        .args(["-addext", "keyUsage=critical,keyCertSign,cRLSign"]))?;
+    run(Command::new("openssl")
+        .arg("req")
+        .args(curve)
+        .arg("-keyout")
+        .arg(path("server.key"))
+        .arg("-out")
+        .arg(path("server.csr"))
+        .args(["-subj", "/CN=colab-standin"]))?;
+    std::fs::write(
+        path("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+    )?;
+    run(Command::new("openssl")
+        .args(["x509", "-req", "-in"])
+        .arg(path("server.csr"))
+        .arg("-CA")
+        .arg(path("ca.pem"))
+        .arg("-CAkey")
+        .arg(path("ca.key"))
+        .args(["-CAcreateserial", "-days", "2", "-out"])
+        .arg(path("server.pem"))
+        .arg("-extfile")
+        .arg(path("server.ext")))?;
+    Ok((path("ca.pem"), path("server.pem"), path("server.key")))
+}
+
+/// Lists folders copied into an extensions dir in its `extensions.json`: code-server only scans
+/// the folder while that file does not exist, so whatever `--install-extension` wrote first would
+/// hide the stand-ins.
+fn register_copied_extensions(extensions: &Path, copied: &[(&str, String)]) -> Result<()> {
+    let registry = extensions.join("extensions.json");
+    let mut entries: Vec<serde_json::Value> = match std::fs::read_to_string(&registry) {
+        Ok(text) => serde_json::from_str(&text)?,
+        Err(_) => Vec::new(),
+    };
+    for (id, folder) in copied {
+        let listed = entries
+            .iter()
+            .any(|entry| entry["identifier"]["id"].as_str() == Some(id));
+        if listed {
+            continue;
+        }
+        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+            extensions.join(folder).join("package.json"),
+        )?)?;
+        entries.push(serde_json::json!({
+            "identifier": { "id": id },
+            "version": manifest["version"],
+            "location": {
+                "$mid": 1,
+                "path": extensions.join(folder).display().to_string(),
+                "scheme": "file",
+            },
+            "relativeLocation": folder,
+        }));
+    }
+    std::fs::write(&registry, serde_json::to_string(&entries)?)?;
+    Ok(())
+}
+
+fn copy_folder(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_folder(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+/// The Colab phase: a second code-server whose window has the stand-ins of the Jupyter and Colab
+/// extensions (`extension/e2e/colab/`, named as stand-ins) next to ours, Colab runtimes from the
+/// runtime stand-in of the previous issue (`tests/colab/standin.py`, HTTPS with a test CA), and
+/// Chromium with its DevTools on a fixed loopback port that `jupyterMcp.nativeDebugPort` names,
+/// so the extension's native driver operates the real workbench's picker. The window opens a
+/// `.code-workspace` file: code-server does not finish turning a single-folder window into a
+/// workspace when a folder is added (`/work/notes/dom.md`), and mounting adds one.
+fn colab_phase(entry: &Path, wheel: &Path, vsix: &Path, scratch: &Path) -> Result<()> {
+    let colab = scratch.join("colab");
+    let user_data = colab.join("user-data");
+    let extensions = colab.join("extensions");
+    let workspace_root = colab.join("workspace");
+    let project = workspace_root.join("project");
+    std::fs::create_dir_all(user_data.join("User"))?;
+    std::fs::create_dir_all(user_data.join("Machine"))?;
+    std::fs::create_dir_all(&extensions)?;
+    std::fs::create_dir_all(&project)?;
+    std::fs::create_dir_all(colab.join("runtime"))?;
+    std::fs::copy(
+        extension_dir().join("e2e/analysis.ipynb"),
+        project.join("analysis.ipynb"),
+    )?;
+    let workspace_file = workspace_root.join("colab.code-workspace");
+    std::fs::write(
+        &workspace_file,
+        serde_json::to_string_pretty(&serde_json::json!({
+            "folders": [{ "path": "project" }],
+            "settings": {},
+        }))?,
+    )?;
+
+    // The runtime stand-in: HTTPS with a certificate of a CA made for this run.
+    let (ca, cert, key) = openssl_test_ca(&colab.join("tls"))?;
+    let standin_log = colab.join("standin.log");
+    let _standin = Service::start(
+        "the Colab runtime stand-in",
+        Command::new(venv_python())
+            .arg(root().join("tests/colab/standin.py"))
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .arg("--state-dir")
+            .arg(colab.join("standin-state"))
+            .args(["--runtimes", "0"]),
+        &standin_log,
+    )?;
+    let mut standin_port = None;
+    wait_until(
+        "the Colab runtime stand-in",
+        Duration::from_secs(120),
+        || {
+            // Its first stdout line, `{"port": P, "runtimes": [...]}`, says it answers.
+            standin_port = std::fs::read_to_string(&standin_log).ok().and_then(|log| {
+                log.lines().find_map(|line| {
+                    let ready: serde_json::Value = serde_json::from_str(line).ok()?;
+                    u16::try_from(ready["port"].as_u64()?).ok()
+                })
+            });
+            standin_port.is_some()
+        },
+    )
+    .with_context(|| tail(&standin_log))?;
+    let standin_url = format!("https://127.0.0.1:{}/", standin_port.unwrap_or_default());
+
+    let mcp_port = free_port()?;
+    let code_port = free_port()?;
+    let debug_port = free_port()?;
+    let settings = serde_json::to_string_pretty(&serde_json::json!({
+        "jupyterMcp.port": mcp_port,
+        "jupyterMcp.nativeDebugPort": debug_port,
+        "security.workspace.trust.enabled": false,
+        "workbench.startupEditor": "none",
+        "telemetry.telemetryLevel": "off",
+        "colab.serverMounting": true,
+        // The extension host's patched fetch and WebSocket ignore NODE_EXTRA_CA_CERTS (the
+        // stand-ins' TLS to the runtime stand-in fails); Node's own trust it.
+        "http.fetchAdditionalSupport": false,
+        "http.webSocketAdditionalSupport": false,
+        "http.proxySupport": "off",
+    }))?;
+    // Machine-scoped settings of a remote window come from `Machine/`, the rest from `User/`.
+    std::fs::write(user_data.join("User/settings.json"), &settings)?;
+    std::fs::write(user_data.join("Machine/settings.json"), &settings)?;
+    std::fs::write(
+        colab.join("config.yaml"),
+        format!("bind-addr: 127.0.0.1:{code_port}\nauth: none\ncert: false\n"),
+    )?;
+
+    let node = wheel.join("bin/node");
+    let token = run_token("e2e-colab");
+    let code_server_command = |command: &mut Command| {
+        command
+            .arg(entry)
+            .arg("--config")
+            .arg(colab.join("config.yaml"))
+            .arg("--user-data-dir")
+            .arg(&user_data)
+            .arg("--extensions-dir")
+            .arg(&extensions)
+            .env("HOME", &colab)
+            .env("XDG_RUNTIME_DIR", colab.join("runtime"));
+    };
+    let mut copied = Vec::new();
+    for (id, folder) in STAND_INS {
+        let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
+            extension_dir()
+                .join("e2e/colab")
+                .join(folder)
+                .join("package.json"),
+        )?)?;
+        let installed = format!("{id}-{}", manifest["version"].as_str().unwrap_or("0.0.0"));
+        copy_folder(
+            &extension_dir().join("e2e/colab").join(folder),
+            &extensions.join(&installed),
+        )?;
+        copied.push((id, installed));
+    }
+    let mut install = Command::new(&node);
+    code_server_command(&mut install);
+    run(install.arg("--install-extension").arg(vsix))?;
+    register_copied_extensions(&extensions, &copied)?;
+
+    let mut serve = Command::new(&node);
+    code_server_command(&mut serve);
+    serve
+        .args([
+            "--auth",
+            "none",
+            "--bind-addr",
+            &format!("127.0.0.1:{code_port}"),
+            "--disable-telemetry",
+            "--disable-update-check",
+            "--disable-workspace-trust",
+            "--enable-proposed-api",
+            "ms-toolsai.jupyter",
+        ])
+        .env("JUPYTER_MCP_TOKEN", &token)
+        .env("JUPYTER_MCP_NATIVE_DEBUG_PORT", debug_port.to_string())
+        .env("COLAB_STANDIN_URL", &standin_url)
+        .env("NODE_EXTRA_CA_CERTS", &ca);
+    let code_server_log = colab.join("code-server.log");
+    let _code_server = Service::start("code-server (Colab)", &mut serve, &code_server_log)?;
+    wait_until("code-server's /healthz", Duration::from_secs(60), || {
+        http_get_ok(code_port, "/healthz")
+    })
+    .with_context(|| tail(&code_server_log))?;
+    let url = format!(
+        "http://127.0.0.1:{code_port}/?workspace={}",
+        workspace_file.display()
+    );
+    let _browser = Service::start(
+        "chromium (Colab)",
+        &mut chromium(&colab.join("chromium"), &url, debug_port),
+        &colab.join("chromium.log"),
+    )?;
+    wait_until(
+        "the extension's MCP server in the Colab window",
+        Duration::from_secs(120),
+        || port_open(mcp_port),
+    )
+    .with_context(|| format!("code-server log:\n{}", tail(&code_server_log)))?;
+
+    // Node 24 (global WebSocket for the test's own DevTools connection), with the test CA for
+    // the stand-in's control endpoints.
+    let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp?token={token}");
+    let result = run(Command::new(&node)
+        .current_dir(extension_dir())
+        .arg("e2e/colab-e2e.js")
+        .arg(&mcp_url)
+        .arg(&project)
+        .arg(debug_port.to_string())
+        .arg(&standin_url)
+        .env("NODE_EXTRA_CA_CERTS", &ca));
+    if result.is_err() {
+        eprintln!(
+            "--- code-server log ---\n{}\n--- runtime stand-in log ---\n{}\n(extension host logs: {})",
+            tail(&code_server_log),
+            tail(&standin_log),
+            user_data.join("logs").display()
+        );
+    }
+    result
 }

@@ -391,6 +391,64 @@ impl BrokerState {
         windows
     }
 
+    /// Every connected window's preflight, own first; a window that fails, answers something
+    /// else or takes longer than [`routing::PREFLIGHT_PEER_TIMEOUT`] is listed unavailable.
+    async fn preflights(&self, tool: &str) -> Vec<mcp_contract::results::PreflightWindow> {
+        use mcp_contract::results::{ColabPreflightResult, PreflightWindow};
+        let peers: Vec<(String, PeerInfo)> = self
+            .peers
+            .lock()
+            .expect("peer table lock")
+            .iter()
+            .map(|(id, info)| (id.clone(), info.clone()))
+            .collect();
+        let answered = |output: Option<ToolOutput>| {
+            output
+                .filter(|output| !output.is_error)
+                .and_then(|output| output.structured)
+                .and_then(|value| serde_json::from_value::<ColabPreflightResult>(value).ok())
+                .map(|result| result.windows)
+        };
+        let unavailable = |window_id: String, label: String| PreflightWindow {
+            window_id,
+            window_label: label.chars().take(256).collect(),
+            status: "unavailable".to_owned(),
+            ..PreflightWindow::default()
+        };
+        let own = async {
+            let output = tokio::time::timeout(
+                routing::PREFLIGHT_PEER_TIMEOUT,
+                self.local
+                    .dispatch(tool.to_owned(), None, CallContext::default()),
+            )
+            .await
+            .ok();
+            answered(output).unwrap_or_else(|| {
+                vec![unavailable(
+                    self.window.id.clone(),
+                    self.window.label.clone(),
+                )]
+            })
+        };
+        let others = peers.into_iter().map(|(id, info)| async move {
+            let output = self
+                .invoke_peer(
+                    &id,
+                    &info,
+                    tool,
+                    Map::new(),
+                    Some(routing::PREFLIGHT_PEER_TIMEOUT),
+                )
+                .await
+                .ok();
+            answered(output).unwrap_or_else(|| vec![unavailable(id, info.label)])
+        });
+        let (own, others) = futures::join!(own, futures::future::join_all(others));
+        own.into_iter()
+            .chain(others.into_iter().flatten())
+            .collect()
+    }
+
     fn snapshot(windows: &[WindowEntry]) -> Vec<HostListing> {
         windows
             .iter()
@@ -590,6 +648,15 @@ impl BrokerState {
             RouteKind::ListAll => {
                 let windows = self.listings().await;
                 ToolOutput::success(json!(ListNotebooksResult { windows }), Vec::new())
+            }
+            RouteKind::EveryWindow => {
+                let windows = self.preflights(&tool).await;
+                ToolOutput::success(
+                    json!(mcp_contract::results::ColabPreflightResult::from_windows(
+                        windows
+                    )),
+                    Vec::new(),
+                )
             }
             RouteKind::Notebook(reference) => {
                 let target = match self.resolve_all(std::slice::from_ref(&reference)).await {

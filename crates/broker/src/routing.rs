@@ -18,6 +18,9 @@ use serde_json::{Map, Value, json};
 pub enum RouteKind {
     /// `list_notebooks`: every connected window answers, and the broker joins the answers.
     ListAll,
+    /// `inspect_colab_environment_preflight`: every connected window answers within
+    /// [`PREFLIGHT_PEER_TIMEOUT`], and the broker joins their `windows`.
+    EveryWindow,
     /// A tool that names one notebook (`notebookRef`): its owner answers.
     Notebook(String),
     /// A tool that names several notebooks (`notebookRefs`): one call per owner.
@@ -32,6 +35,9 @@ pub enum RouteKind {
 pub fn route_kind(tool: &str, arguments: &Map<String, Value>) -> RouteKind {
     if tool == "list_notebooks" {
         return RouteKind::ListAll;
+    }
+    if tool == "inspect_colab_environment_preflight" {
+        return RouteKind::EveryWindow;
     }
     if let Some(Value::String(reference)) = arguments.get("notebookRef") {
         return RouteKind::Notebook(reference.clone());
@@ -53,6 +59,9 @@ pub fn route_kind(tool: &str, arguments: &Map<String, Value>) -> RouteKind {
             .map(str::to_owned),
     )
 }
+
+/// How long the broker waits for each window's preflight before listing it as unavailable.
+pub const PREFLIGHT_PEER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The shortest time the broker waits for an owner's answer to a call with a wait budget.
 pub const MIN_INVOKE_TIMEOUT: Duration = Duration::from_millis(1500);

@@ -76,6 +76,8 @@ pub struct ReturnedImage {
     pub height: u32,
     /// Size of the encoded image in bytes (before base64).
     pub byte_len: usize,
+    /// Whether it was resized (to fit `max_image_side` or the byte budget) and re-encoded.
+    pub downscaled: bool,
 }
 
 /// What happened to one image found in the outputs.
@@ -847,6 +849,7 @@ impl<'o> Formatter<'o> {
             width: result.width,
             height: result.height,
             byte_len: result.bytes.len(),
+            downscaled: result.downscaled,
         });
         report.outcome = ImageOutcome::Returned {
             image_number,

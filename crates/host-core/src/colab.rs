@@ -61,13 +61,30 @@ pub trait ColabRuntimes: Send + Sync + 'static {
         alias: Option<&colab_setup::ServerAlias>,
     ) -> Result<colab_setup::Route, String>;
 
-    /// Performs one of a setup's host-side commands: [`colab_setup::CommandKind::CheckProvider`],
-    /// `ReadSessions`, `ProbeRuntime`, `LookupAssignment`, `CreateAssignment` or
-    /// `ReleaseRuntime`, answering with the reply its documentation names.
+    /// Performs one of a setup's host-side commands for the notebook at `notebook`:
+    /// [`colab_setup::CommandKind::CheckProvider`], `ReadSessions`, `ProbeRuntime`,
+    /// `LookupAssignment`, `CreateAssignment`, `ReleaseRuntime`, `MountServer`, and on a host
+    /// whose route is the kernel picker ([`ColabRuntimes::drives_picker`]) the picker's commands
+    /// (`OpenKernelPicker`, `ObservePicker`, `ChooseRow`, `TypeAlias`, `SubmitInput`,
+    /// `DismissPicker`, `ObserveKernelChoices`, `SelectKernelChoice`), answering with the reply
+    /// its documentation names.
     fn perform_setup<'a>(
         &'a self,
+        notebook: &'a crate::host::NotebookLocation,
         command: &'a colab_setup::CommandKind,
     ) -> BoxFuture<'a, colab_setup::Reply>;
+
+    /// Whether setups on this host go through an editor's kernel picker: its kernel choices are
+    /// the picker's rows (not the kernelspecs), and selecting one is the host's to do.
+    fn drives_picker(&self) -> bool {
+        false
+    }
+
+    /// Reads the registered file-service roots afresh (a host whose roots come and go, such as
+    /// the folders a VS Code window mounts); [`ColabRuntimes::roots`] then answers from it.
+    fn refresh_roots(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 
     /// Whether its servers carry aliases that `mount_colab_server` can name (the tools lists
     /// it only then).
@@ -80,6 +97,13 @@ pub trait ColabRuntimes: Send + Sync + 'static {
         Err(format!(
             "mount_colab_server {alias}: this host has no Colab servers to mount"
         ))
+    }
+
+    /// The last thing the host could not do for this notebook's setup (a code and a sentence),
+    /// added to a failed or cancelled setup's receipt as `hostBlocker`.
+    fn diagnosis(&self, notebook: &crate::host::NotebookLocation) -> Option<Value> {
+        let _ = notebook;
+        None
     }
 
     /// The setups' limits and timing (a five-minute deadline by default).
@@ -192,6 +216,7 @@ impl<H: NotebookHost> Tools<H> {
             return Ok(None);
         };
         let service_path = params.kernel_path.trim_start_matches('/').to_owned();
+        colab.refresh_roots().await;
         if let Some(uri) = &params.colab_file_uri {
             let roots = colab.roots();
             return match roots
@@ -251,6 +276,7 @@ impl<H: NotebookHost> Tools<H> {
                 format!("the transfer through the Colab file service failed ({phase}): {reason}"),
             )
         };
+        colab.refresh_roots().await;
         let roots = colab.roots();
         let root = colab_setup::select_root(&roots, None)
             .map_err(|setup| failed("root", setup.to_string()))?;
@@ -409,6 +435,7 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             ));
         }
+        colab.refresh_roots().await;
         let roots = colab.roots();
         let root = colab_setup::select_root(&roots, params.colab_file_uri.as_deref()).map_err(
             |setup_error| {

@@ -641,12 +641,13 @@ impl<H: NotebookHost> Tools<H> {
                         1_000,
                         Some(&mut budget),
                     );
-                    for (output_index, image, width, height) in rendered.images {
+                    for image in rendered.images {
                         described.push(json!({
-                            "cellId": cell_id, "outputIndex": output_index,
-                            "mimeType": image.mime_type, "width": width, "height": height
+                            "cellId": cell_id, "outputIndex": image.output_index,
+                            "mimeType": image.content.mime_type, "width": image.width,
+                            "height": image.height
                         }));
-                        images.push(image);
+                        images.push(image.content);
                     }
                 }
                 if !described.is_empty() {

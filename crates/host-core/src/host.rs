@@ -321,6 +321,13 @@ pub trait NotebookHost: Send + Sync + 'static {
         None
     }
 
+    /// The editor window's Colab preparation, preflight and terminals; `None` (the default) on
+    /// hosts that are no editor window or lack the Colab extension (those tools are then not
+    /// listed).
+    fn colab_environment(&self) -> Option<crate::environment::SharedEnvironment> {
+        None
+    }
+
     /// A language model for `summarize_cells`; without one, summaries are deterministic.
     fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
         None

@@ -253,6 +253,9 @@ impl<H: NotebookHost> Tools<H> {
             ),
         };
         capabilities.insert("execution".to_owned(), execution);
+        if let Some(colab) = &self.colab {
+            colab.refresh_roots().await;
+        }
         to_json(&KernelInfoResult {
             notebook: location.uri,
             kernel: kernel_state(&lookup, &language),

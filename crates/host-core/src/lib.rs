@@ -46,6 +46,7 @@ assert_eq!(read["cells"][1]["sourceTruncated"], true);
 mod budget;
 mod codes;
 pub mod colab;
+pub mod environment;
 mod execution;
 pub mod files;
 pub mod host;

@@ -84,14 +84,15 @@ fn output_size(output: &Value) -> (usize, Option<String>) {
 }
 
 /// Links to the outputs of `cell_id` in `notebook` (at `uri`) that a reply did not show whole:
-/// with `cut`, every long text output; and every image output not in `returned_images`
-/// (output indices), when `images_omitted`.
+/// with `cut`, every long text output; every image output not in `returned_images` (output
+/// indices); and the full image of each output in `thumbnails`.
 pub(crate) fn output_links(
     uri: &str,
     notebook: &Notebook,
     cell_id: &str,
     cut: bool,
     returned_images: &HashSet<usize>,
+    thumbnails: &HashSet<usize>,
 ) -> Vec<ResourceEntry> {
     let Some(cell) = notebook
         .position_of_id(cell_id)
@@ -103,6 +104,10 @@ pub(crate) fn output_links(
     for (index, output) in cell.outputs().iter().enumerate() {
         let (chars, image) = output_size(output);
         let (mime, why) = match image {
+            Some(mime) if thumbnails.contains(&index) => (
+                mime,
+                "the full-size image; the reply shows a thumbnail".to_owned(),
+            ),
             Some(mime) if !returned_images.contains(&index) => {
                 (mime, "an image the reply did not include".to_owned())
             }

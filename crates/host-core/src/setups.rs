@@ -419,7 +419,19 @@ impl<H: NotebookHost> Tools<H> {
                     .get(&location.uri, setup_id)
                     .map_err(|missing| setup_tool_error(&missing))?;
                 if done(setup) || tokio::time::Instant::now() >= deadline {
-                    return receipt_value(&setup.receipt());
+                    let mut answer = receipt_value(&setup.receipt())?;
+                    let stopped =
+                        matches!(setup.status(), SetupStatus::Failed | SetupStatus::Cancelled);
+                    if stopped
+                        && let Some(blocker) = self
+                            .colab
+                            .as_ref()
+                            .and_then(|colab| colab.diagnosis(location))
+                        && let Value::Object(fields) = &mut answer.0
+                    {
+                        fields.insert("hostBlocker".to_owned(), blocker);
+                    }
+                    return Ok(answer);
                 }
             }
             if tokio::time::timeout_at(deadline, changes.changed())
@@ -503,7 +515,7 @@ impl<H: NotebookHost> Tools<H> {
             return Reply::Failed(Failure::NotPerformed);
         };
         match kind {
-            CommandKind::ObserveKernelChoices => {
+            CommandKind::ObserveKernelChoices if !colab.drives_picker() => {
                 match kernels.list(&location, KernelPreference::default()).await {
                     Ok(listing) => Reply::KernelChoices {
                         labels: listing
@@ -553,10 +565,22 @@ impl<H: NotebookHost> Tools<H> {
                     Err(_) => Reply::Failed(Failure::Unavailable),
                 }
             }
-            CommandKind::ConnectFileService => match colab.roots().into_iter().next() {
-                Some(root) => Reply::FileService { root },
-                None => Reply::Failed(Failure::Unavailable),
-            },
+            CommandKind::ConnectFileService => {
+                colab.refresh_roots().await;
+                match colab.roots().into_iter().next() {
+                    Some(root) => Reply::FileService { root },
+                    None => Reply::Failed(Failure::Unavailable),
+                }
+            }
+            CommandKind::InsertTemporaryCell { source } => {
+                self.insert_temporary_cell(&location, source).await
+            }
+            CommandKind::RunTemporaryCell { cell_id } => {
+                self.run_temporary_cell(&location, cell_id).await
+            }
+            CommandKind::RemoveTemporaryCell { cell_id, source } => {
+                self.remove_temporary_cell(&location, cell_id, source).await
+            }
             CommandKind::Check { command, .. } => match command {
                 CheckCommandKind::ExecuteKernel { code } => {
                     let session = match kernels.lookup(&location).await {
@@ -583,15 +607,125 @@ impl<H: NotebookHost> Tools<H> {
                 }
                 other => Reply::Check(colab.perform_check(other).await),
             },
-            CommandKind::CheckProvider
-            | CommandKind::ReadSessions
-            | CommandKind::ProbeRuntime
-            | CommandKind::LookupAssignment { .. }
-            | CommandKind::CreateAssignment { .. }
-            | CommandKind::ReleaseRuntime { .. }
-            | CommandKind::MountServer { .. } => colab.perform_setup(kind).await,
-            // The picker, the temporary cell and mounting are the VS Code window's.
-            _ => Reply::Failed(Failure::NotPerformed),
+            // Providers, assignments, mounting and (in an editor) the kernel picker are the
+            // host's.
+            _ => colab.perform_setup(&location, kind).await,
+        }
+    }
+
+    /// The picker path's temporary `pass` cell, appended at the end of the notebook.
+    async fn insert_temporary_cell(&self, location: &NotebookLocation, source: &str) -> Reply {
+        let params = serde_json::from_value(serde_json::json!({
+            "notebookRef": location.uri,
+            "edits": [{"editType": "insert", "cellId": "BOTTOM", "newCode": source}],
+        }));
+        let Ok(params) = params else {
+            return Reply::Failed(Failure::NotPerformed);
+        };
+        match self
+            .edit_cells(params, &crate::CallContext::default())
+            .await
+        {
+            Ok((value, _)) => {
+                let cell_id = value["applied"][0]["cells"][0]["cellId"]
+                    .as_str()
+                    .or_else(|| value["applied"][0]["cells"][0]["cell_id"].as_str());
+                match cell_id {
+                    Some(cell_id) => Reply::CellInserted {
+                        cell_id: cell_id.to_owned(),
+                    },
+                    // The edit went through but did not say which cell it made.
+                    None => Reply::Failed(Failure::Unconfirmed),
+                }
+            }
+            Err(_) => Reply::Failed(Failure::NotPerformed),
+        }
+    }
+
+    /// Runs the temporary cell as a tracked run and answers once that run has ended.
+    async fn run_temporary_cell(&self, location: &NotebookLocation, cell_id: &str) -> Reply {
+        let context = crate::CallContext::default();
+        let params = serde_json::from_value(serde_json::json!({
+            "notebookRef": location.uri,
+            "cellIds": [cell_id],
+            "freshDeps": false,
+            "waitMs": 0,
+            "includeOutputs": false,
+        }));
+        let Ok(params) = params else {
+            return Reply::Failed(Failure::NotPerformed);
+        };
+        let started = match self.run_cells(params, &context).await {
+            Ok((value, _)) => value,
+            Err(_) => return Reply::Failed(Failure::NotPerformed),
+        };
+        let Some(execution_id) = started["executionId"].as_str().map(str::to_owned) else {
+            return Reply::Failed(Failure::Unconfirmed);
+        };
+        let mut status = started["status"].as_str().unwrap_or_default().to_owned();
+        // Each call waits up to a minute for the run to change; the command's own deadline
+        // bounds the whole wait.
+        while matches!(status.as_str(), "requested" | "running" | "") {
+            let params = serde_json::from_value(serde_json::json!({
+                "notebookRef": location.uri,
+                "executionId": execution_id,
+                "waitMs": 60000,
+                "includeOutputs": false,
+            }));
+            let Ok(params) = params else {
+                return Reply::Failed(Failure::Unconfirmed);
+            };
+            match self.get_execution(params, &context).await {
+                Ok((value, _)) => status = value["status"].as_str().unwrap_or("unknown").to_owned(),
+                Err(_) => return Reply::Failed(Failure::Unconfirmed),
+            }
+        }
+        Reply::CellRan(if status == "completed" {
+            colab_setup::CellRun::Completed
+        } else {
+            colab_setup::CellRun::Failed
+        })
+    }
+
+    /// Removes the temporary cell when it still has exactly its source; an edited cell stays.
+    async fn remove_temporary_cell(
+        &self,
+        location: &NotebookLocation,
+        cell_id: &str,
+        source: &str,
+    ) -> Reply {
+        let read = serde_json::from_value(serde_json::json!({
+            "notebookRef": location.uri,
+            "cellIds": [cell_id],
+            "view": "source",
+        }));
+        let Ok(read) = read else {
+            return Reply::CellRetained(colab_setup::RetainReason::RemovalFailed);
+        };
+        match self.read_notebook(read).await {
+            Ok((value, _)) => {
+                let cell = &value["cells"][0];
+                if cell["source"].as_str() != Some(source) {
+                    return Reply::CellRetained(colab_setup::RetainReason::Edited);
+                }
+            }
+            // Gone already: nothing left to remove.
+            Err(failure) if failure.code == ErrorCode::CellNotFound => return Reply::CellRemoved,
+            Err(_) => return Reply::CellRetained(colab_setup::RetainReason::RemovalFailed),
+        }
+        let params = serde_json::from_value(serde_json::json!({
+            "notebookRef": location.uri,
+            "edits": [{"editType": "delete", "cellId": cell_id}],
+        }));
+        let Ok(params) = params else {
+            return Reply::CellRetained(colab_setup::RetainReason::RemovalFailed);
+        };
+        match self
+            .edit_cells(params, &crate::CallContext::default())
+            .await
+        {
+            Ok(_) => Reply::CellRemoved,
+            Err(_) => Reply::CellRetained(colab_setup::RetainReason::RemovalFailed),
         }
     }
 }

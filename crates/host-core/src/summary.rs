@@ -56,13 +56,17 @@ pub fn fallback(cell: &Cell) -> String {
     }
 }
 
-/// The tldr an outline shows.
-pub fn tldr(cell: &Cell) -> String {
+/// The cached summary's tldr, when `summarize_cells` made one for the cell as it is.
+pub fn cached_tldr(cell: &Cell) -> Option<String> {
     cached(cell)
         .and_then(|summary| summary.get("tldr"))
         .and_then(Value::as_str)
         .map(shorten)
-        .unwrap_or_else(|| fallback(cell))
+}
+
+/// The tldr an outline shows.
+pub fn tldr(cell: &Cell) -> String {
+    cached_tldr(cell).unwrap_or_else(|| fallback(cell))
 }
 
 /// One cell to summarise.

@@ -65,7 +65,7 @@ fn edit_error(edit: EditError) -> ToolError {
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> Value {
+pub(crate) fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("contract types serialise")
 }
 
@@ -151,6 +151,7 @@ impl<H: NotebookHost> Tools<H> {
         let kernels = host.kernels();
         let files = host.files();
         let colab = host.colab();
+        let environment = host.colab_environment().is_some();
         let can = kernels
             .as_ref()
             .map_or(KernelCapabilities::NONE, |kernels| kernels.capabilities());
@@ -167,6 +168,7 @@ impl<H: NotebookHost> Tools<H> {
             Capability::ColabMount => {
                 can.execute && colab.as_ref().is_some_and(|colab| colab.mounts_servers())
             }
+            Capability::ColabEnvironment => environment,
         };
         let specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
@@ -284,6 +286,11 @@ impl<H: NotebookHost> Tools<H> {
             "select_setup_kernel" => with!(select_setup_kernel),
             "cancel_kernel_setup" => with!(cancel_kernel_setup),
             "mount_colab_server" => with!(mount_colab_server),
+            "inspect_colab_environment_preflight" => with!(colab_preflight),
+            "list_colab_terminals" => with!(list_colab_terminals),
+            "close_colab_terminals" => with!(close_colab_terminals),
+            "prepare_colab_environment" => with!(prepare_colab_environment),
+            "get_colab_environment_preparation" => with!(get_colab_environment_preparation),
             other => Err(error(
                 ErrorCode::NotSupported,
                 format!("`{other}` is not available on this host"),
@@ -348,7 +355,8 @@ impl<H: NotebookHost> Tools<H> {
             return Vec::new();
         };
         let notebook = &document.notebook;
-        let returned: Vec<(usize, usize)> = value["images"]
+        // (cell, output, thumbnail) of each returned image: a thumbnail is linked to the whole.
+        let returned: Vec<(usize, usize, bool)> = value["images"]
             .as_array()
             .into_iter()
             .flatten()
@@ -358,7 +366,7 @@ impl<H: NotebookHost> Tools<H> {
                     Some(index) => index.as_u64()? as usize,
                     None => notebook.position_of_id(image["cellId"].as_str()?)?,
                 };
-                Some((cell, output))
+                Some((cell, output, image["thumbnail"] == Value::Bool(true)))
             })
             .collect();
         let mut links = Vec::new();
@@ -366,17 +374,20 @@ impl<H: NotebookHost> Tools<H> {
             let Some(index) = notebook.position_of_id(&cell_id) else {
                 continue;
             };
-            let images: HashSet<usize> = returned
-                .iter()
-                .filter(|(cell, _)| *cell == index)
-                .map(|(_, output)| *output)
-                .collect();
+            let of_cell = |thumbnail: bool| -> HashSet<usize> {
+                returned
+                    .iter()
+                    .filter(|(cell, _, is_thumbnail)| *cell == index && *is_thumbnail == thumbnail)
+                    .map(|(_, output, _)| *output)
+                    .collect()
+            };
             links.extend(crate::resources::output_links(
                 &location.uri,
                 notebook,
                 &cell_id,
                 cut,
-                &images,
+                &of_cell(false),
+                &of_cell(true),
             ));
         }
         links
@@ -562,7 +573,7 @@ impl<H: NotebookHost> Tools<H> {
         Ok((to_value(&result), Vec::new()))
     }
 
-    fn check_window(&self, window_id: Option<&String>) -> Result<(), ToolError> {
+    pub(crate) fn check_window(&self, window_id: Option<&String>) -> Result<(), ToolError> {
         match window_id {
             Some(id) if *id != self.host.window().id => Err(HostError::WindowNotConnected {
                 window_id: id.clone(),
@@ -687,7 +698,7 @@ impl<H: NotebookHost> Tools<H> {
             .collect()
     }
 
-    async fn read_notebook(&self, params: ReadNotebookParams) -> ToolResult {
+    pub(crate) async fn read_notebook(&self, params: ReadNotebookParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
@@ -756,7 +767,15 @@ impl<H: NotebookHost> Tools<H> {
                 }
             }
         }
-        let mut image_budget = render::ImageBudget::default();
+        // Images the read did not ask for (`includeImages` omitted) come as thumbnails, each
+        // linked to its full-size output; `includeImages: true` returns them full size.
+        let thumbnails = params.include_images.is_none();
+        let mut image_budget = if thumbnails {
+            render::ImageBudget::thumbnails()
+        } else {
+            render::ImageBudget::default()
+        };
+        let mut any_thumbnail = false;
         let mut images = Vec::new();
         let mut image_refs = Vec::new();
         let page = &indices[offset..];
@@ -793,7 +812,13 @@ impl<H: NotebookHost> Tools<H> {
                         .collect(),
                 );
             }
-            cell_view.tldr = Some(crate::summary::tldr(cell));
+            // Beside the source, a fallback tldr would only restate its first line: only a
+            // model's summary is kept there.
+            cell_view.tldr = if with_source {
+                crate::summary::cached_tldr(cell)
+            } else {
+                Some(crate::summary::tldr(cell))
+            };
             if with_source {
                 let slice = view::slice_source(
                     cell.source(),
@@ -804,8 +829,8 @@ impl<H: NotebookHost> Tools<H> {
                 )
                 .map_err(|slice_error| error(ErrorCode::SourceRange, slice_error.to_string()))?;
                 cell_view.source = Some(slice.text);
-                cell_view.source_truncated = Some(slice.truncated);
-                cell_view.metadata = Some(cell.metadata().clone());
+                cell_view.source_truncated = slice.truncated.then_some(true);
+                cell_view.metadata = (!cell.metadata().is_empty()).then(|| cell.metadata().clone());
             }
             let images_before = image_budget;
             let mut cell_images = Vec::new();
@@ -817,7 +842,7 @@ impl<H: NotebookHost> Tools<H> {
                     include_images.then_some(&mut image_budget),
                 );
                 cell_view.outputs = Some(rendered.text);
-                cell_view.outputs_truncated = Some(rendered.truncated);
+                cell_view.outputs_truncated = rendered.truncated.then_some(true);
                 cell_images = rendered.images;
             }
             let cell_lint = lint_by_cell.remove(&index).unwrap_or_default();
@@ -831,15 +856,18 @@ impl<H: NotebookHost> Tools<H> {
             returned += 1;
             cells.push(cell_view);
             lint.extend(cell_lint);
-            for (output_index, image, width, height) in cell_images {
+            for image in cell_images {
+                let thumbnail = thumbnails && image.downscaled;
+                any_thumbnail |= thumbnail;
                 image_refs.push(ImageRef {
                     cell_index: index,
-                    output_index,
-                    mime_type: image.mime_type.clone(),
-                    width,
-                    height,
+                    output_index: image.output_index,
+                    mime_type: image.content.mime_type.clone(),
+                    width: image.width,
+                    height: image.height,
+                    thumbnail,
                 });
-                images.push(image);
+                images.push(image.content);
             }
         }
         let left_out: Vec<usize> = page[returned..].to_vec();
@@ -854,10 +882,22 @@ impl<H: NotebookHost> Tools<H> {
                 next_offset,
             ));
         }
-        if include_images && image_budget.images == 0 {
+        if any_thumbnail {
             notices.push(format!(
-                "at most {} images are returned per response; read fewer cells (cellIds) to see the rest",
+                "images are thumbnails (long side at most {} px), each with a resource link to the \
+                 full image; includeImages: true returns them full size",
+                render::THUMBNAIL_SIDE
+            ));
+        }
+        if include_images && image_budget.images == 0 {
+            let limit = if thumbnails {
+                render::MAX_THUMBNAILS_PER_RESPONSE
+            } else {
                 render::MAX_IMAGES_PER_RESPONSE
+            };
+            notices.push(format!(
+                "at most {limit} images are returned per response; the rest are resource links, \
+                 or read fewer cells (cellIds) to see them"
             ));
         }
         let result = ReadNotebookResult {
@@ -995,7 +1035,11 @@ impl<H: NotebookHost> Tools<H> {
         }
     }
 
-    async fn edit_cells(&self, params: EditCellsParams, context: &CallContext) -> ToolResult {
+    pub(crate) async fn edit_cells(
+        &self,
+        params: EditCellsParams,
+        context: &CallContext,
+    ) -> ToolResult {
         if params.edits.is_empty() {
             return Err(error(
                 ErrorCode::InvalidArgument,

@@ -55,6 +55,10 @@ pub struct ServerOptions {
     pub kernels: Option<bool>,
     /// Stop a notebook's kernel after this many idle seconds (default 3600; 0 never).
     pub kernel_idle_ttl_seconds: Option<u32>,
+    /// The Colab extension (`google.colab`) is installed: the Colab tools are listed.
+    pub colab_installed: Option<bool>,
+    /// `jupyterMcp.nativeDebugPort` or `JUPYTER_MCP_NATIVE_DEBUG_PORT` (0 or absent: unset).
+    pub native_debug_port: Option<u32>,
 }
 
 /// `NotebookCellOutputItem`, its bytes in base64.
@@ -256,6 +260,7 @@ pub struct ToolReply {
 #[napi]
 pub struct JupyterMcpServer {
     url: Option<String>,
+    native_marker: String,
     dispatch: VsCodeDispatch,
     running: Mutex<Option<RunningServer>>,
 }
@@ -266,6 +271,13 @@ impl JupyterMcpServer {
     #[napi(getter)]
     pub fn url(&self) -> Option<String> {
         self.url.clone()
+    }
+
+    /// The marker this activation shows in the window's status bar (its accessibility label),
+    /// which binds the native driver to this window: `jmcp-` and 32 hex digits.
+    #[napi(getter)]
+    pub fn native_marker(&self) -> String {
+        self.native_marker.clone()
     }
 
     /// Stops serving and stops the window's kernels.
@@ -329,6 +341,7 @@ pub async fn start_server(
     create: JsFunction<CreateRequest, ShellReply>,
     save: JsFunction<String, ShellReply>,
     jupyter: JsFunction<JupyterCall, JupyterAnswer>,
+    colab: JsFunction<Value, Value>,
 ) -> Result<JupyterMcpServer> {
     let shell = JsShell {
         list,
@@ -338,6 +351,7 @@ pub async fn start_server(
         create,
         save,
         jupyter,
+        colab,
     };
     start(options, Arc::new(shell)).await
 }
@@ -355,12 +369,24 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
             (ttl > 0).then(|| std::time::Duration::from_secs(u64::from(ttl))),
         )
     });
+    let native_marker = format!("jmcp-{}", host_vscode::random_uuid().replace('-', ""));
+    let colab = options
+        .colab_installed
+        .unwrap_or(false)
+        .then(|| host_vscode::ColabConfig {
+            native_debug_port: options
+                .native_debug_port
+                .and_then(|port| u16::try_from(port).ok())
+                .filter(|port| *port != 0),
+            marker: native_marker.clone(),
+        });
     let host = VsCodeHost::new(
         shell,
         HostConfig {
             window_id: window_id(),
             window_label: options.window_label,
             workspace_folders: folders,
+            colab,
         },
         kernels,
     );
@@ -391,6 +417,7 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
         })?;
     Ok(JupyterMcpServer {
         url: running.url().map(str::to_owned),
+        native_marker,
         dispatch,
         running: Mutex::new(Some(running)),
     })
@@ -423,6 +450,7 @@ struct JsShell {
     create: JsFunction<CreateRequest, ShellReply>,
     save: JsFunction<String, ShellReply>,
     jupyter: JsFunction<JupyterCall, JupyterAnswer>,
+    colab: JsFunction<Value, Value>,
 }
 
 /// Calls a JavaScript document operation and awaits its Promise; its `error` becomes a
@@ -575,6 +603,20 @@ impl Shell for JsShell {
                     .collect(),
             })
         })
+    }
+
+    fn colab(&self, request: Value) -> BoxFuture<'_, std::result::Result<Value, ShellError>> {
+        Box::pin(self.colab_call(request))
+    }
+}
+
+impl JsShell {
+    async fn colab_call(&self, request: Value) -> std::result::Result<Value, ShellError> {
+        let unanswered = |_| ShellError::Failed {
+            reason: "the extension did not answer the Colab request".to_owned(),
+        };
+        let promise = self.colab.call_async(request).await.map_err(unanswered)?;
+        promise.await.map_err(unanswered)
     }
 }
 

@@ -377,6 +377,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn perform_setup<'a>(
         &'a self,
+        _notebook: &'a host_core::NotebookLocation,
         command: &'a colab_setup::CommandKind,
     ) -> host_core::BoxFuture<'a, colab_setup::Reply> {
         use colab_setup::{CommandKind, Failure, Reply};

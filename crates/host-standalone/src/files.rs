@@ -5,7 +5,10 @@
 //!   either the old or the new file, never a mix.
 //! - A notebook changed on disk by someone else since we read it is reloaded and the change is
 //!   refused, so an agent never overwrites a human's save.
-//! - Before each change the replaced bytes become an undo snapshot.
+//! - Before each change the replaced bytes become an undo snapshot (the replaced file itself,
+//!   hard-linked into the snapshot folder, where it can be).
+//! - The new text is serialised once, in pieces, straight into the temporary file: a large
+//!   notebook's text is never held whole, nor hashed.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
@@ -70,8 +73,22 @@ impl DiskStamp {
 struct Cached {
     document: Arc<Document>,
     stamp: DiskStamp,
-    sha256: [u8; 32],
+    bytes: KnownBytes,
 }
+
+/// What is known of a cached file's bytes, to tell a touch (same bytes, new timestamp) from a
+/// change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KnownBytes {
+    /// The SHA-256 of the bytes the document was parsed from.
+    Read { sha256: [u8; 32] },
+    /// The file holds exactly the document's text: we wrote it. Nothing is hashed on the write
+    /// path; a touch is told apart by writing the text again and comparing.
+    Written,
+}
+
+/// How much of a notebook's text is serialised before it is written out (or compared).
+const CHUNK_BYTES: usize = 1024 * 1024;
 
 /// Settings of the file host.
 #[derive(Debug, Clone)]
@@ -229,44 +246,137 @@ impl WriteMode {
     };
 }
 
+/// A new file beside its destination that takes the destination's place only when
+/// [`Temporary::promote`] is called; dropped before that, it is removed.
+pub(crate) struct Temporary {
+    path: PathBuf,
+    destination: PathBuf,
+    file: File,
+    promoted: bool,
+}
+
+impl Temporary {
+    /// Creates the temporary file of `destination`, with the destination's permissions when it
+    /// exists.
+    pub(crate) fn create(destination: &Path) -> std::io::Result<Temporary> {
+        let folder = destination.parent().unwrap_or_else(|| Path::new("."));
+        let (prefix, suffix) = temporary_affixes(destination);
+        let path = folder.join(format!("{prefix}{}{suffix}", uuid::Uuid::new_v4().simple()));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        let temporary = Temporary {
+            path,
+            destination: destination.to_path_buf(),
+            file,
+            promoted: false,
+        };
+        if let Ok(existing) = fs::metadata(destination) {
+            let _ = temporary.file.set_permissions(existing.permissions());
+        }
+        Ok(temporary)
+    }
+
+    /// The file, to write into.
+    pub(crate) fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Puts the written file in the destination's place: fsync, rename (or, when `exclusive`, a
+    /// hard link that never replaces an existing file), fsync of the folder (without the fsyncs
+    /// when not `durable`). A crash leaves the old file or the new one, never a mix.
+    pub(crate) fn promote(mut self, mode: WriteMode) -> std::io::Result<()> {
+        if mode.durable {
+            self.file.sync_all()?;
+        }
+        if mode.exclusive {
+            fs::hard_link(&self.path, &self.destination)?;
+            self.promoted = true;
+            fs::remove_file(&self.path)?;
+        } else {
+            fs::rename(&self.path, &self.destination)?;
+            self.promoted = true;
+        }
+        if mode.durable {
+            sync_folder_of(&self.destination);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.promoted {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Syncs the folder that holds `path`, so that a rename or link in it survives a power loss
+/// (best effort: not every platform can open a folder for syncing).
+pub(crate) fn sync_folder_of(path: &Path) {
+    let folder = path.parent().unwrap_or_else(|| Path::new("."));
+    if let Ok(directory) = File::open(folder) {
+        let _ = directory.sync_all();
+    }
+}
+
 /// Writes `bytes` to `destination` atomically: a temporary file in the same folder, fsync,
 /// rename, fsync of the folder (without the fsyncs when not `durable`). A crash leaves the old
 /// file or the new one, never a mix.
 pub fn write_atomically(destination: &Path, bytes: &[u8], mode: WriteMode) -> std::io::Result<()> {
-    let exclusive = mode.exclusive;
-    let folder = destination.parent().unwrap_or_else(|| Path::new("."));
-    let (prefix, suffix) = temporary_affixes(destination);
-    let temporary = folder.join(format!("{prefix}{}{suffix}", uuid::Uuid::new_v4().simple()));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        if let Ok(existing) = fs::metadata(destination) {
-            let _ = file.set_permissions(existing.permissions());
+    let mut temporary = Temporary::create(destination)?;
+    temporary.file().write_all(bytes)?;
+    temporary.promote(mode)
+}
+
+/// Compares text handed over piece by piece with a file's bytes, reading the file only as far
+/// as the two agree.
+struct SameBytes {
+    file: std::io::BufReader<File>,
+    same: bool,
+    buffer: Vec<u8>,
+}
+
+impl SameBytes {
+    fn open(path: &Path) -> std::io::Result<SameBytes> {
+        Ok(SameBytes {
+            file: std::io::BufReader::with_capacity(64 * 1024, File::open(path)?),
+            same: true,
+            buffer: Vec::new(),
+        })
+    }
+
+    fn feed(&mut self, piece: &[u8]) -> std::io::Result<()> {
+        if !self.same {
+            return Ok(());
         }
-        file.write_all(bytes)?;
-        if mode.durable {
-            file.sync_all()?;
-        }
-        drop(file);
-        if exclusive {
-            fs::hard_link(&temporary, destination)?;
-            fs::remove_file(&temporary)?;
-        } else {
-            fs::rename(&temporary, destination)?;
-        }
-        if mode.durable
-            && let Ok(directory) = File::open(folder)
-        {
-            let _ = directory.sync_all();
+        self.buffer.resize(piece.len(), 0);
+        match std::io::Read::read_exact(&mut self.file, &mut self.buffer) {
+            Ok(()) => self.same = self.buffer == piece,
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => self.same = false,
+            Err(error) => return Err(error),
         }
         Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
     }
-    result
+
+    /// Whether the file held exactly the pieces fed, nothing more.
+    fn finish(mut self) -> std::io::Result<bool> {
+        if !self.same {
+            return Ok(false);
+        }
+        let mut rest = [0u8; 1];
+        Ok(std::io::Read::read(&mut self.file, &mut rest)? == 0)
+    }
+}
+
+/// Whether the file at `path` holds exactly `notebook`'s text (written again, piece by piece,
+/// never whole).
+fn file_holds(path: &Path, notebook: &Notebook) -> std::io::Result<bool> {
+    let mut compare = SameBytes::open(path)?;
+    notebook.write_ipynb_chunks(CHUNK_BYTES, |piece| compare.feed(piece.as_bytes()))?;
+    compare.finish()
 }
 
 impl FileHost {
@@ -373,7 +483,9 @@ impl FileHost {
             Cached {
                 document: document.clone(),
                 stamp: DiskStamp::of(&metadata),
-                sha256: Sha256::digest(&bytes).into(),
+                bytes: KnownBytes::Read {
+                    sha256: Sha256::digest(&bytes).into(),
+                },
             },
         );
         Ok(document)
@@ -413,10 +525,15 @@ impl FileHost {
                     return Ok(cached.document.clone());
                 }
                 // Same bytes with a new timestamp (a touch, or a save without changes).
-                if cached.stamp.len == stamp.len
-                    && let Ok(bytes) = fs::read(path)
-                    && <[u8; 32]>::from(Sha256::digest(&bytes)) == cached.sha256
-                {
+                let same_bytes = cached.stamp.len == stamp.len
+                    && match cached.bytes {
+                        KnownBytes::Read { sha256 } => fs::read(path)
+                            .is_ok_and(|bytes| <[u8; 32]>::from(Sha256::digest(&bytes)) == sha256),
+                        KnownBytes::Written => {
+                            file_holds(path, &cached.document.notebook).unwrap_or(false)
+                        }
+                    };
+                if same_bytes {
                     cached.stamp = stamp;
                     return Ok(cached.document.clone());
                 }
@@ -426,6 +543,12 @@ impl FileHost {
     }
 
     /// Writes `notebook` over the file if the file is still what `base_version` was read from.
+    ///
+    /// The text is serialised once, piece by piece, into a temporary file beside the notebook
+    /// (never whole in memory). Unless the change is sure to alter the text (cells inserted,
+    /// deleted or rewritten), the pieces are compared with the file as they go, and an
+    /// unchanged text leaves the file alone. For an edit, the file about to be replaced becomes
+    /// the undo snapshot before the rename.
     fn commit_sync(
         &self,
         rooted: &RootedPath,
@@ -443,16 +566,53 @@ impl FileHost {
                 path: rooted.relative.clone(),
             });
         }
-        let text = notebook.to_ipynb_string();
-        let old_bytes = fs::read(path).map_err(|error| io_error("read", path, &error))?;
-        if old_bytes == text.as_bytes() {
+        let read_error = |error: std::io::Error| io_error("read", path, &error);
+        let write_error = |error: std::io::Error| io_error("write", path, &error);
+        let mut compare = if notebook.surely_writes_differently(&current.notebook) {
+            None
+        } else {
+            Some(SameBytes::open(path).map_err(read_error)?)
+        };
+        let mut temporary = match Temporary::create(path) {
+            Ok(temporary) => temporary,
+            Err(error) => {
+                // A folder we cannot write in still lets a commit that changes nothing succeed.
+                if let Some(mut compare) = compare {
+                    notebook
+                        .write_ipynb_chunks(CHUNK_BYTES, |piece| compare.feed(piece.as_bytes()))
+                        .map_err(read_error)?;
+                    if compare.finish().map_err(read_error)? {
+                        return Ok(current);
+                    }
+                }
+                refuse_read_only(path)?;
+                return Err(write_error(error));
+            }
+        };
+        let mut compare_failure = None;
+        notebook
+            .write_ipynb_chunks(CHUNK_BYTES, |piece| {
+                if let Some(compare) = &mut compare
+                    && let Err(error) = compare.feed(piece.as_bytes())
+                {
+                    compare_failure.get_or_insert(error);
+                }
+                temporary.file().write_all(piece.as_bytes())
+            })
+            .map_err(write_error)?;
+        if let Some(error) = compare_failure {
+            return Err(read_error(error));
+        }
+        if let Some(compare) = compare
+            && compare.finish().map_err(read_error)?
+        {
             return Ok(current);
         }
         refuse_read_only(path)?;
         let mode = match kind {
             CommitKind::Edit => {
                 self.snapshots
-                    .push(path, &old_bytes, description)
+                    .push_file(path, description)
                     .map_err(|error| io_error("snapshot", path, &error))?;
                 WriteMode::REPLACE
             }
@@ -461,9 +621,8 @@ impl FileHost {
                 durable: false,
             },
         };
-        write_atomically(path, text.as_bytes(), mode)
-            .map_err(|error| io_error("write", path, &error))?;
-        let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
+        temporary.promote(mode).map_err(write_error)?;
+        let metadata = fs::metadata(path).map_err(write_error)?;
         let document = Arc::new(Document {
             location: self.location(rooted),
             notebook,
@@ -474,7 +633,7 @@ impl FileHost {
             Cached {
                 document: document.clone(),
                 stamp: DiskStamp::of(&metadata),
-                sha256: Sha256::digest(text.as_bytes()).into(),
+                bytes: KnownBytes::Written,
             },
         );
         Ok(document)
@@ -574,7 +733,9 @@ impl FileHost {
             Cached {
                 document,
                 stamp: DiskStamp::of(&metadata),
-                sha256: Sha256::digest(&snapshot.bytes).into(),
+                bytes: KnownBytes::Read {
+                    sha256: Sha256::digest(&snapshot.bytes).into(),
+                },
             },
         );
         Ok(Restored {

@@ -75,6 +75,40 @@ impl SnapshotStore {
 
     /// Keeps `bytes` as the newest snapshot of `notebook`, then trims to [`MAX_SNAPSHOTS`].
     pub fn push(&self, notebook: &Path, bytes: &[u8], description: &str) -> std::io::Result<()> {
+        self.push_with(notebook, description, |data| {
+            crate::files::write_atomically(data, bytes, crate::files::WriteMode::REPLACE)
+        })
+    }
+
+    /// Keeps the file `notebook` as it is now as its newest snapshot, then trims to
+    /// [`MAX_SNAPSHOTS`]; for a caller about to replace the file by a rename.
+    ///
+    /// The snapshot is a hard link to the file, so nothing is copied: the rename that follows
+    /// gives the notebook a new file and leaves the linked one to the snapshot alone. The linked
+    /// file is synced first, since it may hold a write that was not (saved outputs). Where a
+    /// link cannot be made (the snapshot folder on another file system, a notebook that is not
+    /// a plain file), the file is copied instead.
+    pub fn push_file(&self, notebook: &Path, description: &str) -> std::io::Result<()> {
+        self.push_with(notebook, description, |data| {
+            let plain_file = std::fs::symlink_metadata(notebook)?.file_type().is_file();
+            if plain_file && std::fs::hard_link(notebook, data).is_ok() {
+                std::fs::File::open(data)?.sync_all()?;
+                crate::files::sync_folder_of(data);
+                return Ok(());
+            }
+            let mut temporary = crate::files::Temporary::create(data)?;
+            std::io::copy(&mut std::fs::File::open(notebook)?, temporary.file())?;
+            temporary.promote(crate::files::WriteMode::REPLACE)
+        })
+    }
+
+    /// Records a snapshot whose data file `write_data` makes, then trims to [`MAX_SNAPSHOTS`].
+    fn push_with(
+        &self,
+        notebook: &Path,
+        description: &str,
+        write_data: impl FnOnce(&Path) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         let folder = self.folder_for(notebook);
         std::fs::create_dir_all(&folder)?;
         let numbers = Self::sequence_numbers(&folder);
@@ -90,11 +124,7 @@ impl SnapshotStore {
         )?;
         // The data file is what makes a snapshot exist, so it appears whole or not at all: a
         // process killed while writing it leaves no truncated snapshot for undo to choke on.
-        crate::files::write_atomically(
-            &folder.join(format!("{next:012}.ipynb")),
-            bytes,
-            crate::files::WriteMode::REPLACE,
-        )?;
+        write_data(&folder.join(format!("{next:012}.ipynb")))?;
         let excess = (numbers.len() + 1).saturating_sub(MAX_SNAPSHOTS);
         for old in numbers.iter().take(excess) {
             let _ = std::fs::remove_file(folder.join(format!("{old:012}.ipynb")));
@@ -159,5 +189,21 @@ mod tests {
         store.remove(&newest);
         assert_eq!(store.newest(notebook).unwrap().unwrap().0.bytes, b"23");
         assert!(store.newest(Path::new("/x/other.ipynb")).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_file_snapshot_keeps_the_bytes_it_had_when_the_file_is_replaced() {
+        let folder = tempfile::tempdir().unwrap();
+        let store = SnapshotStore::new(folder.path().join("snapshots"));
+        let notebook = folder.path().join("a.ipynb");
+        std::fs::write(&notebook, "before").unwrap();
+        store.push_file(&notebook, "edit").unwrap();
+        crate::files::write_atomically(&notebook, b"after", crate::files::WriteMode::REPLACE)
+            .unwrap();
+        let (newest, count) = store.newest(&notebook).unwrap().unwrap();
+        assert_eq!(newest.bytes, b"before");
+        assert_eq!(newest.meta.description, "edit");
+        assert_eq!(count, 1);
+        assert_eq!(std::fs::read(&notebook).unwrap(), b"after");
     }
 }

@@ -9,9 +9,11 @@ use host_core::{
 };
 use notebook_model::Notebook;
 
+use crate::colab::WindowColab;
 use crate::convert;
 use crate::jupyter::JupyterKernels;
 use crate::kernels::WindowKernels;
+use crate::native::NativeDriver;
 use crate::plan;
 use crate::shell::{Shell, ShellError, Snapshot};
 use crate::uri;
@@ -26,6 +28,18 @@ pub struct HostConfig {
     /// The workspace folders, first one first: relative notebook paths and new notebooks go
     /// to the first; none means new notebooks are untitled documents.
     pub workspace_folders: Vec<PathBuf>,
+    /// Set when the Colab extension is installed in the window: the Colab tools are listed.
+    pub colab: Option<ColabConfig>,
+}
+
+/// The window's Colab settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColabConfig {
+    /// `jupyterMcp.nativeDebugPort` (or `JUPYTER_MCP_NATIVE_DEBUG_PORT`): the loopback Chromium
+    /// debugging port of this window's renderer; none when unset.
+    pub native_debug_port: Option<u16>,
+    /// The marker the window shows (in its status bar), binding the driver to this window.
+    pub marker: String,
 }
 
 /// The notebooks of one VS Code window.
@@ -36,6 +50,8 @@ pub struct VsCodeHost {
     jupyter: JupyterKernels,
     /// The files transfers read and write: those inside the workspace folders.
     files: Option<host_files::ConfinedFiles>,
+    /// The Colab side of the window, when the Colab extension is installed.
+    colab: Option<Arc<WindowColab>>,
 }
 
 impl VsCodeHost {
@@ -60,7 +76,18 @@ impl VsCodeHost {
             .filter_map(|folder| host_files::Root::new(folder).ok())
             .collect();
         let files = (!roots.is_empty()).then(|| host_files::ConfinedFiles::from_roots(roots));
+        let colab = config.colab.as_ref().map(|colab| {
+            Arc::new(WindowColab::new(
+                shell.clone(),
+                colab
+                    .native_debug_port
+                    .map(|port| NativeDriver::new(port, colab.marker.clone())),
+                config.window_id.clone(),
+                config.window_label.clone(),
+            ))
+        });
         VsCodeHost {
+            colab,
             jupyter,
             shell,
             config,
@@ -169,6 +196,18 @@ impl NotebookHost for VsCodeHost {
 
     fn kernels(&self) -> Option<host_core::SharedKernels> {
         Some(self.kernels.clone())
+    }
+
+    fn colab(&self) -> Option<host_core::colab::SharedColab> {
+        self.colab
+            .clone()
+            .map(|colab| colab as host_core::colab::SharedColab)
+    }
+
+    fn colab_environment(&self) -> Option<host_core::environment::SharedEnvironment> {
+        self.colab
+            .clone()
+            .map(|colab| colab as host_core::environment::SharedEnvironment)
     }
 
     fn files(&self) -> Option<Arc<dyn host_core::HostFiles>> {

@@ -8,24 +8,28 @@
 //! against the live document ([`plan`]), and implements [`host_core::NotebookHost`] on top
 //! ([`VsCodeHost`]). Code runs through VS Code's Jupyter extension when it serves the notebook
 //! ([`jupyter`]), otherwise on the same local kernels as the standalone host (through the
-//! extension's own notebook controller).
+//! extension's own notebook controller). The native driver ([`native`]) operates VS Code's quick
+//! pick and input box in this window's page over a loopback Chrome DevTools connection, for the
+//! Colab setup that has no API to call.
 //!
 //! It knows nothing about napi or JavaScript (the shell is a trait), holds no tool logic
 //! (that is `host-core`), and never writes a notebook file behind a live document: every change
 //! goes through the shell as an edit of the open document.
 #![forbid(unsafe_code)]
 
+pub mod colab;
 pub mod convert;
 mod dispatch;
 mod host;
 pub mod jupyter;
 pub mod kernels;
+pub mod native;
 pub mod plan;
 pub mod shell;
 pub mod uri;
 
 pub use dispatch::{DispatchConfig, RunningServer, Transport, VsCodeDispatch};
-pub use host::{HostConfig, VsCodeHost};
+pub use host::{ColabConfig, HostConfig, VsCodeHost};
 pub use host_core::{CallContext, ToolOutput};
 pub use shell::{
     CellData, CellSnapshot, Controller, ExecutionSummary, JupyterKernel, JupyterReply,

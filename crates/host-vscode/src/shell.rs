@@ -143,6 +143,17 @@ pub trait Shell: Send + Sync + 'static {
         let _ = request;
         Box::pin(async { Ok(JupyterReply::default()) })
     }
+
+    /// Performs one window request of the Colab tools (see [`crate::colab::ColabOp`]): the
+    /// request and its answer as JSON. The default answers as a shell without them.
+    fn colab(&self, request: Value) -> BoxFuture<'_, Result<Value, ShellError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ShellError::Failed {
+                reason: "this window's extension does not perform Colab requests".to_owned(),
+            })
+        })
+    }
 }
 
 /// A request to VS Code's Jupyter extension (`ms-toolsai.jupyter`) or the notebook commands it

@@ -29,6 +29,9 @@ pub enum Capability {
     Colab,
     /// A Colab source whose servers have aliases to mount (`mount_colab_server`).
     ColabMount,
+    /// An editor window the Colab extension is installed in: its preparation, preflight and
+    /// terminals.
+    ColabEnvironment,
 }
 
 /// MCP tool annotations (hints for clients).
@@ -361,7 +364,11 @@ fn setup_receipt_schema() -> Map<String, Value> {
             "cleanupPending": {"type": "boolean"},
             "kernelChoices": {"type": "object"},
             "verification": {"type": "object"},
-            "error": {"type": "object"}
+            "error": {"type": "object"},
+            "hostBlocker": {
+                "type": "object",
+                "description": "For a failed or cancelled setup: the last thing the host could not do, as a code and a sentence (in VS Code, the native driver's blocker, e.g. native_marker_stale)"
+            }
         },
         "required": ["setupId", "status", "stage", "ready"]
     });
@@ -625,6 +632,51 @@ pub fn all_tools() -> Vec<ToolSpec> {
             "Prove that the notebook's active idle Python kernel runs on the configured Colab runtime: the kernel writes a fresh nonce file in /content, the runtime's own file service (its Contents API behind Colab's proxy) must read the same nonce, then the probe is removed and its absence confirmed through both. verified is true only then; the build-info release tag is reported as identity evidence, never as proof. Reads no user file, edits no cell. Listed only where a Colab runtime is configured."
         ),
         tool!(
+            "inspect_colab_environment_preflight",
+            "Inspect Colab preparation blockers",
+            ColabEnvironment,
+            READ,
+            ColabPreflightParams,
+            result_schema::<ColabPreflightResult>,
+            "Read-only counts and booleans of every connected window, for preparing Colab: workspace shape, open notebooks and text documents with their editors, tabs, terminals, debug sessions, quit and restore policy, and the native debugging listener's page candidates (the catalog only: nothing is bound or evaluated). Each window answers within 30 s or is listed unavailable. Never returns contents, commands, paths or titles; changes nothing."
+        ),
+        tool!(
+            "list_colab_terminals",
+            "List a window's terminals",
+            ColabEnvironment,
+            READ,
+            ListColabTerminalsParams,
+            result_schema::<ColabTerminalsResult>,
+            "List the window's terminals as an inventory of opaque terminalRefs with bounded name, shell pid, shell type, interaction and exit facts (never commands, arguments, history or environment). The inventory lives 60 s; a newer listing voids it. These facts cannot prove a terminal is idle."
+        ),
+        tool!(
+            "close_colab_terminals",
+            "Close named terminals",
+            ColabEnvironment,
+            DESTRUCTIVE,
+            CloseColabTerminalsParams,
+            result_schema::<CloseColabTerminalsResult>,
+            "Close exactly the terminals named by terminalRefs from the window's latest list_colab_terminals inventory (Terminal.dispose: a running command ends and its scrollback is lost). Reports each as closed, already_gone or uncertain, and partial when not all closed. Never closes anything it was not given."
+        ),
+        tool!(
+            "prepare_colab_environment",
+            "Prepare a window for Colab",
+            ColabEnvironment,
+            WRITE,
+            PrepareColabEnvironmentParams,
+            result_schema::<ColabPreparationResult>,
+            "Prepare the window before opening the notebook: check the native debugging connection binds to this window, open the local project folder (folderUri, else the window's one folder, else a new isolated one) and turn a single-folder window into an untitled workspace (updateWorkspaceFolders) so that mounting a Colab server later does not restart the extension host. The conversion restarts it once: reconnect, call list_notebooks, then get_colab_environment_preparation with the preparationId. Refused while notebooks, documents, terminals or debug sessions are open. Restarting VS Code itself is not supported."
+        ),
+        tool!(
+            "get_colab_environment_preparation",
+            "Follow a Colab preparation",
+            ColabEnvironment,
+            READ,
+            ColabPreparationParams,
+            result_schema::<ColabPreparationResult>,
+            "Check a preparation afresh (it survives extension-host restarts): the workspace is the prepared one with its root, trusted, and the native connection binds to this window now (environmentReady). Not runtime readiness; changes nothing."
+        ),
+        tool!(
             "run_cells",
             "Run cells",
             Execute,
@@ -735,7 +787,7 @@ mod tests {
     #[test]
     fn every_tool_has_object_schemas_that_reject_unknown_keys() {
         let tools = all_tools();
-        assert_eq!(tools.len(), 29);
+        assert_eq!(tools.len(), 34);
         for spec in &tools {
             let input = (spec.input_schema)();
             assert_eq!(

@@ -98,6 +98,7 @@ error_codes! {
     TooLarge = "too_large": "The file or payload is larger than allowed.",
     ResponseTooLarge = "response_too_large": "The reply would be too large to send in one message; the message says how to ask for less.",
     NotSupported = "not_supported": "This host cannot do that for this notebook.",
+    EnvironmentBlocked = "environment_blocked": "Something in the window blocks preparing it for Colab (open terminals, documents, debugging, or the native connection); details.blockers names each.",
     InternalError = "internal_error": "A bug in the server; the message says what failed.",
 }
 

@@ -215,8 +215,10 @@ pub struct ReadNotebookParams {
     /// to 1000..100000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_chars: Option<f64>,
-    /// Return images in outputs as MCP image content, at most 8 images and 2 MB per reply
-    /// (default true; only the `outputs` and `all` views return images).
+    /// `true`: images in outputs as MCP image content, full size (long side 1200 px), at most
+    /// 8 images and 2 MB per reply. Omitted: thumbnails (long side 320 px, at most 6 per reply),
+    /// each with a resource link to the full image. `false`: none, only their description and
+    /// links. Only the `outputs` and `all` views return images.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_images: Option<bool>,
     /// Where to start in the selected cells (those of `cellIds`, else every cell), 0-based, at
@@ -610,4 +612,63 @@ pub struct TransferParams {
     /// runtime take that route without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub colab_file_uri: Option<String>,
+}
+
+/// The arguments of `inspect_colab_environment_preflight` (none).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ColabPreflightParams {}
+
+/// The arguments of `list_colab_terminals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ListColabTerminalsParams {
+    /// The window, a `windowId` from `list_notebooks`. Default: the one that serves this
+    /// endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+}
+
+/// The arguments of `close_colab_terminals`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CloseColabTerminalsParams {
+    /// The window, a `windowId` from `list_notebooks`. Default: the one that serves this
+    /// endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+    /// The `inventoryId` of the window's latest `list_colab_terminals` (it lives 60 s).
+    pub inventory_id: String,
+    /// The terminals to close: `terminalRef`s from that inventory, at least one, each once.
+    pub terminal_refs: Vec<String>,
+}
+
+/// The arguments of `prepare_colab_environment`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PrepareColabEnvironmentParams {
+    /// The window, a `windowId` from `list_notebooks`. Default: the one that serves this
+    /// endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+    /// The notebook's local project folder, a `file:` URI. Default: the window's one folder, or
+    /// a new isolated folder in an empty window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder_uri: Option<String>,
+    /// `restore-clean-workspace` (restarting VS Code to add a debugging port) is not supported
+    /// by this build; naming it returns the blocker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_mode: Option<String>,
+}
+
+/// The arguments of `get_colab_environment_preparation`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ColabPreparationParams {
+    /// The window that owns the preparation now (after a restart: its new `windowId` from
+    /// `list_notebooks`). Default: the one that serves this endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+    /// The `preparationId` from `prepare_colab_environment`.
+    pub preparation_id: String,
 }

@@ -124,7 +124,8 @@ pub struct CellOutline {
     /// Names of the cells that read from this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dependents: Option<Vec<String>>,
-    /// One-line summary (a `*` prefix marks a deterministic fallback, not a model summary).
+    /// One-line summary (a `*` prefix marks a deterministic fallback, not a model summary). In
+    /// views with the source, only a model's summary: the fallback would restate the source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tldr: Option<String>,
     /// The saved execution count of a code cell; absent when it never ran or for other kinds.
@@ -141,7 +142,8 @@ pub struct CellOutline {
     /// `all` views).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// True when `maxSourceChars` cut the source (in `source` and `all` views).
+    /// True when `maxSourceChars` cut the source (in `source` and `all` views); absent when
+    /// nothing was cut.
     #[serde(
         rename = "sourceTruncated",
         default,
@@ -151,14 +153,15 @@ pub struct CellOutline {
     /// The saved outputs condensed to text by `outputMode` (in `outputs` and `all` views).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<String>,
-    /// True when `maxOutputChars` or the reply's budget cut the outputs.
+    /// True when `maxOutputChars` or the reply's budget cut the outputs; absent when nothing
+    /// was cut.
     #[serde(
         rename = "outputsTruncated",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub outputs_truncated: Option<bool>,
-    /// nbformat cell metadata (in `source` and `all` views).
+    /// nbformat cell metadata (in `source` and `all` views), when the cell has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
 }
@@ -226,6 +229,10 @@ pub struct ImageRef {
     pub width: u32,
     /// Height in pixels, as decoded from the image.
     pub height: u32,
+    /// A thumbnail of a larger image (the read did not ask for images): the full image is the
+    /// reply's resource link to this output, or the same read with `includeImages: true`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thumbnail: bool,
 }
 
 /// One match of `search_cells`.
@@ -615,4 +622,261 @@ impl ToolError {
         self.details = Some(details);
         self
     }
+}
+
+/// The shape of a window's workspace, for `inspect_colab_environment_preflight`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightWorkspace {
+    /// Workspace folders (roots), all schemes.
+    pub folders: usize,
+    /// Of those, local `file:` folders.
+    pub local_folders: usize,
+    /// Of those, `colab:` folders (mounted Colab servers).
+    pub colab_folders: usize,
+    /// The window has a workspace (a `.code-workspace` file or an untitled workspace), not a
+    /// single folder.
+    pub is_workspace: bool,
+    /// That workspace is untitled (never saved).
+    pub untitled_workspace: bool,
+    /// The extension host runs remotely (a remote name is set).
+    pub remote: bool,
+    /// The workspace is trusted.
+    pub trusted: bool,
+}
+
+/// Counts of one kind of open document and its editors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PreflightDocuments {
+    /// Open documents.
+    pub open: usize,
+    /// Of those, with unsaved changes.
+    pub dirty: usize,
+    /// Of those, untitled.
+    pub untitled: usize,
+    /// Visible editors showing one.
+    pub visible_editors: usize,
+    /// Whether the active editor shows one.
+    pub active_editor: bool,
+}
+
+/// Editor tabs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PreflightTabs {
+    /// Editor groups.
+    pub groups: usize,
+    /// Tabs in all groups.
+    pub tabs: usize,
+    /// Of those, dirty.
+    pub dirty: usize,
+}
+
+/// The window's quit and restore policy, as VS Code resolves its settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightPolicy {
+    /// `window.confirmBeforeClose` (`never`, `keyboardOnly`, `always`), when set or known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_before_close: Option<String>,
+    /// `window.restoreWindows` (`preserve`, `all`, `folders`, `one`, `none`), when set or known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_windows: Option<String>,
+}
+
+/// The native (Chromium debugging) listener the window is configured with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightNative {
+    /// `jupyterMcp.nativeDebugPort` (or `JUPYTER_MCP_NATIVE_DEBUG_PORT`) is set.
+    pub configured: bool,
+    /// Its loopback target catalog answered.
+    pub reachable: bool,
+    /// Page targets that catalog lists (candidates; none is bound by the preflight).
+    pub page_candidates: usize,
+}
+
+/// One window's answer to `inspect_colab_environment_preflight`: counts and booleans only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PreflightWindow {
+    /// The window's id.
+    pub window_id: String,
+    /// The window's label (at most 256 characters).
+    pub window_label: String,
+    /// `available`, or `unavailable` when the window did not answer in time (nothing else is
+    /// then set).
+    pub status: String,
+    /// Whether the Colab extension is installed in the window.
+    #[serde(default)]
+    pub colab_extension: bool,
+    /// The workspace.
+    #[serde(default)]
+    pub workspace: PreflightWorkspace,
+    /// Open notebooks.
+    #[serde(default)]
+    pub notebooks: PreflightDocuments,
+    /// Open text documents (notebook cells excluded).
+    #[serde(default)]
+    pub text_documents: PreflightDocuments,
+    /// Editor tabs.
+    #[serde(default)]
+    pub tabs: PreflightTabs,
+    /// Open terminals.
+    #[serde(default)]
+    pub terminals: usize,
+    /// Active debug sessions.
+    #[serde(default)]
+    pub debug_sessions: usize,
+    /// Quit and restore policy.
+    #[serde(default)]
+    pub policy: PreflightPolicy,
+    /// The native listener.
+    #[serde(default)]
+    pub native: PreflightNative,
+    /// What would block `prepare_colab_environment` in this window now (codes, e.g.
+    /// `terminals_open`, `native_not_configured`).
+    #[serde(default)]
+    pub blockers: Vec<String>,
+}
+
+/// What `inspect_colab_environment_preflight` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColabPreflightResult {
+    /// Every connected window, those that did not answer as `unavailable`.
+    pub windows: Vec<PreflightWindow>,
+    /// How many windows answered.
+    pub responded: usize,
+    /// The next step, when exactly one window answered and nothing blocks it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<String>,
+}
+
+impl ColabPreflightResult {
+    /// The result of these windows' answers, with a recommendation only when exactly one
+    /// window answered, it has the Colab extension and nothing blocks it.
+    pub fn from_windows(windows: Vec<PreflightWindow>) -> ColabPreflightResult {
+        let responded = windows
+            .iter()
+            .filter(|window| window.status == "available")
+            .count();
+        let recommendation = match windows.as_slice() {
+            [window]
+                if window.status == "available"
+                    && window.colab_extension
+                    && window.blockers.is_empty() =>
+            {
+                Some(format!(
+                    "prepare_colab_environment with windowId {} before open_notebooks",
+                    window.window_id
+                ))
+            }
+            _ => None,
+        };
+        ColabPreflightResult {
+            windows,
+            responded,
+            recommendation,
+        }
+    }
+}
+
+/// One terminal of a `list_colab_terminals` inventory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColabTerminalEntry {
+    /// An opaque reference, valid only with this inventory's id.
+    pub terminal_ref: String,
+    /// The terminal's name (at most 64 characters).
+    pub name: String,
+    /// The shell's process id, when VS Code knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_pid: Option<u32>,
+    /// The shell type VS Code detected (`bash`, `zsh`, `pwsh`, …), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shell_type: Option<String>,
+    /// The user has typed in it.
+    pub interacted: bool,
+    /// Its process has exited.
+    pub exited: bool,
+    /// The exit code, when it exited with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+}
+
+/// What `list_colab_terminals` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColabTerminalsResult {
+    /// The window.
+    pub window_id: String,
+    /// The inventory's id, for `close_colab_terminals`; a newer listing voids it.
+    pub inventory_id: String,
+    /// How long the inventory stays valid, in milliseconds (60000).
+    pub expires_in_ms: u64,
+    /// The terminals, in VS Code's order.
+    pub terminals: Vec<ColabTerminalEntry>,
+}
+
+/// One terminal's closure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColabTerminalClosure {
+    /// The reference as given.
+    pub terminal_ref: String,
+    /// `closed` (VS Code removed it from the window; the shell may still be exiting),
+    /// `already_gone` (it was not in the window any more), or `uncertain` (disposed, but still
+    /// listed when checked).
+    pub outcome: String,
+}
+
+/// What `close_colab_terminals` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseColabTerminalsResult {
+    /// The window.
+    pub window_id: String,
+    /// The inventory the references came from.
+    pub inventory_id: String,
+    /// One entry per reference, in the order given.
+    pub results: Vec<ColabTerminalClosure>,
+    /// Not every named terminal is confirmed closed.
+    pub partial: bool,
+}
+
+/// A preparation of a window for Colab (`prepare_colab_environment`,
+/// `get_colab_environment_preparation`); kept across extension-host restarts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ColabPreparationResult {
+    /// Its id, for `get_colab_environment_preparation`.
+    pub preparation_id: String,
+    /// The window that answered.
+    pub window_id: String,
+    /// `ready`, `converting` (the folder is being turned into an untitled workspace; the
+    /// extension host restarts: reconnect and poll), or `failed`.
+    pub status: String,
+    /// The workspace is the prepared one, trusted, with its root, and the native connection
+    /// binds to this window now. Not Colab runtime readiness.
+    pub environment_ready: bool,
+    /// The local project folder.
+    pub folder_uri: String,
+    /// The (untitled) workspace holding it, once converted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_uri: Option<String>,
+    /// The label the prepared window lists in `list_notebooks`.
+    pub expected_window_label: String,
+    /// This preparation converted a single-folder window into an untitled workspace.
+    pub converted: bool,
+    /// Always false: this build never restarts VS Code.
+    pub restart_required: bool,
+    /// Whether the native connection bound to this window when last checked.
+    pub native_bound: bool,
+    /// What blocks it, as codes (e.g. `native_not_configured`, `terminals_open`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<String>,
+    /// What to do next.
+    pub next: String,
 }

@@ -219,22 +219,32 @@ impl Notebook {
     }
 
     /// Reads a notebook from the bytes of an `.ipynb` file.
+    ///
+    /// Cells are read one at a time from the text into the model: the whole notebook never
+    /// exists as a JSON value tree next to the model (that tree would take about twice the
+    /// file's size, and the memory it leaves behind would stay with the process).
     pub fn parse(bytes: &[u8]) -> Result<Notebook, ParseError> {
         let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-        let value: Value = serde_json::from_slice(bytes).map_err(|error| {
-            if error.classify() == serde_json::error::Category::Syntax
-                && std::str::from_utf8(bytes).is_err()
-            {
-                ParseError::InvalidUtf8
-            } else {
-                ParseError::InvalidJson {
-                    line: error.line(),
-                    column: error.column(),
-                    message: error.to_string(),
+        let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+        let top = serde::de::Deserializer::deserialize_any(&mut deserializer, TopVisitor)
+            .and_then(|top| deserializer.end().map(|()| top))
+            .map_err(|error| {
+                if error.classify() == serde_json::error::Category::Syntax
+                    && std::str::from_utf8(bytes).is_err()
+                {
+                    ParseError::InvalidUtf8
+                } else {
+                    ParseError::InvalidJson {
+                        line: error.line(),
+                        column: error.column(),
+                        message: error.to_string(),
+                    }
                 }
-            }
-        })?;
-        Notebook::from_value(value)
+            })?;
+        match top {
+            Some((fields, cells)) => Notebook::from_parts(fields, cells),
+            None => Err(ParseError::NotAnObject),
+        }
     }
 
     /// Reads a notebook from an already-parsed JSON value.
@@ -242,6 +252,18 @@ impl Notebook {
         let Value::Object(mut top) = value else {
             return Err(ParseError::NotAnObject);
         };
+        let cells = match top.remove("cells") {
+            Some(value) => RawCells::Value(value),
+            None => RawCells::Absent,
+        };
+        Notebook::from_parts(top, cells)
+    }
+
+    /// The notebook of a top-level object's fields other than `cells`, and its cells.
+    fn from_parts(
+        mut top: Map<String, Value>,
+        raw_cells: RawCells,
+    ) -> Result<Notebook, ParseError> {
         let major = match top.get("nbformat") {
             Some(Value::Number(number)) => number.as_u64(),
             Some(_) => None,
@@ -271,15 +293,18 @@ impl Notebook {
             metadata.remove(transient);
         }
 
-        let raw_cells = match top.remove("cells") {
-            Some(Value::Array(cells)) => cells,
-            None => Vec::new(),
-            Some(_) => return Err(ParseError::CellsNotAList),
+        let mut cells = match raw_cells {
+            RawCells::Absent => Vec::new(),
+            RawCells::Value(Value::Array(raw_cells)) => {
+                let mut cells = Vec::with_capacity(raw_cells.len());
+                for (index, raw) in raw_cells.into_iter().enumerate() {
+                    cells.push(parse_cell(index, raw)?);
+                }
+                cells
+            }
+            RawCells::Value(_) => return Err(ParseError::CellsNotAList),
+            RawCells::Parsed(cells) => cells?,
         };
-        let mut cells = Vec::with_capacity(raw_cells.len());
-        for (index, raw) in raw_cells.into_iter().enumerate() {
-            cells.push(parse_cell(index, raw)?);
-        }
         identity::assign_missing_ids(&mut cells);
         Ok(Notebook {
             nbformat_minor: minor,
@@ -403,11 +428,52 @@ impl Notebook {
     /// The file text, exactly as `nbformat.write(nb, f)` would write this notebook.
     pub fn to_ipynb_string(&self) -> String {
         let mut out = String::with_capacity(4096);
-        self.write_ipynb(&mut out);
+        self.write_ipynb(&mut out, &mut |_| {});
         out
     }
 
-    fn write_ipynb(&self, out: &mut String) {
+    /// The text of [`Notebook::to_ipynb_string`] handed to `sink` in consecutive pieces of about
+    /// `chunk_bytes` (a piece ends after a cell, so one large cell makes a larger piece): a host
+    /// can write a large notebook without holding its whole text. The first error of `sink`
+    /// stops the pieces and is returned.
+    pub fn write_ipynb_chunks<E>(
+        &self,
+        chunk_bytes: usize,
+        mut sink: impl FnMut(&str) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut out = String::with_capacity(chunk_bytes.min(1 << 24) + 4096);
+        let mut failure = None;
+        self.write_ipynb(&mut out, &mut |out| {
+            if out.len() >= chunk_bytes {
+                if failure.is_none()
+                    && let Err(error) = sink(out)
+                {
+                    failure = Some(error);
+                }
+                out.clear();
+            }
+        });
+        match failure {
+            Some(error) => Err(error),
+            None => sink(&out),
+        }
+    }
+
+    /// Whether the file texts of `self` and `other` are sure to differ, because their cell
+    /// counts differ or a cell's kind or source does (reading a written file gives back every
+    /// cell with its kind and source, so texts that were equal could not have told them apart).
+    /// `false` says nothing: the texts may still differ elsewhere (outputs, metadata). Cheap:
+    /// cells the two share (one `Arc`) are not looked into.
+    pub fn surely_writes_differently(&self, other: &Notebook) -> bool {
+        self.cells.len() != other.cells.len()
+            || self.cells.iter().zip(&other.cells).any(|(mine, theirs)| {
+                !Arc::ptr_eq(mine, theirs)
+                    && (mine.kind != theirs.kind || mine.source != theirs.source)
+            })
+    }
+
+    /// Writes the file text into `out`, calling `after_cell` after each cell is written.
+    fn write_ipynb(&self, out: &mut String, after_cell: &mut dyn FnMut(&mut String)) {
         let minor = Value::from(self.nbformat_minor);
         let major = Value::from(4u64);
         let entries = self
@@ -423,7 +489,8 @@ impl Notebook {
         pyjson::write_object(out, entries, 0, |out, key, field, depth| {
             match (key, field) {
                 ("cells", _) => pyjson::write_list(out, &self.cells, depth, |out, cell, depth| {
-                    write_cell(out, cell, self.nbformat_minor >= CURRENT_MINOR, depth)
+                    write_cell(out, cell, self.nbformat_minor >= CURRENT_MINOR, depth);
+                    after_cell(out);
                 }),
                 ("metadata", _) => pyjson::write_value_map(out, &self.metadata, depth),
                 (_, TopField::Plain(value)) => pyjson::write_value(out, value, depth),
@@ -431,6 +498,143 @@ impl Notebook {
             }
         });
         out.push('\n');
+    }
+}
+
+/// The `cells` of a notebook being read.
+enum RawCells {
+    /// The notebook has no `cells` key.
+    Absent,
+    /// The JSON value of `cells` (a list of cell objects, or something that is not a list).
+    Value(Value),
+    /// The cells, read one at a time, or the problem of the first that could not be read.
+    Parsed(Result<Vec<Cell>, ParseError>),
+}
+
+/// Reads the top level of a notebook: `None` when it is not an object, else its fields other
+/// than `cells`, and its cells.
+struct TopVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TopVisitor {
+    type Value = Option<(Map<String, Value>, RawCells)>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut fields = Map::new();
+        let mut cells = RawCells::Absent;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "cells" {
+                cells = map.next_value_seed(CellsSeed)?;
+            } else {
+                let value = map.next_value::<Value>()?;
+                fields.insert(key, value);
+            }
+        }
+        Ok(Some((fields, cells)))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// Reads `cells`: a list is read one cell at a time, each cell's JSON turned into a [`Cell`]
+/// before the next is read; anything else is kept as its value.
+struct CellsSeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for CellsSeed {
+    type Value = RawCells;
+
+    fn deserialize<D: serde::de::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for CellsSeed {
+    type Value = RawCells;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a JSON value")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut cells = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut index = 0;
+        while let Some(raw) = seq.next_element::<Value>()? {
+            match parse_cell(index, raw) {
+                Ok(cell) => cells.push(cell),
+                Err(problem) => {
+                    // The first bad cell is the one reported; the rest is only checked as JSON.
+                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                    return Ok(RawCells::Parsed(Err(problem)));
+                }
+            }
+            index += 1;
+        }
+        Ok(RawCells::Parsed(Ok(cells)))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(RawCells::Value(Value::Object(Map::new())))
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::Bool(value)))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::from(value)))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::from(value)))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::from(value)))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::from(value)))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(RawCells::Value(Value::Null))
     }
 }
 
@@ -544,7 +748,12 @@ fn write_split_mimebundle(out: &mut String, bundle: &Map<String, Value>, depth: 
 /// Joins a list of strings as nbformat's `rejoin_lines` does. Returns `None` when the list holds
 /// something other than strings.
 fn join_string_list(items: &[Value]) -> Option<String> {
-    let mut joined = String::new();
+    // Sized once: a string grown by pushing keeps up to twice its length allocated.
+    let length = items
+        .iter()
+        .map(|item| item.as_str().map_or(0, str::len))
+        .sum();
+    let mut joined = String::with_capacity(length);
     for item in items {
         joined.push_str(item.as_str()?);
     }
@@ -728,6 +937,106 @@ mod tests {
         assert_eq!(notebook.len(), 2);
         assert_eq!(notebook.cells()[0].source(), "# Title\nSome text");
         assert_eq!(notebook.to_ipynb_string(), SAMPLE);
+    }
+
+    /// Reading cell by cell gives what reading the whole JSON value first gives, problems
+    /// included, and in the same order of precedence.
+    #[test]
+    fn reading_cell_by_cell_agrees_with_reading_a_value() {
+        let inputs: &[&str] = &[
+            SAMPLE,
+            "[1, 2]",
+            "3",
+            "\"text\"",
+            "null",
+            "true",
+            "{}",
+            r#"{"nbformat": 4, "nbformat_minor": 5, "cells": null}"#,
+            r#"{"nbformat": 4, "nbformat_minor": 5, "cells": {"a": [1]}}"#,
+            r#"{"nbformat": 4, "nbformat_minor": 5, "cells": "x"}"#,
+            r#"{"nbformat": 4, "nbformat_minor": 5, "cells": [{"cell_type": "code"}, 7, {"x": 1}]}"#,
+            r#"{"cells": [7], "nbformat": 4, "nbformat_minor": 9}"#,
+            r#"{"cells": [7], "nbformat": 4, "nbformat_minor": 5, "metadata": []}"#,
+            r#"{"cells": [7], "metadata": {}}"#,
+            r#"{"cells": [], "cells": [{"cell_type": "raw", "source": "x"}], "nbformat": 4, "nbformat_minor": 5}"#,
+            r#"{"cells": [{"cell_type": "raw", "source": "x"}], "nbformat": 4, "nbformat_minor": 5} x"#,
+            r#"{"cells": [{"cell_type": "raw", "source": "x"}, ], "nbformat": 4}"#,
+            r#"{"cells": [{"cell_type": "raw", "source": "x"}"#,
+        ];
+        for input in inputs {
+            let streamed = Notebook::parse(input.as_bytes());
+            let whole = match serde_json::from_str::<Value>(input) {
+                Ok(value) => Notebook::from_value(value),
+                Err(_) => {
+                    assert!(
+                        matches!(streamed, Err(ParseError::InvalidJson { .. })),
+                        "{input}: {streamed:?}"
+                    );
+                    continue;
+                }
+            };
+            assert_eq!(streamed, whole, "{input}");
+        }
+        let invalid = Notebook::parse(b"{\"cells\": [1,,]}").unwrap_err();
+        let reference = serde_json::from_str::<Value>("{\"cells\": [1,,]}").unwrap_err();
+        assert_eq!(
+            invalid,
+            ParseError::InvalidJson {
+                line: reference.line(),
+                column: reference.column(),
+                message: reference.to_string(),
+            }
+        );
+        assert_eq!(
+            Notebook::parse(b"{\"cells\": [\"\xff\"]}"),
+            Err(ParseError::InvalidUtf8)
+        );
+    }
+
+    #[test]
+    fn chunks_put_together_are_the_whole_text() {
+        let notebook = Notebook::parse(SAMPLE.as_bytes()).unwrap();
+        for chunk_bytes in [0, 1, 100, usize::MAX] {
+            let mut pieces = Vec::new();
+            notebook
+                .write_ipynb_chunks(chunk_bytes, |piece| {
+                    pieces.push(piece.to_owned());
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            assert_eq!(pieces.concat(), SAMPLE, "chunks of {chunk_bytes}");
+            if chunk_bytes <= 100 {
+                assert!(pieces.len() > 1, "chunks of {chunk_bytes}: {pieces:?}");
+            }
+        }
+        let mut calls = 0;
+        let failed = notebook.write_ipynb_chunks(1, |_| {
+            calls += 1;
+            Err("disk full")
+        });
+        assert_eq!(failed, Err("disk full"));
+        assert_eq!(calls, 1, "the first failure stops the pieces");
+    }
+
+    #[test]
+    fn sure_differences_are_cell_counts_kinds_and_sources() {
+        let notebook = Notebook::parse(SAMPLE.as_bytes()).unwrap();
+        assert!(!notebook.surely_writes_differently(&notebook.clone()));
+        let mut outputs_changed = notebook.clone();
+        outputs_changed
+            .cell_mut(1)
+            .unwrap()
+            .set_outputs(Vec::new(), None);
+        assert!(!notebook.surely_writes_differently(&outputs_changed));
+        let mut source_changed = notebook.clone();
+        source_changed.cell_mut(0).unwrap().set_source("# Other");
+        assert!(notebook.surely_writes_differently(&source_changed));
+        let mut kind_changed = notebook.clone();
+        kind_changed.cell_mut(0).unwrap().set_kind(CellKind::Raw);
+        assert!(notebook.surely_writes_differently(&kind_changed));
+        let mut inserted = notebook.clone();
+        inserted.push_cell(Cell::new(CellKind::Code, "", "new"));
+        assert!(notebook.surely_writes_differently(&inserted));
     }
 
     #[test]

@@ -84,10 +84,35 @@ pub fn write_value_map(out: &mut String, map: &Map<String, Value>, depth: usize)
 }
 
 fn newline_and_indent(out: &mut String, depth: usize) {
-    out.push('\n');
-    for _ in 0..depth {
-        out.push(' ');
+    const SPACES: &str = "\n                                ";
+    match SPACES.get(..=depth) {
+        Some(indent) => out.push_str(indent),
+        None => {
+            out.push('\n');
+            for _ in 0..depth {
+                out.push(' ');
+            }
+        }
     }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// The eight bytes at `position`, if there are eight left.
+fn word_at(bytes: &[u8], position: usize) -> Option<u64> {
+    let eight: [u8; 8] = bytes.get(position..position + 8)?.try_into().ok()?;
+    Some(u64::from_le_bytes(eight))
+}
+
+/// Whether a byte of `word` is below `limit` (at most 0x80), checked on all eight at once.
+fn has_byte_below(word: u64, limit: u8) -> bool {
+    word.wrapping_sub(ONES * u64::from(limit)) & !word & HIGH_BITS != 0
+}
+
+/// Whether a byte of `word` is `byte`.
+fn has_byte(word: u64, byte: u8) -> bool {
+    has_byte_below(word ^ (ONES * u64::from(byte)), 1)
 }
 
 /// Writes a JSON string literal with Python's `ensure_ascii=False` escaping.
@@ -95,7 +120,16 @@ pub fn write_string(out: &mut String, text: &str) {
     out.push('"');
     let bytes = text.as_bytes();
     let mut start = 0;
-    for (position, &byte) in bytes.iter().enumerate() {
+    let mut position = 0;
+    while position < bytes.len() {
+        // Runs of eight bytes that need no escape are skipped whole (most text is such runs).
+        if let Some(word) = word_at(bytes, position)
+            && !(has_byte_below(word, 0x20) || has_byte(word, b'"') || has_byte(word, b'\\'))
+        {
+            position += 8;
+            continue;
+        }
+        let byte = bytes[position];
         let escape: Option<&str> = match byte {
             b'"' => Some("\\\""),
             b'\\' => Some("\\\\"),
@@ -105,7 +139,10 @@ pub fn write_string(out: &mut String, text: &str) {
             0x08 => Some("\\b"),
             0x0c => Some("\\f"),
             0x00..=0x1f => None,
-            _ => continue,
+            _ => {
+                position += 1;
+                continue;
+            }
         };
         out.push_str(&text[start..position]);
         match escape {
@@ -117,7 +154,8 @@ pub fn write_string(out: &mut String, text: &str) {
                 out.push(HEX[usize::from(byte & 0xf)] as char);
             }
         }
-        start = position + 1;
+        position += 1;
+        start = position;
     }
     out.push_str(&text[start..]);
     out.push('"');
@@ -203,25 +241,39 @@ pub fn python_float_repr(value: f64) -> String {
 /// Splits text the way Python's `str.splitlines(keepends=True)` does: on `\n`, `\r\n`, `\r`, `\v`,
 /// `\f`, `\x1c`, `\x1d`, `\x1e`, `\x85`, U+2028 and U+2029, keeping the line endings.
 pub fn python_splitlines_keepends(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
     let mut lines = Vec::new();
     let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((position, character)) = chars.next() {
-        let end = match character {
-            '\r' => {
-                if let Some(&(_, '\n')) = chars.peek() {
-                    chars.next();
-                    position + 2
-                } else {
-                    position + 1
-                }
+    let mut position = 0;
+    while position < bytes.len() {
+        // Every line break starts with a control character or, for U+0085, U+2028 and U+2029,
+        // a byte of 0x80 or more: runs of eight bytes with neither are skipped whole.
+        if let Some(word) = word_at(bytes, position)
+            && !has_byte_below(word, 0x20)
+            && word & HIGH_BITS == 0
+        {
+            position += 8;
+            continue;
+        }
+        let end = match bytes[position] {
+            b'\r' if bytes.get(position + 1) == Some(&b'\n') => position + 2,
+            b'\r' | b'\n' | 0x0b | 0x0c | 0x1c | 0x1d | 0x1e => position + 1,
+            // U+0085 in UTF-8; text is valid UTF-8, so 0xc2 here always starts a character.
+            0xc2 if bytes.get(position + 1) == Some(&0x85) => position + 2,
+            // U+2028 and U+2029.
+            0xe2 if bytes.get(position + 1) == Some(&0x80)
+                && matches!(bytes.get(position + 2), Some(0xa8 | 0xa9)) =>
+            {
+                position + 3
             }
-            '\n' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}' | '\u{85}' | '\u{2028}'
-            | '\u{2029}' => position + character.len_utf8(),
-            _ => continue,
+            _ => {
+                position += 1;
+                continue;
+            }
         };
         lines.push(&text[start..end]);
         start = end;
+        position = end;
     }
     if start < text.len() {
         lines.push(&text[start..]);
@@ -283,5 +335,96 @@ mod tests {
             vec!["x\u{2028}", "y\u{0c}", "z\n"]
         );
         assert_eq!(python_splitlines_keepends("\n\n"), vec!["\n", "\n"]);
+    }
+
+    /// The eight-bytes-at-once paths against a character-by-character reading, with every
+    /// special character at every offset of a longer text.
+    #[test]
+    fn long_texts_split_and_escape_as_short_ones_do() {
+        let specials = [
+            "\n", "\r", "\r\n", "\u{b}", "\u{c}", "\u{1c}", "\u{1d}", "\u{1e}", "\u{85}",
+            "\u{2028}", "\u{2029}", "\"", "\\", "\t", "\u{1}", "\u{1f}", "é", "\u{2027}", "\u{a0}",
+            "x",
+        ];
+        for special in specials {
+            for offset in 0..20 {
+                let text = format!("{}{special}{}", "a".repeat(offset), "b".repeat(19 - offset));
+                let naive_lines: Vec<&str> = {
+                    let mut lines = Vec::new();
+                    let mut start = 0;
+                    let mut chars = text.char_indices().peekable();
+                    while let Some((position, character)) = chars.next() {
+                        let end = match character {
+                            '\r' if chars.peek().map(|&(_, next)| next) == Some('\n') => {
+                                chars.next();
+                                position + 2
+                            }
+                            '\r' | '\n' | '\u{0b}' | '\u{0c}' | '\u{1c}' | '\u{1d}' | '\u{1e}'
+                            | '\u{85}' | '\u{2028}' | '\u{2029}' => position + character.len_utf8(),
+                            _ => continue,
+                        };
+                        lines.push(&text[start..end]);
+                        start = end;
+                    }
+                    if start < text.len() {
+                        lines.push(&text[start..]);
+                    }
+                    lines
+                };
+                assert_eq!(python_splitlines_keepends(&text), naive_lines, "{text:?}");
+                let mut out = String::new();
+                write_string(&mut out, &text);
+                let mut naive = String::from("\"");
+                for character in text.chars() {
+                    match character {
+                        '"' => naive.push_str("\\\""),
+                        '\\' => naive.push_str("\\\\"),
+                        '\n' => naive.push_str("\\n"),
+                        '\r' => naive.push_str("\\r"),
+                        '\t' => naive.push_str("\\t"),
+                        '\u{8}' => naive.push_str("\\b"),
+                        '\u{c}' => naive.push_str("\\f"),
+                        control if u32::from(control) < 0x20 => {
+                            naive.push_str(&format!("\\u{:04x}", u32::from(control)));
+                        }
+                        other => naive.push(other),
+                    }
+                }
+                naive.push('"');
+                assert_eq!(out, naive, "{text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn word_checks_agree_with_byte_checks() {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..100_000 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            // Bytes drawn mostly near the limits that matter.
+            let bytes: [u8; 8] = std::array::from_fn(|index| {
+                let byte = (state >> (index * 8)) as u8;
+                [
+                    byte,
+                    byte & 0x3f,
+                    0x1f + (byte & 3),
+                    0x21 + (byte & 3),
+                    0x5b + (byte & 3),
+                ][usize::from(byte % 5)]
+            });
+            let word = u64::from_le_bytes(bytes);
+            for limit in [1, 0x20, 0x80] {
+                assert_eq!(
+                    has_byte_below(word, limit),
+                    bytes.iter().any(|&byte| byte < limit),
+                    "{bytes:?} below {limit}"
+                );
+            }
+            for needle in [b'"', b'\\'] {
+                assert_eq!(has_byte(word, needle), bytes.contains(&needle), "{bytes:?}");
+            }
+        }
     }
 }

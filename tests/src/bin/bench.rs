@@ -1211,6 +1211,9 @@ The agent's reply waits for the server's echo of its update, which the server se
 async fn main() -> anyhow::Result<()> {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let quick = arguments.iter().any(|argument| argument == "--quick");
+    // `--no-peer` leaves the datalayer server out of the side-by-side section (minutes saved);
+    // like `--only`, it prints without replacing the full report.
+    let skip_peer = arguments.iter().any(|argument| argument == "--no-peer");
     // `--only <section>` runs one section and prints it without replacing the full report.
     let only = arguments
         .iter()
@@ -1266,7 +1269,7 @@ async fn main() -> anyhow::Result<()> {
         took("jupyter");
     }
     let side_by_side = if wanted("peers") {
-        let side_by_side = peers::run(quick).await?;
+        let side_by_side = peers::run(quick, skip_peer).await?;
         print!("{}", side_by_side.markdown);
         report.push_str(&side_by_side.markdown);
         took("peers");
@@ -1278,7 +1281,7 @@ async fn main() -> anyhow::Result<()> {
         "bench: everything took {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    if only.is_none() {
+    if only.is_none() && !skip_peer {
         report.insert_str(
             report.find('\n').map_or(0, |end| end + 1),
             &format!(

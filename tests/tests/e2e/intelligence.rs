@@ -216,12 +216,37 @@ async fn a_figure_comes_back_as_an_image_and_a_frame_inspects_as_csv() {
             json!({"notebookRef": NB, "cellIds": [0], "view": "outputs"}),
         )
         .await;
-    assert_eq!(read.images().len(), 1);
-    let text = read.ok()["cells"][0]["outputs"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // A read that did not ask for images gets a thumbnail, linked to the full image.
+    let thumbnails = read.images();
+    assert_eq!(thumbnails.len(), 1);
+    let (width, height) = png_size(&thumbnails[0].1);
+    assert_eq!(width, 320, "{width}×{height}");
+    let body = read.ok();
+    assert_eq!(body["images"][0]["thumbnail"], true, "{body}");
+    assert!(
+        body["notice"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("thumbnails"),
+        "{body}"
+    );
+    let links = read.links();
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert!(links[0].0.ends_with("/outputs/0"), "{links:?}");
+    assert!(links[0].1.contains("full-size"), "{links:?}");
+    let text = body["cells"][0]["outputs"].as_str().unwrap().to_owned();
     assert!(text.contains("returned as image content"), "{text}");
+    // Asked for, the image comes full size, and nothing is linked.
+    let full = client
+        .call(
+            "read_notebook",
+            json!({"notebookRef": NB, "cellIds": [0], "view": "outputs", "includeImages": true}),
+        )
+        .await;
+    let (width, _) = png_size(&full.images()[0].1);
+    assert_eq!(width, 1200);
+    assert!(full.ok()["images"][0].get("thumbnail").is_none());
+    assert!(full.links().is_empty(), "{:?}", full.links());
     let without = client
         .call(
             "read_notebook",

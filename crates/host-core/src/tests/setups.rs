@@ -74,7 +74,11 @@ impl ColabRuntimes for ScriptedTunnel {
         })
     }
 
-    fn perform_setup<'a>(&'a self, command: &'a CommandKind) -> BoxFuture<'a, Reply> {
+    fn perform_setup<'a>(
+        &'a self,
+        _notebook: &'a crate::NotebookLocation,
+        command: &'a CommandKind,
+    ) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
             match command {
                 CommandKind::CheckProvider => Reply::Done,

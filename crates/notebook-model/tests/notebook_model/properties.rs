@@ -120,6 +120,21 @@ proptest! {
     }
 
     #[test]
+    fn a_sure_difference_is_a_different_text(left in notebook_json(), right in notebook_json()) {
+        let left = Notebook::from_value(left).unwrap();
+        let right = Notebook::from_value(right).unwrap();
+        if left.surely_writes_differently(&right) {
+            prop_assert_ne!(left.to_ipynb_string(), right.to_ipynb_string());
+        }
+        let mut pieces = String::new();
+        left.write_ipynb_chunks(64, |piece| {
+            pieces.push_str(piece);
+            Ok::<(), ()>(())
+        }).unwrap();
+        prop_assert_eq!(pieces, left.to_ipynb_string());
+    }
+
+    #[test]
     fn revs_change_exactly_when_content_changes(a in text(), b in text()) {
         let same = identity::rev(CellKind::Code, &a) == identity::rev(CellKind::Code, &b);
         prop_assert_eq!(same, a == b);

@@ -83,8 +83,9 @@ pub struct PeerResults {
     pub context: Vec<ContextRow>,
 }
 
-/// Runs every side-by-side measurement.
-pub async fn run(quick: bool) -> Result<PeerResults> {
+/// Runs every side-by-side measurement; with `skip_peer`, only ours and the limit (the peer's
+/// cells then say so), which is quicker when only our figures are being worked on.
+pub async fn run(quick: bool, skip_peer: bool) -> Result<PeerResults> {
     let runs = Runs::new(quick);
     let notebooks = Notebooks::write(quick)?;
     let mut lines = Vec::new();
@@ -106,9 +107,13 @@ pub async fn run(quick: bool) -> Result<PeerResults> {
     eprintln!("peers: jupyter-mcp over stdio");
     let ours_stdio = measure_ours_stdio(&notebooks, runs).await;
     eprintln!("peers: datalayer jupyter-mcp-server");
-    let peer = match Peer::start(&notebooks, runs).await {
-        Ok(peer) => peer.measure(&notebooks, runs).await,
-        Err(error) => PeerFigures::missing(&format!("{error:#}")),
+    let peer = if skip_peer {
+        PeerFigures::skipped("skipped by --no-peer")
+    } else {
+        match Peer::start(&notebooks, runs).await {
+            Ok(peer) => peer.measure(&notebooks, runs).await,
+            Err(error) => PeerFigures::missing(&format!("{error:#}")),
+        }
     };
     let bare_parse = |path: &Path, count: usize| -> Figure {
         Figure::from(measure_blocking(count.max(3), || {
@@ -948,6 +953,28 @@ struct PeerFigures {
 }
 
 impl PeerFigures {
+    /// Every figure skipped on purpose, for `reason`.
+    fn skipped(reason: &'static str) -> PeerFigures {
+        let skipped = || Figure::Skipped(reason);
+        PeerFigures {
+            trivial: skipped(),
+            trivial_bytes: None,
+            insert_execute: skipped(),
+            small_outline: skipped(),
+            small_all: skipped(),
+            large_outline: skipped(),
+            large_all: skipped(),
+            large_edit: skipped(),
+            cold_start: skipped(),
+            jupyter_start: skipped(),
+            idle_rss: skipped(),
+            peak_rss: skipped(),
+            context: Vec::new(),
+            context_note: reason.to_owned(),
+            failure: None,
+        }
+    }
+
     fn missing(reason: &str) -> PeerFigures {
         let reason = one_line(reason);
         let missing = || Figure::Missing(reason.clone());

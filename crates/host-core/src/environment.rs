@@ -1,0 +1,137 @@
+//! The Colab preparation tools of an editor window: `inspect_colab_environment_preflight`,
+//! `list_colab_terminals`, `close_colab_terminals`, `prepare_colab_environment` and
+//! `get_colab_environment_preparation`, written once against [`ColabEnvironment`].
+//!
+//! The window (the VS Code host) answers with counts, opaque references and receipts; this
+//! module checks the window id and the arguments' shape and hands the typed results back. The
+//! broker joins the preflight of every connected window.
+
+use std::sync::Arc;
+
+use mcp_contract::params::{
+    CloseColabTerminalsParams, ColabPreflightParams, ColabPreparationParams,
+    ListColabTerminalsParams, PrepareColabEnvironmentParams,
+};
+use mcp_contract::results::{
+    CloseColabTerminalsResult, ColabPreflightResult, ColabPreparationResult, ColabTerminalsResult,
+    PreflightWindow,
+};
+use mcp_contract::{ErrorCode, ToolError};
+
+use crate::host::NotebookHost;
+use crate::tools::{BoxFuture, ToolResult, Tools, error, to_value};
+
+/// An editor window's side of the Colab preparation tools.
+pub trait ColabEnvironment: Send + Sync + 'static {
+    /// This window's preflight: counts and booleans only, never contents, commands, paths or
+    /// titles. Changes nothing.
+    fn preflight(&self) -> BoxFuture<'_, Result<PreflightWindow, ToolError>>;
+
+    /// A new terminal inventory (voiding the previous one), valid 60 s.
+    fn list_terminals(&self) -> BoxFuture<'_, Result<ColabTerminalsResult, ToolError>>;
+
+    /// Closes exactly the terminals `refs` names from the latest inventory `inventory_id`.
+    fn close_terminals<'a>(
+        &'a self,
+        inventory_id: &'a str,
+        refs: &'a [String],
+    ) -> BoxFuture<'a, Result<CloseColabTerminalsResult, ToolError>>;
+
+    /// Starts (or reports) a preparation of this window.
+    fn prepare<'a>(
+        &'a self,
+        params: &'a PrepareColabEnvironmentParams,
+    ) -> BoxFuture<'a, Result<ColabPreparationResult, ToolError>>;
+
+    /// A preparation checked afresh.
+    fn preparation<'a>(
+        &'a self,
+        preparation_id: &'a str,
+    ) -> BoxFuture<'a, Result<ColabPreparationResult, ToolError>>;
+}
+
+/// A shared [`ColabEnvironment`].
+pub type SharedEnvironment = Arc<dyn ColabEnvironment>;
+
+/// Window labels in the preflight are cut to this many characters.
+pub const MAX_PREFLIGHT_LABEL_CHARS: usize = 256;
+
+impl<H: NotebookHost> Tools<H> {
+    fn environment(&self) -> Result<SharedEnvironment, ToolError> {
+        self.host.colab_environment().ok_or_else(|| {
+            error(
+                ErrorCode::NotSupported,
+                "this host has no Colab environment (an editor window with the Colab extension)",
+            )
+        })
+    }
+
+    pub(crate) async fn colab_preflight(&self, _params: ColabPreflightParams) -> ToolResult {
+        let window = self.environment()?.preflight().await?;
+        Ok((
+            to_value(&ColabPreflightResult::from_windows(vec![window])),
+            Vec::new(),
+        ))
+    }
+
+    pub(crate) async fn list_colab_terminals(
+        &self,
+        params: ListColabTerminalsParams,
+    ) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        let inventory = self.environment()?.list_terminals().await?;
+        Ok((to_value(&inventory), Vec::new()))
+    }
+
+    pub(crate) async fn close_colab_terminals(
+        &self,
+        params: CloseColabTerminalsParams,
+    ) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        if params.terminal_refs.is_empty() {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                "terminalRefs must name at least one terminal from list_colab_terminals; nothing was closed",
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = params
+            .terminal_refs
+            .iter()
+            .find(|reference| !seen.insert(reference.as_str()))
+        {
+            return Err(error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "terminalRefs names `{twice}` twice; name each terminal once. Nothing was closed"
+                ),
+            ));
+        }
+        let closed = self
+            .environment()?
+            .close_terminals(&params.inventory_id, &params.terminal_refs)
+            .await?;
+        Ok((to_value(&closed), Vec::new()))
+    }
+
+    pub(crate) async fn prepare_colab_environment(
+        &self,
+        params: PrepareColabEnvironmentParams,
+    ) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        let receipt = self.environment()?.prepare(&params).await?;
+        Ok((to_value(&receipt), Vec::new()))
+    }
+
+    pub(crate) async fn get_colab_environment_preparation(
+        &self,
+        params: ColabPreparationParams,
+    ) -> ToolResult {
+        self.check_window(params.window_id.as_ref())?;
+        let receipt = self
+            .environment()?
+            .preparation(&params.preparation_id)
+            .await?;
+        Ok((to_value(&receipt), Vec::new()))
+    }
+}

@@ -61,8 +61,8 @@ pub use provider::{KernelHandle, KernelProvider};
 pub use remote::{
     AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, CredentialPlacement,
     CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient, HttpFailure,
-    JupyterHubConfig, KernelRequestAnswer, REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig,
-    RemoteKernel, RemoteProvider, ServerAnswer, ServerClient, ServerToken, ServerUrl,
+    JupyterHubConfig, KernelRequestAnswer, QuickAckStream, REMOTE_SPEC_PREFIX, RefreshCredential,
+    RemoteConfig, RemoteKernel, RemoteProvider, ServerAnswer, ServerClient, ServerToken, ServerUrl,
     ServerWebSocket, TlsTrust,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};

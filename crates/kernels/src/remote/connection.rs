@@ -159,6 +159,7 @@ async fn open_stream(rest: &Rest, operation: &'static str) -> Result<Box<dyn Byt
         .await
         .map_err(|source| unreachable_error(url, operation, Box::new(source)))?;
     let _ = tcp.set_nodelay(true);
+    let tcp = super::QuickAckStream::new(tcp);
     if !url.is_https() {
         return Ok(Box::new(tcp));
     }

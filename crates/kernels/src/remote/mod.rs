@@ -21,6 +21,7 @@ mod http_client;
 mod hub;
 mod hub_client;
 mod profile;
+mod quickack;
 mod server;
 mod tls;
 
@@ -47,6 +48,7 @@ pub use self::profile::{
     AnswerKernelRequest, ConnectionProfile, CredentialPlacement, CredentialSource,
     KernelRequestAnswer, RefreshCredential, TlsTrust,
 };
+pub use self::quickack::QuickAckStream;
 use self::server::{KernelSpecModel, Rest, Transport};
 pub use self::server::{ServerToken, ServerUrl};
 pub use self::tls::CertificateProblem;

@@ -236,16 +236,34 @@ fn is_root() -> bool {
 pub(crate) fn system_packages() -> Result<()> {
     let have_krb5 = Path::new("/usr/include/gssapi/gssapi.h").exists();
     let have_chromium = which("chromium").is_some();
-    if have_krb5 && have_chromium {
+    // The Colab phase of e2e-vscode makes its test CA with the openssl CLI.
+    let have_openssl = which("openssl").is_some();
+    if have_krb5 && have_chromium && have_openssl {
         return Ok(());
     }
     if !is_root() {
-        bail!("e2e-vscode needs libkrb5-dev and chromium: apt-get install -y libkrb5-dev chromium");
+        bail!(
+            "the tests need libkrb5-dev, chromium and openssl: apt-get install -y libkrb5-dev chromium openssl"
+        );
     }
-    run(Command::new("apt-get").args(["update", "-qq"]))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "-qq", "libkrb5-dev", "chromium"])
-        .env("DEBIAN_FRONTEND", "noninteractive"))
+    // A mirror's passing failure should not fail a whole CI run: three tries, 10 s apart.
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let outcome = run(Command::new("apt-get").args(["update", "-qq"])).and_then(|()| {
+            run(Command::new("apt-get")
+                .args(["install", "-y", "-qq", "libkrb5-dev", "chromium", "openssl"])
+                .env("DEBIAN_FRONTEND", "noninteractive"))
+        });
+        match outcome {
+            Ok(()) => return Ok(()),
+            Err(error) if tries < 3 => {
+                eprintln!("apt-get failed ({error:#}); trying again in 10 s");
+                std::thread::sleep(Duration::from_secs(10));
+            }
+            Err(error) => return Err(error),
+        }
+    }
 }
 
 fn which(program: &str) -> Option<PathBuf> {

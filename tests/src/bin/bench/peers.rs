@@ -841,23 +841,9 @@ async fn measure_ours_stdio(notebooks: &Notebooks, runs: Runs) -> OursStdioFigur
     let (trivial, trivial_bytes) = match McpSession::spawn(command(), &log).await {
         Ok((server, _)) => {
             let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "freshDeps": false, "waitMs": 30000});
-            let bytes = server
-                .call("run_cells", arguments.clone(), Duration::from_secs(60))
-                .await
-                .map(|result| reply_of(&result).text_bytes)
-                .unwrap_or_default();
-            let figure = Figure::from(
-                measure_async(runs.trivial, || async {
-                    let result = server
-                        .call("run_cells", arguments.clone(), Duration::from_secs(60))
-                        .await?;
-                    anyhow::ensure!(text_of(&result).contains("completed"), "run failed");
-                    Ok(())
-                })
-                .await,
-            );
+            let (figure, bytes) = ours_trivial(&server, &arguments, runs.trivial).await;
             server.close().await;
-            (figure, bytes)
+            (figure, bytes.unwrap_or_default())
         }
         Err(error) => (Figure::Missing(one_line(&format!("{error:#}"))), 0),
     };
@@ -1254,31 +1240,8 @@ impl Peer {
         };
 
         // The trivial cell: `execute_cell` on the activated notebook.
-        figures.trivial = match use_notebook("trivial.ipynb").await {
-            Ok(()) => {
-                if let Ok(result) = server
-                    .call("execute_cell", json!({"cell_index": 0}), deadline)
-                    .await
-                {
-                    figures.trivial_bytes = Some(reply_of(&result).text_bytes);
-                }
-                Figure::from(
-                    measure_async(runs.peer_trivial, || async {
-                        let result = server
-                            .call("execute_cell", json!({"cell_index": 0}), deadline)
-                            .await?;
-                        anyhow::ensure!(
-                            text_of(&result).contains('2'),
-                            "unexpected output: {}",
-                            one_line(&text_of(&result))
-                        );
-                        Ok(())
-                    })
-                    .await,
-                )
-            }
-            Err(error) => Figure::Missing(one_line(&format!("{error:#}"))),
-        };
+        (figures.trivial, figures.trivial_bytes) =
+            peer_trivial(&server, "trivial.ipynb", runs).await;
         note(&mut failures, "execute_cell", &figures.trivial);
 
         // Reads and insert+execute on the small notebook.
@@ -1446,7 +1409,7 @@ impl KernelPaths {
         let ours_http = async {
             let ours = HttpServer::start_with_env(&notebooks.ours, &arguments, &env)?;
             let session = McpSession::http(&ours.url).await?;
-            let figure = ours_trivial(&session, &run_arguments, runs.trivial).await;
+            let (figure, _) = ours_trivial(&session, &run_arguments, runs.trivial).await;
             session.close().await;
             ours.stop()?;
             Ok::<_, anyhow::Error>(figure)
@@ -1466,7 +1429,7 @@ impl KernelPaths {
             .env_remove("JUPYTER_MCP_TOKEN");
         let ours_stdio = match McpSession::spawn(command, &log).await {
             Ok((session, _)) => {
-                let figure = ours_trivial(&session, &run_arguments, runs.trivial).await;
+                let (figure, _) = ours_trivial(&session, &run_arguments, runs.trivial).await;
                 session.close().await;
                 figure
             }
@@ -1482,7 +1445,7 @@ impl KernelPaths {
             let transport = StreamableHttpClientTransport::from_config(config);
             let service = ().serve(transport).await.context("MCP handshake with the extension at /mcp")?;
             let session = McpSession { service, pid: None };
-            let figure = peer_trivial(&session, "trivial-extension.ipynb", runs).await;
+            let (figure, _) = peer_trivial(&session, "trivial-extension.ipynb", runs).await;
             session.close().await;
             Ok::<_, anyhow::Error>(figure)
         }
@@ -1497,7 +1460,7 @@ impl KernelPaths {
         .await
         {
             Ok((session, _)) => {
-                let figure = peer_trivial(&session, "trivial-http.ipynb", runs).await;
+                let (figure, _) = peer_trivial(&session, "trivial-http.ipynb", runs).await;
                 session.close().await;
                 figure
             }
@@ -1544,15 +1507,21 @@ impl KernelPaths {
     }
 }
 
-/// Our trivial run, `count` times, each checked to have completed.
-async fn ours_trivial(session: &McpSession, arguments: &Value, count: usize) -> Figure {
-    if let Err(error) = session
+/// Our trivial run, `count` times after a warm-up, each checked to have completed; and the
+/// warm-up's reply size.
+async fn ours_trivial(
+    session: &McpSession,
+    arguments: &Value,
+    count: usize,
+) -> (Figure, Option<usize>) {
+    let bytes = match session
         .call("run_cells", arguments.clone(), Duration::from_secs(120))
         .await
     {
-        return Figure::Missing(one_line(&format!("{error:#}")));
-    }
-    Figure::from(
+        Ok(result) => reply_of(&result).text_bytes,
+        Err(error) => return (Figure::Missing(one_line(&format!("{error:#}"))), None),
+    };
+    let figure = Figure::from(
         measure_async(count, || async {
             let result = session
                 .call("run_cells", arguments.clone(), Duration::from_secs(60))
@@ -1561,11 +1530,13 @@ async fn ours_trivial(session: &McpSession, arguments: &Value, count: usize) -> 
             Ok(())
         })
         .await,
-    )
+    );
+    (figure, Some(bytes))
 }
 
-/// The peer's `execute_cell` of cell 0 of `notebook`, after `use_notebook` and one warm-up.
-async fn peer_trivial(session: &McpSession, notebook: &str, runs: Runs) -> Figure {
+/// The peer's `execute_cell` of cell 0 of `notebook`, after `use_notebook` and one warm-up;
+/// and the warm-up's reply size.
+async fn peer_trivial(session: &McpSession, notebook: &str, runs: Runs) -> (Figure, Option<usize>) {
     let deadline = runs.peer_deadline;
     let prepared = async {
         session
@@ -1580,10 +1551,11 @@ async fn peer_trivial(session: &McpSession, notebook: &str, runs: Runs) -> Figur
             .await
     }
     .await;
-    if let Err(error) = prepared {
-        return Figure::Missing(one_line(&format!("{error:#}")));
-    }
-    Figure::from(
+    let bytes = match prepared {
+        Ok(result) => reply_of(&result).text_bytes,
+        Err(error) => return (Figure::Missing(one_line(&format!("{error:#}"))), None),
+    };
+    let figure = Figure::from(
         measure_async(runs.peer_trivial, || async {
             let result = session
                 .call("execute_cell", json!({"cell_index": 0}), deadline)
@@ -1596,5 +1568,6 @@ async fn peer_trivial(session: &McpSession, notebook: &str, runs: Runs) -> Figur
             Ok(())
         })
         .await,
-    )
+    );
+    (figure, Some(bytes))
 }

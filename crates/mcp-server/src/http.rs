@@ -209,7 +209,8 @@ impl HttpApp {
             .with_sse_keep_alive(Some(Duration::from_secs(15)))
             // A reply with nothing before it goes as one JSON body, not an SSE event: clients cap
             // event sizes (the Python SDK at 1 MiB), and a whole log read as a resource is larger.
-            // A call that reports progress first still streams.
+            // A call that reports progress first still streams. rmcp does this for stateless
+            // requests (2026-07-28); `settle` does it for the sessions of older versions.
             .with_json_response(true)
             .with_cancellation_token(cancel);
         let mcp = StreamableHttpService::new(
@@ -235,10 +236,16 @@ impl HttpApp {
             {
                 return response;
             }
+            let settle = crate::settle::may_settle(request.method(), request.headers());
             let mut mcp = self.mcp.clone();
-            return match mcp.call(request).await {
+            let response = match mcp.call(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
+            };
+            return if settle {
+                crate::settle::settle(response, crate::settle::REPLY_WAIT).await
+            } else {
+                response
             };
         }
         let request = match &self.extra {

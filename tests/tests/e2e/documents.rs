@@ -1175,3 +1175,94 @@ async fn every_tool_rejects_unknown_keys_and_missing_required_ones() {
     }
     assert_eq!(std::fs::read(root.path().join(NOTEBOOK)).unwrap(), before);
 }
+
+/// One POST on `sender`'s connection: the status, the content type and the body.
+async fn post_on(
+    sender: &mut hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes::Bytes>>,
+    address: &str,
+    path: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, String, Option<String>, Vec<u8>) {
+    use http_body_util::BodyExt;
+    let mut request = hyper::Request::post(path)
+        .header("host", address)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25");
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let request = request
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            body.to_string(),
+        )))
+        .unwrap();
+    let response = sender
+        .send_request(request)
+        .await
+        .expect("the connection is still open");
+    let status = response.status().as_u16();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().unwrap().to_owned())
+    };
+    let (content_type, session) = (
+        header("content-type").unwrap_or_default(),
+        header("mcp-session-id"),
+    );
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, content_type, session, bytes.to_vec())
+}
+
+#[tokio::test]
+async fn a_session_reply_over_http_is_one_json_body_on_a_kept_connection() {
+    // Larger than the 1 MiB a client may cap one SSE event at (the Python SDK's limit).
+    let root = tempfile::tempdir().unwrap();
+    let cells: Vec<Value> = (0..1800)
+        .map(|index| {
+            json!({"cell_type": "markdown", "id": format!("m{index}"), "metadata": {},
+                   "source": format!("## Section {index} {}\nbody", "long heading words ".repeat(30))})
+        })
+        .collect();
+    let notebook = json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells});
+    let server = HttpServer::start(root.path(), &["--no-kernels"]).unwrap();
+    std::fs::write(root.path().join("big.ipynb"), notebook.to_string()).unwrap();
+    let (address, token) = address_and_token(&server.url);
+    let path = format!("/mcp?token={}", token.unwrap());
+    let stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+            .await
+            .unwrap();
+    let connection = tokio::spawn(connection);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (status, _, session, _) = post_on(&mut sender, &address, &path, None, initialize).await;
+    assert_eq!(status, 200);
+    let session = session.expect("a 2025-11-25 client gets a session");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, ..) = post_on(&mut sender, &address, &path, Some(&session), initialized).await;
+    assert_eq!(status, 202);
+    for id in [2, 3] {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "read_notebook", "arguments": {"notebookRef": "big.ipynb", "maxResponseChars": 0}}});
+        let (status, content_type, _, body) =
+            post_on(&mut sender, &address, &path, Some(&session), call).await;
+        assert_eq!(status, 200);
+        assert_eq!(content_type, "application/json", "call {id}");
+        assert!(body.len() > 1 << 20, "{} bytes", body.len());
+        let reply: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(reply["id"], id);
+        assert_eq!(reply["result"]["structuredContent"]["cellCount"], 1800);
+    }
+    assert!(
+        !connection.is_finished(),
+        "the server closed the connection"
+    );
+    drop(sender);
+    connection.await.unwrap().unwrap();
+}

@@ -212,7 +212,10 @@ export class Shell {
       }
     }
     const saved = await document.save();
-    if (!saved) return failure('failed', `VS Code did not save ${uri}`);
+    // `save` also answers false when there was nothing to save: the two metadata edits can
+    // leave the document at its saved version again. Clean after the call, the file on disk
+    // holds what the window shows, which is what was asked.
+    if (!saved && document.isDirty) return failure('failed', `VS Code did not save ${uri}`);
     this.log(`saved ${uri}`);
     return {};
   }

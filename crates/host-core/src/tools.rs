@@ -133,6 +133,8 @@ pub(crate) struct Derived {
     version: u64,
     pub names: Vec<String>,
     pub revs: Vec<String>,
+    /// What the saved file says of each cell's last run (an outline needs it for every cell).
+    pub states: Vec<view::ExecutionState>,
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -487,6 +489,12 @@ impl<H: NotebookHost> Tools<H> {
                 .iter()
                 .map(|cell| cell.rev())
                 .collect(),
+            states: document
+                .notebook
+                .cells()
+                .iter()
+                .map(|cell| view::execution_state(cell))
+                .collect(),
         });
         self.derived
             .lock()
@@ -646,7 +654,7 @@ impl<H: NotebookHost> Tools<H> {
             kernel,
             cells: {
                 let derived = self.derived(&document);
-                outline_cells(&document.notebook, None, &derived.names, &derived.revs)
+                outline_cells(&document.notebook, None, &derived)
             },
         };
         Ok((to_value(&result), Vec::new()))
@@ -783,12 +791,14 @@ impl<H: NotebookHost> Tools<H> {
         // The envelope (URIs, kernel, counts, a notice) is charged up front; each cell then
         // costs its JSON text plus its lint findings.
         let mut spent = 1_000 + 2 * location.uri.len();
-        let mut lint = Vec::new();
+        let mut lint: Vec<LintFinding> = Vec::new();
+        // A finding repeated in other cells (the same code and message) is given once, with
+        // the other cells in `alsoIn`: a name undefined in 500 cells is one finding, not 500.
+        let mut repeated: HashMap<(String, String), usize> = HashMap::new();
         let mut returned = 0;
         // Outlines are made one cell at a time: a page of a long notebook costs what it returns.
         for &index in page {
-            let Some(mut cell_view) =
-                outline_cells(notebook, Some(&[index]), names, &derived.revs).pop()
+            let Some(mut cell_view) = outline_cells(notebook, Some(&[index]), &derived).pop()
             else {
                 continue;
             };
@@ -846,7 +856,17 @@ impl<H: NotebookHost> Tools<H> {
                 cell_images = rendered.images;
             }
             let cell_lint = lint_by_cell.remove(&index).unwrap_or_default();
-            let cost = budget::json_len(&cell_view) + budget::json_len(&cell_lint) + 2;
+            let lint_cost: usize = cell_lint
+                .iter()
+                .map(|finding| {
+                    if repeated.contains_key(&(finding.code.clone(), finding.message.clone())) {
+                        index.to_string().len() + 1
+                    } else {
+                        budget::json_len(finding) + 1
+                    }
+                })
+                .sum();
+            let cost = budget::json_len(&cell_view) + lint_cost + 2;
             // The first cell is always returned, so that every page makes progress.
             if returned > 0 && spent.saturating_add(cost) > budget {
                 image_budget = images_before;
@@ -855,7 +875,22 @@ impl<H: NotebookHost> Tools<H> {
             spent += cost;
             returned += 1;
             cells.push(cell_view);
-            lint.extend(cell_lint);
+            for finding in cell_lint {
+                let key = (finding.code.clone(), finding.message.clone());
+                match repeated.get(&key) {
+                    Some(&first) => {
+                        let group: &mut LintFinding = &mut lint[first];
+                        // A cell's repeats of one finding come one after another.
+                        if group.cell_index != index && group.also_in.last() != Some(&index) {
+                            group.also_in.push(index);
+                        }
+                    }
+                    None => {
+                        repeated.insert(key, lint.len());
+                        lint.push(finding);
+                    }
+                }
+            }
             for image in cell_images {
                 let thumbnail = thumbnails && image.downscaled;
                 any_thumbnail |= thumbnail;
@@ -1289,6 +1324,7 @@ fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
         cell_name: names.get(finding.cell).cloned().unwrap_or_default(),
         line: finding.line.map(|line| line as usize),
         message: finding.message.clone(),
+        also_in: Vec::new(),
     }
 }
 
@@ -1457,12 +1493,12 @@ pub fn new_notebook(title: &str) -> Notebook {
     notebook
 }
 
-/// Outline entries for the cells at `indices` (all when `None`), given every cell's name and rev.
-pub fn outline_cells(
+/// Outline entries for the cells at `indices` (all when `None`), from the names, revs and saved
+/// run states derived once per version of the notebook.
+pub(crate) fn outline_cells(
     notebook: &Notebook,
     indices: Option<&[usize]>,
-    names: &[String],
-    revs: &[String],
+    derived: &Derived,
 ) -> Vec<CellOutline> {
     let all: Vec<usize> = match indices {
         Some(_) => Vec::new(),
@@ -1476,12 +1512,12 @@ pub fn outline_cells(
             Some(CellOutline {
                 index,
                 cell_id: cell.id().to_owned(),
-                name: names[index].clone(),
-                rev: revs[index].clone(),
+                name: derived.names[index].clone(),
+                rev: derived.revs[index].clone(),
                 kind: cell.kind().as_str().to_owned(),
                 language: notebook.cell_language(cell).to_owned(),
                 line_count: view::line_count(cell.source()),
-                execution_state: view::execution_state(cell).as_str().to_owned(),
+                execution_state: derived.states[index].as_str().to_owned(),
                 execution_count: cell.execution_count(),
                 output_count: (cell.kind() == CellKind::Code).then_some(cell.outputs().len()),
                 ..CellOutline::default()

@@ -183,6 +183,11 @@ pub struct LintFinding {
     pub line: Option<usize>,
     /// What is wrong and, where it helps, what to do.
     pub message: String,
+    /// In the outline view: the other cells of this reply (0-based positions, in order) with
+    /// the same finding (same code and message), given once here rather than once per cell;
+    /// view `lint` lists each with its line. Absent when no other cell has it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_in: Vec<usize>,
 }
 
 /// What `read_notebook` returns.

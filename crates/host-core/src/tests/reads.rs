@@ -146,3 +146,86 @@ async fn on_a_shared_document_an_edit_of_a_cell_someone_changed_is_refused_with_
         "a = 2"
     );
 }
+
+#[tokio::test]
+async fn a_finding_repeated_in_many_cells_is_given_once_with_the_other_cells() {
+    let world = World::new();
+    // `train` is defined nowhere: the same finding in cells 1 to 40; `other` only in cell 41.
+    let mut sources: Vec<String> = vec!["import os".to_owned()];
+    sources.extend((1..=40).map(|index| format!("result_{index} = train(step={index})")));
+    sources.push("print(other)".to_owned());
+    let sources: Vec<&str> = sources.iter().map(String::as_str).collect();
+    world.host.insert("repeat.ipynb", &sources);
+    let outline = world
+        .ok(
+            "read_notebook",
+            json!({"notebookRef": "repeat.ipynb", "maxResponseChars": 0}),
+        )
+        .await;
+    let lint = outline["lint"].as_array().unwrap();
+    let train: Vec<_> = lint
+        .iter()
+        .filter(|finding| finding["message"].as_str().unwrap().contains("`train`"))
+        .collect();
+    assert_eq!(train.len(), 1, "one finding for one name: {lint:?}");
+    assert_eq!(train[0]["cellIndex"], 1);
+    assert_eq!(train[0]["alsoIn"], json!((2..=40).collect::<Vec<u64>>()));
+    let other = lint
+        .iter()
+        .find(|finding| finding["message"].as_str().unwrap().contains("`other`"))
+        .expect("the lone finding");
+    assert_eq!(other["cellIndex"], 41);
+    assert!(
+        other.get("alsoIn").is_none(),
+        "a lone finding has no alsoIn: {other}"
+    );
+    // The lint view keeps one finding per cell.
+    let detail = world
+        .ok(
+            "read_notebook",
+            json!({"notebookRef": "repeat.ipynb", "view": "lint"}),
+        )
+        .await;
+    let detailed = detail["lint"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["message"].as_str().unwrap().contains("`train`"))
+        .count();
+    assert_eq!(detailed, 40);
+    // Paged, each page names the repeats among its own cells, and the pages cover every cell.
+    let mut covered = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = world
+            .ok(
+                "read_notebook",
+                json!({"notebookRef": "repeat.ipynb", "cellOffset": offset,
+                       "maxResponseChars": 4_000}),
+            )
+            .await;
+        let cells: Vec<u64> = page["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cell| cell["index"].as_u64().unwrap())
+            .collect();
+        for finding in page["lint"].as_array().unwrap() {
+            if finding["message"].as_str().unwrap().contains("`train`") {
+                covered.push(finding["cellIndex"].as_u64().unwrap());
+                for index in finding["alsoIn"].as_array().into_iter().flatten() {
+                    assert!(
+                        cells.contains(&index.as_u64().unwrap()),
+                        "{finding} on {cells:?}"
+                    );
+                    covered.push(index.as_u64().unwrap());
+                }
+            }
+        }
+        match page["nextCellOffset"].as_u64() {
+            Some(next) => offset = next as usize,
+            None => break,
+        }
+    }
+    assert_eq!(covered, (1..=40).collect::<Vec<u64>>());
+}

@@ -11,6 +11,8 @@
 mod chart;
 #[path = "bench/peers.rs"]
 mod peers;
+#[path = "bench/raw_http.rs"]
+mod raw_http;
 #[path = "bench/raw_ws.rs"]
 mod raw_ws;
 #[path = "bench/report.rs"]

@@ -20,6 +20,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 
+use super::raw_http::RawMcp;
 use super::report::{ContextRow, Figure, Line, Reply, Summary, Target, image_tokens, one_line};
 
 /// How many repetitions each measurement gets.
@@ -147,13 +148,22 @@ pub async fn run(quick: bool, skip_peer: bool) -> Result<PeerResults> {
     let (trivial_ours_bytes, trivial_peer_bytes) = (ours.trivial_bytes, peer.trivial_bytes);
     lines.push(
         Line::new(
-            "trivial cell over HTTP (ours: `run_cells`)",
+            "trivial cell over HTTP (ours: `run_cells`, rmcp client)",
             ours.trivial.clone(),
             Figure::Missing("driven over stdio, below".into()),
         )
         .limit(rust_zmq.clone(), "Rust ZeroMQ")
         .target(Target::RatioToLimit(1.3))
         .reply_bytes(trivial_ours_bytes, None),
+    );
+    lines.push(
+        Line::new(
+            "the same, through a bare HTTP client on the same server (hyper, one kept connection, the reply parsed into a serde_json `Value`)",
+            ours.bare_trivial,
+            Figure::Missing("ours only: the client's share".into()),
+        )
+        .limit(rust_zmq.clone(), "Rust ZeroMQ")
+        .target(Target::RatioToLimit(1.3)),
     );
     lines.push(
         Line::new(
@@ -196,9 +206,18 @@ pub async fn run(quick: bool, skip_peer: bool) -> Result<PeerResults> {
     );
     lines.push(
         Line::new(
-            format!("whole outline, {large} (warm; ours: `maxResponseChars: 0`; datalayer: brief, no limit)"),
+            format!("whole outline, {large} (warm; ours: `maxResponseChars: 0`, rmcp client over HTTP; datalayer: brief, no limit)"),
             ours.large_outline,
             peer.large_outline.clone(),
+        )
+        .limit(large_parse.clone(), "bare serde_json read+parse")
+        .target(Target::BelowMillis(20.0)),
+    );
+    lines.push(
+        Line::new(
+            "the same whole outline through the bare HTTP client (the reply parsed into a serde_json `Value`)",
+            ours.bare_large_outline,
+            Figure::Missing("ours only: the client's share".into()),
         )
         .limit(large_parse.clone(), "bare serde_json read+parse")
         .target(Target::BelowMillis(20.0)),
@@ -611,6 +630,10 @@ struct OursFigures {
     small_outline: Figure,
     small_all: Figure,
     large_outline: Figure,
+    /// `run_cells` of the trivial cell through the bare HTTP client ([`RawMcp`]).
+    bare_trivial: Figure,
+    /// The whole large outline through the bare HTTP client.
+    bare_large_outline: Figure,
     /// One `read_notebook` outline with the default reply budget, and how many cells it held.
     large_outline_page: (Figure, usize),
     large_all: Figure,
@@ -703,6 +726,53 @@ async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Result<OursFigu
         }
     };
     let large_outline = whole_outline(runs.large_read * 5).await;
+    // The same two calls through a bare client on the same server: what of the figures above is
+    // the rmcp client's own work (its typed parse of the reply).
+    let (bare_trivial, bare_large_outline) = match RawMcp::connect(&server.url).await {
+        Ok(bare) => {
+            let bare = tokio::sync::Mutex::new(bare);
+            let bare = &bare;
+            let trivial = Figure::from(
+                measure_async(runs.trivial, || async {
+                    let result = bare
+                        .lock()
+                        .await
+                        .call("run_cells", trivial_arguments.clone())
+                        .await?;
+                    anyhow::ensure!(
+                        result["structuredContent"]["status"] == "completed",
+                        "run failed: {result}"
+                    );
+                    Ok(())
+                })
+                .await,
+            );
+            let outline = Figure::from(
+                measure_async(runs.large_read * 5, || async {
+                    let result = bare
+                        .lock()
+                        .await
+                        .call(
+                            "read_notebook",
+                            json!({"notebookRef": "large.ipynb", "maxResponseChars": 0}),
+                        )
+                        .await?;
+                    anyhow::ensure!(
+                        result["structuredContent"]["cellCount"].as_u64()
+                            == Some(notebooks.large_cells as u64),
+                        "not the whole outline"
+                    );
+                    Ok(())
+                })
+                .await,
+            );
+            (trivial, outline)
+        }
+        Err(error) => {
+            let reason = one_line(&format!("{error:#}"));
+            (Figure::Missing(reason.clone()), Figure::Missing(reason))
+        }
+    };
     let cells_in = |result: &CallToolResult| -> usize {
         serde_json::from_str::<Value>(&text_of(result))
             .ok()
@@ -791,6 +861,8 @@ async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Result<OursFigu
         small_outline,
         small_all,
         large_outline,
+        bare_trivial,
+        bare_large_outline,
         large_outline_page,
         large_all,
         large_all_page,

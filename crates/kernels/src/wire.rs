@@ -19,6 +19,9 @@ pub(crate) struct WireMessage {
     pub msg_id: String,
     /// `parent_header.msg_id`, absent when the parent header is empty.
     pub parent_msg_id: Option<String>,
+    /// `header.session`: the sender's session, which is new for every kernel process (and
+    /// the server's own for a status it writes itself). Empty when the header lacks it.
+    pub session: String,
     pub content: Value,
     /// The binary buffers after the content (none for most messages).
     pub buffers: Vec<Vec<u8>>,
@@ -36,6 +39,11 @@ impl WireMessage {
                 .and_then(Value::as_str)
                 .filter(|id| !id.is_empty())
                 .map(str::to_owned),
+            session: header
+                .get("session")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             content,
             buffers: Vec::new(),
         })
@@ -53,6 +61,7 @@ impl WireMessage {
             msg_type: msg_type.to_owned(),
             msg_id: format!("{msg_type}-id"),
             parent_msg_id: parent.map(str::to_owned),
+            session: String::new(),
             content,
             buffers: Vec::new(),
         }

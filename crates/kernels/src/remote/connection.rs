@@ -23,8 +23,9 @@
 //! - The credential comes from the server's connection profile at every handshake; a 401 or
 //!   403 renews it once (a token file that changed, a refresh callback) and tries again.
 //! - A `restarting` status from the server (its automatic restart after a crash) or a
-//!   `starting` status from a new kernel process means a new kernel: a new epoch, and pending
-//!   requests end with `KernelRestarted`.
+//!   `starting` status from a new kernel process (a sender other than the process that
+//!   answered us) means a new kernel: a new epoch, and pending requests end with
+//!   `KernelRestarted`.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -53,7 +54,7 @@ use crate::execute::ExecuteEvent;
 use crate::router::Router;
 use crate::status::{KernelInfo, KernelStatus, ProcessExit, StatusHub};
 use crate::tasks::AbortOnDrop;
-use crate::wire::kernel_info;
+use crate::wire::{WireMessage, kernel_info};
 
 /// The largest message accepted from the server. Outputs can be large (images, frames), but a
 /// bound keeps a misbehaving server from exhausting memory.
@@ -88,6 +89,11 @@ pub(crate) struct Link {
     _tasks: AbortOnDrop,
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every event is a message: boxing it would add an allocation to each one to \
+              save space only on the rare pings"
+)]
 enum LinkEvent {
     Message(Incoming),
     /// A ping or pong: the socket is alive.
@@ -361,6 +367,16 @@ impl Link {
     }
 }
 
+/// Whether a `starting` status comes from a kernel process other than the one that answered
+/// us (`answered_by`). A process says `starting` once, as it comes up; it says so on IOPub, from
+/// a background thread, while it answers requests on the shell socket, so its `starting` can
+/// arrive after its first reply. Only a different sender is a new process. A `starting` before
+/// any answer is the process we are about to hear from, and one in reply to a request of ours
+/// (a parent header) is not the process's own.
+fn starts_another_process(message: &WireMessage, answered_by: Option<&str>) -> bool {
+    message.parent_msg_id.is_none() && answered_by.is_some_and(|known| known != message.session)
+}
+
 /// A fresh message id.
 pub(crate) fn new_msg_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
@@ -444,11 +460,12 @@ pub(crate) struct Pump {
     /// Marker id → the requests it confirms.
     markers: HashMap<String, Vec<String>>,
     info_waiters: HashMap<String, oneshot::Sender<KernelInfo>>,
-    /// A `kernel_info_reply` arrived on this session: the kernel process is up, so a later
-    /// `starting` status means a new process.
-    kernel_answered: bool,
+    /// The session (`header.session`) of the kernel process that answered our
+    /// `kernel_info_request` on this socket, once one has: a later `starting` status from
+    /// another session means a new process.
+    answered_by: Option<String>,
     /// A restart was detected and nothing was sent since. One restart often shows twice (the
-    /// new process's `starting`, then the server's `restarting`); the second sign then changes
+    /// server's `restarting`, then the new process's `starting`); the second sign then changes
     /// nothing (no request can have been lost, no cell ran on the new epoch) and is skipped.
     quiet_since_restart: bool,
     last_heard: Instant,
@@ -475,7 +492,7 @@ impl Pump {
             unconfirmed: HashSet::new(),
             markers: HashMap::new(),
             info_waiters: HashMap::new(),
-            kernel_answered: false,
+            answered_by: None,
             quiet_since_restart: false,
             last_heard: Instant::now(),
         }
@@ -588,7 +605,7 @@ impl Pump {
 
     /// Answers at once, on stdin, an IOPub request the profile knows how to answer, so that the
     /// kernel waiting for it goes on.
-    fn answer_kernel_request(&mut self, message: &crate::wire::WireMessage, metadata: &Value) {
+    fn answer_kernel_request(&mut self, message: &WireMessage, metadata: &Value) {
         let Some(answers) = self.context.params.rest.transport.kernel_requests.clone() else {
             return;
         };
@@ -643,11 +660,12 @@ impl Pump {
                             self.restarted_by_server("the server restarted the kernel");
                             return None;
                         }
-                        "starting" if message.parent_msg_id.is_none() && self.kernel_answered => {
-                            self.restarted_by_server("a new kernel process started");
+                        "starting" => {
+                            if starts_another_process(&message, self.answered_by.as_deref()) {
+                                self.restarted_by_server("a new kernel process started");
+                            }
                             return None;
                         }
-                        "starting" => return None,
                         "dead" => return Some(self.kernel_gone()),
                         _ => {}
                     }
@@ -659,7 +677,7 @@ impl Pump {
             "shell" => {
                 let parent = message.parent_msg_id.as_deref().unwrap_or_default();
                 if message.msg_type == "kernel_info_reply" {
-                    self.kernel_answered = true;
+                    self.answered_by = Some(message.session.clone());
                     let info = kernel_info(&message.content);
                     *self
                         .context
@@ -707,7 +725,7 @@ impl Pump {
         self.router.end_all(&ExecuteEvent::KernelRestarted);
         self.unconfirmed.clear();
         self.markers.clear();
-        self.kernel_answered = false;
+        self.answered_by = None;
         // The reply brings the new process's info and ends `Restarting`.
         let request = self.request("kernel_info_request", json!({}));
         self.send_or_queue(request, false);
@@ -862,5 +880,32 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn starting(session: &str, parent: Option<&str>) -> WireMessage {
+        let mut message =
+            WireMessage::for_test("status", parent, json!({"execution_state": "starting"}));
+        message.session = session.to_owned();
+        message
+    }
+
+    #[test]
+    fn a_starting_status_means_a_new_process_only_from_another_sender() {
+        // Before anyone answered: the process we are about to hear from.
+        assert!(!starts_another_process(&starting("k2", None), None));
+        // After that process answered (its IOPub thread was slower than its shell).
+        assert!(!starts_another_process(&starting("k2", None), Some("k2")));
+        // From a sender other than the one that answered.
+        assert!(starts_another_process(&starting("k3", None), Some("k2")));
+        // In reply to a request: not a process coming up.
+        assert!(!starts_another_process(
+            &starting("k3", Some("request")),
+            Some("k2")
+        ));
     }
 }

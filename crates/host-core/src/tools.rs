@@ -856,17 +856,22 @@ impl<H: NotebookHost> Tools<H> {
                 cell_images = rendered.images;
             }
             let cell_lint = lint_by_cell.remove(&index).unwrap_or_default();
-            let lint_cost: usize = cell_lint
-                .iter()
-                .map(|finding| {
-                    if repeated.contains_key(&(finding.code.clone(), finding.message.clone())) {
-                        index.to_string().len() + 1
-                    } else {
-                        budget::json_len(finding) + 1
-                    }
-                })
-                .sum();
-            let cost = budget::json_len(&cell_view) + lint_cost + 2;
+            // Without a budget (`maxResponseChars: 0`) nothing is counted.
+            let cost = if budget == usize::MAX {
+                0
+            } else {
+                let lint_cost: usize = cell_lint
+                    .iter()
+                    .map(|finding| {
+                        if repeated.contains_key(&(finding.code.clone(), finding.message.clone())) {
+                            index.to_string().len() + 1
+                        } else {
+                            budget::json_len(finding) + 1
+                        }
+                    })
+                    .sum();
+                budget::json_len(&cell_view) + lint_cost + 2
+            };
             // The first cell is always returned, so that every page makes progress.
             if returned > 0 && spent.saturating_add(cost) > budget {
                 image_budget = images_before;

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, Method, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Body as HttpBody, Frame, SizeHint};
@@ -57,41 +57,83 @@ pub async fn settle(response: Response<Body>, wait: Duration) -> Response<Body> 
     }
     let (mut parts, mut body) = response.into_parts();
     let deadline = tokio::time::Instant::now() + wait;
-    let mut read: Vec<u8> = Vec::new();
+    // What has arrived: the first frame as it came (rmcp sends an event in one frame, so a large
+    // reply is never copied), later frames appended to it.
+    let mut read = BytesMut::new();
     let mut examined = 0;
     loop {
         while let Some(length) = event_length(&read[examined..]) {
-            let event = &read[examined..examined + length];
+            let event = examined..examined + length;
             examined += length;
-            match event_data(event) {
+            let data = match single_data_line(&read[event.clone()]) {
+                Some(line) => EventData::Line(event.start + line.start..event.start + line.end),
+                None => event_data(&read[event]),
+            };
+            let reply = match data {
                 // A comment, a keep-alive or a priming event (an id and no data).
                 EventData::Nothing => continue,
-                EventData::Message(data) if is_reply(&data) => {
-                    parts.headers.insert(
-                        header::CONTENT_TYPE,
-                        header::HeaderValue::from_static("application/json"),
-                    );
-                    parts.headers.remove(header::CONTENT_LENGTH);
-                    parts.headers.remove(header::TRANSFER_ENCODING);
-                    parts.headers.remove(header::CACHE_CONTROL);
-                    return Response::from_parts(parts, Full::new(Bytes::from(data)).boxed());
+                EventData::Line(range) if is_reply(&read[range.clone()]) => {
+                    read.freeze().slice(range)
                 }
-                EventData::Message(_) | EventData::Other => {
-                    return Response::from_parts(parts, prefixed(read, body));
+                EventData::Message(data) if is_reply(&data) => Bytes::from(data),
+                EventData::Line(_) | EventData::Message(_) | EventData::Other => {
+                    return Response::from_parts(parts, prefixed(read.freeze(), body));
                 }
-            }
+            };
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/json"),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.remove(header::TRANSFER_ENCODING);
+            parts.headers.remove(header::CACHE_CONTROL);
+            return Response::from_parts(parts, Full::new(reply).boxed());
         }
         match tokio::time::timeout_at(deadline, body.frame()).await {
             Ok(Some(Ok(frame))) => {
                 if let Ok(data) = frame.into_data() {
-                    read.extend_from_slice(&data);
+                    if read.is_empty() {
+                        read = BytesMut::from(data);
+                    } else {
+                        read.extend_from_slice(&data);
+                    }
                 }
             }
             Ok(Some(Err(never))) => match never {},
             // The stream ended or the reply is not ready: pass on what there is, as it comes.
-            Ok(None) | Err(_) => return Response::from_parts(parts, prefixed(read, body)),
+            Ok(None) | Err(_) => return Response::from_parts(parts, prefixed(read.freeze(), body)),
         }
     }
+}
+
+/// Where the data of `event` is when it is one `data:` line (what rmcp writes, after optional
+/// `id:`, `retry:` or `event: message` lines): its range in `event`, found without copying.
+fn single_data_line(event: &[u8]) -> Option<std::ops::Range<usize>> {
+    let mut data = None;
+    let mut start = 0;
+    while start < event.len() {
+        let end = memchr::memchr(b'\n', &event[start..]).map_or(event.len(), |at| start + at);
+        let line = &event[start..end];
+        if line.contains(&b'\r') {
+            return None;
+        }
+        if let Some(value) = line.strip_prefix(b"data:") {
+            if data.is_some() {
+                return None;
+            }
+            let skip = usize::from(value.first() == Some(&b' '));
+            data = Some(start + 5 + skip..end);
+        } else if !(line.is_empty()
+            || line.starts_with(b"id:")
+            || line.starts_with(b"retry:")
+            || line == b"event: message"
+            || line == b"event:message")
+        {
+            return None;
+        }
+        start = end + 1;
+    }
+    data.filter(|range| !range.is_empty())
 }
 
 /// The length of the first complete event in `bytes` (up to and including the blank line that
@@ -100,16 +142,13 @@ fn event_length(bytes: &[u8]) -> Option<usize> {
     let mut line_start = 0;
     let mut index = 0;
     while index < bytes.len() {
-        let end = match bytes[index] {
-            b'\n' => index + 1,
-            b'\r' if bytes.get(index + 1) == Some(&b'\n') => index + 2,
+        // To the next line end, at memchr's speed: a reply is one line of up to megabytes.
+        index += memchr::memchr2(b'\n', b'\r', &bytes[index..])?;
+        let end = match bytes.get(index + 1) {
+            Some(b'\n') if bytes[index] == b'\r' => index + 2,
             // A lone `\r` at the end may be the first half of `\r\n`: wait for more.
-            b'\r' if index + 1 == bytes.len() => return None,
-            b'\r' => index + 1,
-            _ => {
-                index += 1;
-                continue;
-            }
+            None if bytes[index] == b'\r' => return None,
+            _ => index + 1,
         };
         if index == line_start {
             return Some(end);
@@ -124,8 +163,10 @@ fn event_length(bytes: &[u8]) -> Option<usize> {
 enum EventData {
     /// No data: a comment, a keep-alive, a priming event.
     Nothing,
-    /// A `message` event's data.
+    /// A `message` event's data, joined from its lines.
     Message(Vec<u8>),
+    /// A `message` event's data, where it is in what was read (one `data:` line).
+    Line(std::ops::Range<usize>),
     /// Something this module does not take apart (a named event type, a malformed line).
     Other,
 }
@@ -197,9 +238,9 @@ fn is_reply(data: &[u8]) -> bool {
 }
 
 /// `read` followed by the rest of `body`.
-fn prefixed(read: Vec<u8>, body: Body) -> Body {
+fn prefixed(read: Bytes, body: Body) -> Body {
     Prefixed {
-        prefix: (!read.is_empty()).then(|| Bytes::from(read)),
+        prefix: (!read.is_empty()).then_some(read),
         rest: body,
     }
     .boxed()
@@ -357,6 +398,36 @@ mod tests {
         assert_eq!(event_length(b"data: x\r"), None);
         assert_eq!(event_length(b"data: x\n"), None);
         assert_eq!(event_length(b"\n"), Some(1));
+    }
+
+    #[test]
+    fn a_one_line_event_is_found_in_place_and_anything_else_is_joined() {
+        let event = b"id: 7\nevent: message\ndata: {\"a\": 1}\n\n";
+        let range = single_data_line(event).unwrap();
+        assert_eq!(&event[range], br#"{"a": 1}"#);
+        assert_eq!(single_data_line(b"data:{}\n\n").map(|r| r.start), Some(5));
+        // Two data lines, a carriage return, another event type, no data: the general path.
+        for other in [
+            &b"data: a\ndata: b\n\n"[..],
+            b"data: a\r\n\r\n",
+            b"event: ping\ndata: a\n\n",
+            b"id: 1\ndata:\n\n",
+            b": keep-alive\n\n",
+        ] {
+            assert_eq!(single_data_line(other), None, "{other:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_large_reply_in_one_frame_arrives_whole() {
+        let reply = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"text":"{}"}}}}"#,
+            "x".repeat(3 << 20)
+        );
+        let frame: &'static str = Box::leak(format!("id: 0/1\ndata: {reply}\n\n").into_boxed_str());
+        let settled = settle(stream_of(vec![frame], false), Duration::from_secs(5)).await;
+        assert_eq!(content_type(&settled), "application/json");
+        assert_eq!(body_of(settled).await, reply);
     }
 
     #[test]

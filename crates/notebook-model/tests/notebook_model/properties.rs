@@ -120,6 +120,25 @@ proptest! {
     }
 
     #[test]
+    fn reading_as_a_stream_gives_the_same_notebook(value in notebook_json(), bom in any::<bool>(), chunk in 1usize..64) {
+        let mut text = if bom { b"\xef\xbb\xbf".to_vec() } else { Vec::new() };
+        text.extend_from_slice(serde_json::to_string_pretty(&value).unwrap().as_bytes());
+        // A reader that hands out at most `chunk` bytes a call, as a slow file or pipe would.
+        struct Trickle<'a>(&'a [u8], usize);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+                let count = self.0.len().min(buffer.len()).min(self.1);
+                buffer[..count].copy_from_slice(&self.0[..count]);
+                self.0 = &self.0[count..];
+                Ok(count)
+            }
+        }
+        let streamed =
+            Notebook::parse_reader(std::io::BufReader::with_capacity(chunk, Trickle(&text, chunk))).unwrap();
+        prop_assert_eq!(&streamed, &Notebook::parse(&text).unwrap());
+    }
+
+    #[test]
     fn a_sure_difference_is_a_different_text(left in notebook_json(), right in notebook_json()) {
         let left = Notebook::from_value(left).unwrap();
         let right = Notebook::from_value(right).unwrap();

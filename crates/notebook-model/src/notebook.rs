@@ -241,10 +241,7 @@ impl Notebook {
                     }
                 }
             })?;
-        match top {
-            Some((fields, cells)) => Notebook::from_parts(fields, cells),
-            None => Err(ParseError::NotAnObject),
-        }
+        Notebook::from_top(top)
     }
 
     /// Reads a notebook from `reader` (the text of an `.ipynb` file) as it arrives, so that the
@@ -289,6 +286,11 @@ impl Notebook {
                 column: error.column(),
                 message: error.to_string(),
             })?;
+        Notebook::from_top(top)
+    }
+
+    /// The notebook of what [`TopVisitor`] read: its fields and cells, or not an object.
+    fn from_top(top: Option<(Map<String, Value>, RawCells)>) -> Result<Notebook, ParseError> {
         match top {
             Some((fields, cells)) => Notebook::from_parts(fields, cells),
             None => Err(ParseError::NotAnObject),

@@ -16,6 +16,7 @@ use rmcp::model::{
     ProgressToken, RequestMetaObject,
 };
 use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value};
@@ -607,8 +608,28 @@ impl Call {
 }
 
 impl Client {
+    /// A client over HTTP on rmcp's default transport, which opens a new connection for every
+    /// request.
     pub async fn http(url: &str) -> Result<Client> {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        Client::over_http(StreamableHttpClientTransport::from_uri(url.to_owned())).await
+    }
+
+    /// A client over HTTP that keeps its connection from one call to the next, as the official
+    /// TypeScript and Python SDKs' HTTP clients do.
+    pub async fn http_keep_alive(url: &str) -> Result<Client> {
+        let http = reqwest::Client::builder()
+            .build()
+            .context("building an HTTP client")?;
+        Client::over_http(StreamableHttpClientTransport::with_client(
+            http,
+            StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
+        ))
+        .await
+    }
+
+    async fn over_http(
+        transport: StreamableHttpClientTransport<reqwest::Client>,
+    ) -> Result<Client> {
         let recorder = Recorder::default();
         let service = recorder
             .clone()

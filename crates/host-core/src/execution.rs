@@ -35,6 +35,8 @@ use crate::tools::{CallContext, ImageContent, Tools, error};
 
 /// How often a waiting runner looks at the kernel.
 const OBSERVATION_INTERVAL: Duration = Duration::from_secs(1);
+/// How often a waiter that reports progress looks at its run.
+const PROGRESS_TICK: Duration = Duration::from_millis(250);
 /// How long a run waits for an interrupted cell to answer before it stops tracking it.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
@@ -76,16 +78,30 @@ struct InFlight<'a, H: NotebookHost> {
 impl<H: NotebookHost> Drop for InFlight<'_, H> {
     fn drop(&mut self) {
         let mut in_flight = self.tools.in_flight.lock().expect("in-flight lock");
-        if let Some(count) = in_flight.get_mut(&self.id) {
-            *count -= 1;
-            if *count == 0 {
-                in_flight.remove(&self.id);
+        let settled = match in_flight.get_mut(&self.id) {
+            Some(count) => {
+                *count -= 1;
+                *count == 0
             }
+            None => true,
+        };
+        if settled {
+            in_flight.remove(&self.id);
         }
         drop(in_flight);
-        self.tools
-            .registry_changed
-            .send_modify(|version| *version += 1);
+        // Waiters wait for the end of a run (progress comes from their own ticks), so a step
+        // that leaves the run going wakes nobody.
+        let ended = settled
+            && self
+                .tools
+                .registry
+                .lock()
+                .expect("registry lock")
+                .run(&self.id)
+                .is_none_or(|run| run.is_terminal());
+        if ended {
+            self.tools.runs_settled.send_modify(|version| *version += 1);
+        }
     }
 }
 
@@ -222,16 +238,14 @@ impl<H: NotebookHost> Tools<H> {
         }
     }
 
-    /// Applies an event to a run and wakes its waiters.
+    /// Applies an event to a run. Its waiters hear of it once the run has ended and settled
+    /// (see [`InFlight`]).
     pub(crate) fn apply(&self, id: &str, event: RunEvent) -> Vec<RunAction> {
-        let actions = self
-            .registry
+        self.registry
             .lock()
             .expect("registry lock")
             .apply(id, event, now_ms())
-            .unwrap_or_default();
-        self.registry_changed.send_modify(|version| *version += 1);
-        actions
+            .unwrap_or_default()
     }
 
     /// The kernel preference a notebook's metadata expresses.
@@ -547,7 +561,17 @@ impl<H: NotebookHost> Tools<H> {
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.wait_ms);
-        let mut changes = self.registry_changed.subscribe();
+        let mut settled = self.runs_settled.subscribe();
+        // Progress is looked at on a tick, not at every kernel message: a run's waiter then
+        // sleeps until its run ends, whatever the kernel sends meanwhile.
+        let mut progress_tick = context.progress.as_ref().map(|_| {
+            let mut tick = tokio::time::interval_at(
+                tokio::time::Instant::now() + PROGRESS_TICK,
+                PROGRESS_TICK,
+            );
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick
+        });
         let mut last_progress = None;
         let timed_out = loop {
             let (terminal, progress, latest) = {
@@ -584,11 +608,18 @@ impl<H: NotebookHost> Tools<H> {
             if now >= deadline {
                 break true;
             }
-            if tokio::time::timeout(deadline - now, changes.changed())
-                .await
-                .is_err()
-            {
-                break true;
+            let next_tick = async {
+                match &mut progress_tick {
+                    Some(tick) => {
+                        tick.tick().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = settled.changed() => {}
+                () = next_tick => {}
+                () = tokio::time::sleep_until(deadline) => break true,
             }
         };
         self.receipt(location, id, request, timed_out).await

@@ -113,8 +113,9 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) sessions: Mutex<HashMap<String, crate::session::NotebookSession>>,
     /// Tracked runs of this window.
     pub(crate) registry: Mutex<execution_tracker::Registry>,
-    /// Bumped after every change to the registry; waiters re-check their run.
-    pub(crate) registry_changed: tokio::sync::watch::Sender<u64>,
+    /// Bumped when a run has ended with nothing left to carry out (its outputs written), and
+    /// when kernel requests change runs from outside their runners; waiters re-check their run.
+    pub(crate) runs_settled: tokio::sync::watch::Sender<u64>,
     /// Per-notebook controls of the running background run (interrupt requests).
     pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
@@ -198,7 +199,7 @@ impl<H: NotebookHost> Tools<H> {
                 seen_versions: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
                 registry: Mutex::new(crate::execution::new_registry()),
-                registry_changed: tokio::sync::watch::channel(0).0,
+                runs_settled: tokio::sync::watch::channel(0).0,
                 run_controls: Mutex::new(HashMap::new()),
                 in_flight: Mutex::new(HashMap::new()),
                 idempotency: Mutex::new(HashMap::new()),

@@ -16,7 +16,8 @@ use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use host_core::{
     Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
@@ -339,6 +340,26 @@ impl Drop for Temporary {
         if !self.promoted {
             let _ = fs::remove_file(&self.path);
         }
+    }
+}
+
+/// Closes `file` on a thread of its own. Closing the last handle of a replaced file frees its
+/// blocks, and some file systems wait on the disk for that (ext4 mounted with `discard` issues
+/// the discard and waits for it), so a caller that must not wait hands the file over here.
+/// When the thread cannot be started or is behind, the file is closed at once.
+fn close_later(file: File) {
+    static CLOSER: OnceLock<Option<SyncSender<File>>> = OnceLock::new();
+    let closer = CLOSER.get_or_init(|| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<File>(64);
+        std::thread::Builder::new()
+            .name("jupyter-mcp-closer".to_owned())
+            .spawn(move || receiver.into_iter().for_each(drop))
+            .ok()
+            .map(|_| sender)
+    });
+    if let Some(closer) = closer {
+        // A full or closed queue hands the file back, and it is closed here.
+        let _ = closer.try_send(file);
     }
 }
 
@@ -708,7 +729,16 @@ impl FileHost {
                 durable: false,
             },
         };
+        // Without an undo snapshot linking it, the replaced file would be freed inside the
+        // rename; held open, it is freed when the closer thread drops it, off this path.
+        let replaced = match kind {
+            CommitKind::Outputs => File::open(path).ok(),
+            CommitKind::Edit => None,
+        };
         temporary.promote(mode).map_err(write_error)?;
+        if let Some(replaced) = replaced {
+            close_later(replaced);
+        }
         let metadata = fs::metadata(path).map_err(write_error)?;
         let document = Arc::new(Document {
             location: self.location(rooted),

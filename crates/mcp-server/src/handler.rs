@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_contract::resources::{NOTEBOOK_MIME, TEMPLATES};
-use mcp_contract::{CallContext, ProgressSink, ResourceError, ToolDispatch, ToolOutput, ToolSpec};
+use mcp_contract::{CallContext, ResourceError, ToolDispatch, ToolOutput, ToolSpec};
 #[expect(
     deprecated,
     reason = "logging/setLevel still belongs to the 2025 protocol versions"
@@ -25,17 +25,17 @@ use rmcp::model::{
     CompleteRequestParams, CompleteResult, CompletionInfo, ContentBlock, ExtensionCapabilities,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetTaskParams, GetTaskResult, Icon,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Reference, Resource, ResourceContents,
-    ResourceTemplate, Role, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
-    ToolAnnotations, UpdateTaskParams,
+    ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool, ToolAnnotations, UpdateTaskParams,
 };
 use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
-use rmcp::service::{Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData as McpError, ServerHandler};
 use serde_json::{Value, json};
 
+use crate::progress::{CallProgress, PeerOut};
 use crate::subscriptions::Subscriptions;
 use crate::tasks::{TASK_TOOLS, Tasks};
 
@@ -206,25 +206,6 @@ impl McpHandler {
     }
 }
 
-struct PeerProgress {
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-}
-
-impl ProgressSink for PeerProgress {
-    fn report(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        let mut param = ProgressNotificationParam::new(self.token.clone(), progress);
-        param.total = total;
-        param.message = message;
-        let peer = self.peer.clone();
-        tokio::spawn(async move {
-            if let Err(error) = peer.notify_progress(param).await {
-                tracing::debug!(%error, "progress notification not delivered");
-            }
-        });
-    }
-}
-
 fn prompt_list() -> Vec<Prompt> {
     mcp_contract::prompts::PROMPTS
         .iter()
@@ -343,10 +324,12 @@ impl ServerHandler for McpHandler {
             .and_then(|meta| meta.get_progress_token())
             .or_else(|| context.meta.get_progress_token())
             .map(|token| {
-                Arc::new(PeerProgress {
-                    peer: context.peer.clone(),
+                CallProgress::start(
+                    PeerOut {
+                        peer: context.peer.clone(),
+                    },
                     token,
-                }) as Arc<dyn ProgressSink>
+                )
             });
         let client_name = context.peer.peer_info().map(|info| {
             let client = &info.client_info;
@@ -358,11 +341,14 @@ impl ServerHandler for McpHandler {
                 request.name.to_string(),
                 request.arguments,
                 CallContext {
-                    progress,
+                    progress: progress.as_ref().map(CallProgress::sink),
                     client_name,
                 },
             )
             .await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
         Ok(call_tool_result(output).into())
     }
 

@@ -6,6 +6,7 @@
 
 pub mod handler;
 pub mod http;
+mod progress;
 mod settle;
 mod subscriptions;
 mod tasks;

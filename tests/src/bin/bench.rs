@@ -869,11 +869,14 @@ fn machine_line() -> String {
 
 /// A trivial cell through `run_cells` over HTTP against a direct ZeroMQ execute round trip.
 async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()> {
-    use jupyter_mcp_tests::{Client, HttpServer, example_root, write_code_notebook};
+    use jupyter_mcp_tests::{HttpServer, example_root, write_code_notebook};
     let root = example_root();
     write_code_notebook(root.path(), "bench.ipynb", &["1+1"]);
     let server = HttpServer::start(root.path(), &[])?;
-    let client = Client::http(&server.url).await?;
+    // The client an agent's SDK is like (the TypeScript and Python SDKs keep their connection),
+    // and rmcp's default transport, which opens a new connection for every call.
+    let kept = Client::http_keep_alive(&server.url).await?;
+    let fresh = Client::http(&server.url).await?;
     let arguments =
         json!({"notebookRef": "bench.ipynb", "cellIds": [0], "freshDeps": false, "waitMs": 30000});
 
@@ -891,52 +894,107 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
         )?
         .clone();
     let kernel = provider.start_local(&spec, root.path()).await?;
-    // One run through MCP, then one direct, in turn: both see the same machine, so a busy
-    // moment weighs on both sides alike. The first five rounds warm both kernels.
-    let mut through_mcp = Vec::with_capacity(runs);
-    let mut direct = Vec::with_capacity(runs);
+    // One run through a client, then one direct, in turn (the two clients take turns): every
+    // side sees the same machine, so a busy moment weighs on all alike. The first five rounds
+    // warm both kernels.
+    let mut through_kept = Vec::with_capacity(runs);
+    let mut through_fresh = Vec::with_capacity(runs);
+    let mut direct = Vec::with_capacity(3 * runs);
+    let mut bare = raw_http::RawMcp::connect(&server.url).await?;
+    let mut through_bare = Vec::with_capacity(runs);
     for round in 0..runs + 5 {
-        let start = Instant::now();
-        let receipt = client.call("run_cells", arguments.clone()).await.ok();
-        let elapsed = start.elapsed();
-        anyhow::ensure!(receipt["status"] == "completed", "run failed: {receipt}");
-        let start = Instant::now();
-        let mut handle =
-            kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
-                .await?;
-        while let Some(event) = handle.next().await {
-            if event.is_terminal() {
-                break;
+        for client in 0..3 {
+            let elapsed = match client {
+                0 => timed_run(&kept, &arguments).await?,
+                1 => timed_run(&fresh, &arguments).await?,
+                _ => {
+                    let start = Instant::now();
+                    let result = bare.call("run_cells", arguments.clone()).await?;
+                    let elapsed = start.elapsed();
+                    anyhow::ensure!(
+                        result["structuredContent"]["status"] == "completed",
+                        "run failed: {result}"
+                    );
+                    elapsed
+                }
+            };
+            let start = Instant::now();
+            let mut handle =
+                kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
+                    .await?;
+            while let Some(event) = handle.next().await {
+                if event.is_terminal() {
+                    break;
+                }
+            }
+            if round >= 5 {
+                direct.push(start.elapsed());
+                [&mut through_kept, &mut through_fresh, &mut through_bare][client].push(elapsed);
             }
         }
-        if round >= 5 {
-            through_mcp.push(elapsed);
-            direct.push(start.elapsed());
-        }
     }
-    let through_mcp = stats(through_mcp);
+    let through_kept = stats(through_kept);
+    let through_bare = stats(through_bare);
+    let through_fresh = stats(through_fresh);
     let direct = stats(direct);
     kernels::KernelHandle::shutdown(&kernel).await?;
-    drop(client);
+    drop(kept);
+    drop(fresh);
     drop(server);
-    let ratio = through_mcp.median.as_secs_f64() / direct.median.as_secs_f64();
+    let baseline = format!(
+        "{} ({}) direct ZeroMQ execute round trip, measured in turn with each run",
+        ms(direct.median),
+        ms(direct.p90)
+    );
+    let ratio = |figure: Stats| figure.median.as_secs_f64() / direct.median.as_secs_f64();
     print_rows(
         &format!("Execution: a trivial cell (`1+1`), {runs} runs each"),
-        &[Row {
-            name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk)".into(),
-            figure: format!("{} ({})", ms(through_mcp.median), ms(through_mcp.p90)),
-            baseline: format!(
-                "{} ({}) direct ZeroMQ execute round trip, measured in turn with each run",
-                ms(direct.median),
-                ms(direct.p90)
-            ),
-            ratio: format!("{ratio:.2}×"),
-            target: "≤ 1.3×",
-            pass: Some(ratio <= 1.3),
-        }],
+        &[
+            Row {
+                name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk; rmcp client keeping its connection)".into(),
+                figure: format!("{} ({})", ms(through_kept.median), ms(through_kept.p90)),
+                baseline: baseline.clone(),
+                ratio: format!("{:.2}×", ratio(through_kept)),
+                target: "≤ 1.3×",
+                pass: Some(ratio(through_kept) <= 1.3),
+            },
+            Row {
+                name: "the same through rmcp's default HTTP transport (a new connection for every call)".into(),
+                figure: format!("{} ({})", ms(through_fresh.median), ms(through_fresh.p90)),
+                baseline,
+                ratio: format!("{:.2}×", ratio(through_fresh)),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "the same through a bare HTTP client (hyper, one kept connection, the reply parsed into a serde_json `Value`): what the server and transport cost without a client library".into(),
+                figure: format!("{} ({})", ms(through_bare.median), ms(through_bare.p90)),
+                baseline: String::new(),
+                ratio: format!("{:.2}×", ratio(through_bare)),
+                target: "",
+                pass: None,
+            },
+            Row {
+                name: "the same through a bare HTTP client (hyper, one kept connection, the reply parsed into a serde_json `Value`): the server and transport without a client library".into(),
+                figure: format!("{} ({})", ms(through_bare.median), ms(through_bare.p90)),
+                baseline: String::new(),
+                ratio: format!("{:.2}×", ratio(through_bare)),
+                target: "",
+                pass: None,
+            },
+        ],
         report,
     );
     Ok(())
+}
+
+/// How long one `run_cells` call took, checking that its run completed.
+async fn timed_run(client: &Client, arguments: &Value) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let receipt = client.call("run_cells", arguments.clone()).await.ok();
+    let elapsed = start.elapsed();
+    anyhow::ensure!(receipt["status"] == "completed", "run failed: {receipt}");
+    Ok(elapsed)
 }
 
 /// Bytes an agent receives from `read_notebook` (`all`) against the raw output JSON, on

@@ -16,6 +16,7 @@ use jupyter_mcp_tests::{HttpServer, link_venv, python, server_binary, write_code
 use notebook_model::Notebook;
 use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock};
 use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
@@ -975,7 +976,19 @@ impl McpSession {
     }
 
     async fn http(url: &str) -> Result<McpSession> {
-        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        McpSession::http_with(StreamableHttpClientTransportConfig::with_uri(
+            url.to_owned(),
+        ))
+        .await
+    }
+
+    /// A session over HTTP on a client that keeps its connection between calls, as the official
+    /// SDKs' HTTP clients do (rmcp's default transport opens a new one for every request).
+    async fn http_with(config: StreamableHttpClientTransportConfig) -> Result<McpSession> {
+        let http = reqwest::Client::builder()
+            .build()
+            .context("building an HTTP client")?;
+        let transport = StreamableHttpClientTransport::with_client(http, config);
         let service = ().serve(transport).await.context("MCP handshake over HTTP")?;
         Ok(McpSession { service, pid: None })
     }
@@ -1510,13 +1523,12 @@ impl KernelPaths {
 
         // The peer as an extension of that server, over HTTP.
         let extension = async {
-            let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(
-                format!("{}/mcp", server.url),
-            )
-            .auth_header(server.token.clone());
-            let transport = StreamableHttpClientTransport::from_config(config);
-            let service = ().serve(transport).await.context("MCP handshake with the extension at /mcp")?;
-            let session = McpSession { service, pid: None };
+            let config =
+                StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.url))
+                    .auth_header(server.token.clone());
+            let session = McpSession::http_with(config)
+                .await
+                .context("MCP handshake with the extension at /mcp")?;
             let (figure, _) = peer_trivial(&session, "trivial-extension.ipynb", runs).await;
             session.close().await;
             Ok::<_, anyhow::Error>(figure)

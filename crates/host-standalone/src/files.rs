@@ -348,12 +348,21 @@ impl Drop for Temporary {
 /// the discard and waits for it), so a caller that must not wait hands the file over here.
 /// When the thread cannot be started or is behind, the file is closed at once.
 fn close_later(file: File) {
+    const CLOSE_DELAY: std::time::Duration = std::time::Duration::from_millis(2);
     static CLOSER: OnceLock<Option<SyncSender<File>>> = OnceLock::new();
     let closer = CLOSER.get_or_init(|| {
         let (sender, receiver) = std::sync::mpsc::sync_channel::<File>(64);
         std::thread::Builder::new()
             .name("jupyter-mcp-closer".to_owned())
-            .spawn(move || receiver.into_iter().for_each(drop))
+            .spawn(move || {
+                while let Ok(file) = receiver.recv() {
+                    // Woken by the caller, this thread may take its processor at once: it
+                    // steps aside first, so the caller's reply goes out before the close.
+                    std::thread::sleep(CLOSE_DELAY);
+                    drop(file);
+                    receiver.try_iter().for_each(drop);
+                }
+            })
             .ok()
             .map(|_| sender)
     });

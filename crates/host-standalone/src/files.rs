@@ -2,7 +2,8 @@
 //!
 //! - Every successful change is on disk before the tool returns: written to a temporary file in
 //!   the same folder, fsynced, renamed over the notebook, and the folder fsynced, so a crash leaves
-//!   either the old or the new file, never a mix.
+//!   either the old or the new file, never a mix. A run's outputs skip the fsyncs, and the file
+//!   they replace is closed later on a thread of its own (`close_later`).
 //! - A notebook changed on disk by someone else since we read it is reloaded and the change is
 //!   refused, so an agent never overwrites a human's save.
 //! - Before each change the replaced bytes become an undo snapshot (the replaced file itself,

@@ -1,7 +1,8 @@
 //! Progress notifications of one tool call, held back while the call is young.
 //!
 //! A client that sends a progress token (rmcp's client sends one with every request) is told of
-//! progress only once a call has lasted [`PROGRESS_GRACE`]: what the tool reported before then
+//! progress only once a call has lasted [`PROGRESS_GRACE`] (or what [`PROGRESS_GRACE_ENV`] says):
+//! what the tool reported before then
 //! is kept, latest only, and sent when the grace ends if the call is still going. A call that
 //! ends within the grace (a trivial cell, a small transfer) sends no notification at all, so
 //! over HTTP its reply is the first message on its stream and goes out as one JSON body on a
@@ -11,7 +12,7 @@
 //! per call, and [`CallProgress::finish`] waits for that task to hand every report to the
 //! session before the reply follows them.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use mcp_contract::{BoxFuture, ProgressSink};
@@ -21,9 +22,31 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-/// How long a call's progress is held back. Long enough that a call a person would not wait on
-/// reports nothing; short enough that a long one shows its first progress at once to a person.
+/// How long a call's progress is held back by default. Long enough that a call a person would
+/// not wait on reports nothing; short enough that a long one shows its first progress at once to
+/// a person.
 pub const PROGRESS_GRACE: Duration = Duration::from_millis(500);
+
+/// The environment variable that sets the grace in milliseconds (`0`: every report at once).
+pub const PROGRESS_GRACE_ENV: &str = "JUPYTER_MCP_PROGRESS_GRACE_MS";
+
+/// The grace in force: [`PROGRESS_GRACE_ENV`] when it holds a number, else [`PROGRESS_GRACE`].
+fn grace() -> Duration {
+    static GRACE: OnceLock<Duration> = OnceLock::new();
+    *GRACE.get_or_init(|| match std::env::var(PROGRESS_GRACE_ENV) {
+        Ok(value) => value.trim().parse().map_or_else(
+            |_| {
+                tracing::warn!(
+                    "{PROGRESS_GRACE_ENV}={value:?} is not a number of milliseconds; using {} ms",
+                    PROGRESS_GRACE.as_millis()
+                );
+                PROGRESS_GRACE
+            },
+            Duration::from_millis,
+        ),
+        Err(_) => PROGRESS_GRACE,
+    })
+}
 
 /// Where a call's progress notifications go (the session's peer, or a test's recorder).
 pub(crate) trait ProgressOut: Send + Sync + 'static {
@@ -72,13 +95,17 @@ pub(crate) struct CallProgress<O: ProgressOut> {
 }
 
 impl<O: ProgressOut> CallProgress<O> {
-    /// Starts holding back the progress of a call that starts now.
+    /// Starts holding back the progress of a call that starts now, for the grace in force.
     pub fn start(out: O, token: ProgressToken) -> CallProgress<O> {
+        CallProgress::with_grace(out, token, grace())
+    }
+
+    fn with_grace(out: O, token: ProgressToken, grace: Duration) -> CallProgress<O> {
         CallProgress {
             shared: Arc::new(Shared {
                 out,
                 token,
-                held_until: Instant::now() + PROGRESS_GRACE,
+                held_until: Instant::now() + grace,
                 state: Mutex::new(State::Quiet),
                 forwarder: Mutex::new(None),
             }),
@@ -180,10 +207,14 @@ async fn forward<O: ProgressOut>(shared: Arc<Shared<O>>) {
 mod tests {
     use super::*;
 
+    /// When (paused time since the call started) a notification went out, its progress and
+    /// message.
+    type Sent = (Duration, f64, Option<String>);
+
     /// Records what would have been sent, with the (paused) time it was sent at.
     #[derive(Clone, Default)]
     struct Recorder {
-        sent: Arc<Mutex<Vec<(Duration, f64, Option<String>)>>>,
+        sent: Arc<Mutex<Vec<Sent>>>,
         started: Arc<Mutex<Option<Instant>>>,
     }
 
@@ -202,9 +233,10 @@ mod tests {
     fn start() -> (Recorder, CallProgress<Recorder>) {
         let recorder = Recorder::default();
         *recorder.started.lock().unwrap() = Some(Instant::now());
-        let progress = CallProgress::start(
+        let progress = CallProgress::with_grace(
             recorder.clone(),
             ProgressToken(rmcp::model::NumberOrString::String("token".into())),
+            PROGRESS_GRACE,
         );
         (recorder, progress)
     }

@@ -270,12 +270,38 @@ async fn run_limits_are_enforced() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn progress_notifications_follow_a_run() {
+async fn progress_notifications_follow_a_long_run_and_a_quick_one_sends_none() {
     let (_root, _server, client) = serve(&[
         "for step in range(3):\n    print(f'step {step}', flush=True)",
-        "import time\ntime.sleep(0.3)\nprint('last')",
+        "import time\nfor tick in range(4):\n    print(f'tick {tick}', flush=True)\n    time.sleep(0.4)",
+        "1 + 1",
     ])
     .await;
+    // The first run starts the kernel, which takes longer than the grace.
+    let warm = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [2], "waitMs": 60000}),
+        )
+        .await
+        .ok();
+    assert_eq!(warm["status"], "completed");
+    client.recorder.progress.lock().unwrap().clear();
+    // Well within the server's half-second grace: answered without a notification.
+    let quick = client
+        .call_with_progress(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": [2], "waitMs": 30000}),
+            "quick",
+        )
+        .await
+        .ok();
+    assert_eq!(quick["status"], "completed");
+    assert!(
+        client.recorder.progress.lock().unwrap().is_empty(),
+        "a quick run sent progress: {:?}",
+        client.recorder.progress.lock().unwrap()
+    );
     let receipt = client
         .call_with_progress(
             "run_cells",
@@ -291,10 +317,16 @@ async fn progress_notifications_follow_a_run() {
     assert!(progress.iter().any(|item| item.progress >= 1.0));
     assert!(
         progress
+            .windows(2)
+            .all(|pair| pair[0].progress <= pair[1].progress),
+        "progress went back: {progress:?}"
+    );
+    assert!(
+        progress
             .iter()
             .filter_map(|item| item.message.as_deref())
-            .any(|message| message.contains("step") || message.contains("last")),
-        "{progress:?}"
+            .any(|message| message.starts_with("tick ")),
+        "no progress named the running cell's latest line: {progress:?}"
     );
 }
 

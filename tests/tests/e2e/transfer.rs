@@ -34,7 +34,10 @@ impl Setup {
         let root = example_root();
         write_code_notebook(root.path(), NB, &[NAMESPACE_CELL]);
         let kernel_side = tempfile::tempdir().expect("kernel folder");
-        let server = HttpServer::start(root.path(), &[]).expect("server starts");
+        // Every chunk's progress at once: the tests time their interference by the first one.
+        let server =
+            HttpServer::start_with_env(root.path(), &[], &[("JUPYTER_MCP_PROGRESS_GRACE_MS", "0")])
+                .expect("server starts");
         let client = Client::http(&server.url).await.expect("client connects");
         Setup {
             root,

@@ -1,7 +1,8 @@
 //! Side by side in one run: the physical limit (a raw kernel round trip through our Rust
 //! ZeroMQ client and through Python's `jupyter_client`), jupyter-mcp over HTTP and stdio, and the
 //! market leader, datalayer's `jupyter-mcp-server` from PyPI, driven by the same rmcp client
-//! against a Jupyter server this harness starts on loopback with a token and stops.
+//! (over HTTP, one that keeps its connection, as the official SDKs' clients do) against a Jupyter
+//! server this harness starts on loopback with a token and stops.
 //!
 //! Every call to the peer has a deadline; a peer that cannot be installed, started or driven
 //! leaves its cells as "not measured" with the reason, and everything else is still measured.
@@ -149,7 +150,7 @@ pub async fn run(quick: bool, skip_peer: bool) -> Result<PeerResults> {
     let (trivial_ours_bytes, trivial_peer_bytes) = (ours.trivial_bytes, peer.trivial_bytes);
     lines.push(
         Line::new(
-            "trivial cell over HTTP (ours: `run_cells`, rmcp client)",
+            "trivial cell over HTTP (ours: `run_cells`, rmcp client keeping its connection)",
             ours.trivial.clone(),
             Figure::Missing("driven over stdio, below".into()),
         )

@@ -881,58 +881,35 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
         json!({"notebookRef": "bench.ipynb", "cellIds": [0], "freshDeps": false, "waitMs": 30000});
 
     // The baseline: the same kind of kernel, driven directly over ZeroMQ.
-    let provider = kernels::LocalProvider::new(
-        kernels::DiscoveryConfig::from_env(Some(root.path().to_path_buf())),
-        kernels::LaunchConfig::default(),
-    );
-    let discovery = provider.discover_specs(Some(root.path())).await?;
-    let spec = discovery
-        .choose(
-            &kernels::SpecPreference::default(),
-            Some(root.path()),
-            Some(root.path()),
-        )?
-        .clone();
-    let kernel = provider.start_local(&spec, root.path()).await?;
-    // One run through a client, then one direct, in turn (the two clients take turns): every
-    // side sees the same machine, so a busy moment weighs on all alike. The first five rounds
-    // warm both kernels.
-    let mut through_kept = Vec::with_capacity(runs);
-    let mut through_fresh = Vec::with_capacity(runs);
-    let mut direct = Vec::with_capacity(3 * runs);
+    let kernel = peers::start_local_kernel(root.path()).await?;
     let mut bare = raw_http::RawMcp::connect(&server.url).await?;
-    let mut through_bare = Vec::with_capacity(runs);
+    // One run through a client, then one direct, in turn (the clients take turns): every side
+    // sees the same machine, so a busy moment weighs on all alike. The first five rounds warm
+    // both kernels.
+    let mut through = [(); 3].map(|()| Vec::with_capacity(runs));
+    let mut direct = Vec::with_capacity(3 * runs);
     for round in 0..runs + 5 {
-        for client in 0..3 {
-            let elapsed = match client {
-                0 => timed_run(&kept, &arguments).await?,
-                1 => timed_run(&fresh, &arguments).await?,
+        for (client, samples) in through.iter_mut().enumerate() {
+            let start = Instant::now();
+            let status = match client {
+                0 => kept.call("run_cells", arguments.clone()).await.ok()["status"].clone(),
+                1 => fresh.call("run_cells", arguments.clone()).await.ok()["status"].clone(),
                 _ => {
-                    let start = Instant::now();
-                    let result = bare.call("run_cells", arguments.clone()).await?;
-                    let elapsed = start.elapsed();
-                    anyhow::ensure!(
-                        result["structuredContent"]["status"] == "completed",
-                        "run failed: {result}"
-                    );
-                    elapsed
+                    bare.call("run_cells", arguments.clone()).await?["structuredContent"]["status"]
+                        .clone()
                 }
             };
+            let elapsed = start.elapsed();
+            anyhow::ensure!(status == "completed", "a run ended {status}");
             let start = Instant::now();
-            let mut handle =
-                kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
-                    .await?;
-            while let Some(event) = handle.next().await {
-                if event.is_terminal() {
-                    break;
-                }
-            }
+            peers::direct_trivial(&kernel).await?;
             if round >= 5 {
                 direct.push(start.elapsed());
-                [&mut through_kept, &mut through_fresh, &mut through_bare][client].push(elapsed);
+                samples.push(elapsed);
             }
         }
     }
+    let [through_kept, through_fresh, through_bare] = through;
     let through_kept = stats(through_kept);
     let through_bare = stats(through_bare);
     let through_fresh = stats(through_fresh);
@@ -953,7 +930,7 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
             Row {
                 name: "run_cells over HTTP (receipt with outputs, cell outputs written to disk; rmcp client keeping its connection)".into(),
                 figure: format!("{} ({})", ms(through_kept.median), ms(through_kept.p90)),
-                baseline: baseline.clone(),
+                baseline,
                 ratio: format!("{:.2}×", ratio(through_kept)),
                 target: "≤ 1.3×",
                 pass: Some(ratio(through_kept) <= 1.3),
@@ -961,23 +938,15 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
             Row {
                 name: "the same through rmcp's default HTTP transport (a new connection for every call)".into(),
                 figure: format!("{} ({})", ms(through_fresh.median), ms(through_fresh.p90)),
-                baseline,
+                baseline: "the same".to_owned(),
                 ratio: format!("{:.2}×", ratio(through_fresh)),
-                target: "",
-                pass: None,
-            },
-            Row {
-                name: "the same through a bare HTTP client (hyper, one kept connection, the reply parsed into a serde_json `Value`): what the server and transport cost without a client library".into(),
-                figure: format!("{} ({})", ms(through_bare.median), ms(through_bare.p90)),
-                baseline: String::new(),
-                ratio: format!("{:.2}×", ratio(through_bare)),
                 target: "",
                 pass: None,
             },
             Row {
                 name: "the same through a bare HTTP client (hyper, one kept connection, the reply parsed into a serde_json `Value`): the server and transport without a client library".into(),
                 figure: format!("{} ({})", ms(through_bare.median), ms(through_bare.p90)),
-                baseline: String::new(),
+                baseline: "the same".to_owned(),
                 ratio: format!("{:.2}×", ratio(through_bare)),
                 target: "",
                 pass: None,
@@ -986,15 +955,6 @@ async fn execution_bench(report: &mut String, runs: usize) -> anyhow::Result<()>
         report,
     );
     Ok(())
-}
-
-/// How long one `run_cells` call took, checking that its run completed.
-async fn timed_run(client: &Client, arguments: &Value) -> anyhow::Result<Duration> {
-    let start = Instant::now();
-    let receipt = client.call("run_cells", arguments.clone()).await.ok();
-    let elapsed = start.elapsed();
-    anyhow::ensure!(receipt["status"] == "completed", "run failed: {receipt}");
-    Ok(elapsed)
 }
 
 /// Bytes an agent receives from `read_notebook` (`all`) against the raw output JSON, on

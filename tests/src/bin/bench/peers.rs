@@ -503,6 +503,14 @@ fn measure_blocking(count: usize, mut work: impl FnMut() -> Result<()>) -> Resul
 
 /// The trivial cell through our Rust ZeroMQ client, straight to a kernel.
 async fn rust_zmq_round_trip(root: &Path, count: usize) -> Result<Summary> {
+    let kernel = start_local_kernel(root).await?;
+    let result = measure_async(count, || direct_trivial(&kernel)).await;
+    kernels::KernelHandle::shutdown(&kernel).await?;
+    result
+}
+
+/// A local kernel of the default spec for `root`, driven directly (no MCP server).
+pub(crate) async fn start_local_kernel(root: &Path) -> Result<kernels::LocalKernel> {
     let provider = kernels::LocalProvider::new(
         kernels::DiscoveryConfig::from_env(Some(root.to_path_buf())),
         kernels::LaunchConfig::default(),
@@ -511,21 +519,20 @@ async fn rust_zmq_round_trip(root: &Path, count: usize) -> Result<Summary> {
     let spec = discovery
         .choose(&kernels::SpecPreference::default(), Some(root), Some(root))?
         .clone();
-    let kernel = provider.start_local(&spec, root).await?;
-    let result = measure_async(count, || async {
-        let mut handle =
-            kernels::KernelHandle::execute(&kernel, "1+1", kernels::ExecuteOptions::default())
-                .await?;
-        while let Some(event) = handle.next().await {
-            if event.is_terminal() {
-                break;
-            }
+    Ok(provider.start_local(&spec, root).await?)
+}
+
+/// The trivial cell on `kernel` over ZeroMQ: execute, then wait for the reply and the kernel's
+/// return to idle.
+pub(crate) async fn direct_trivial(kernel: &kernels::LocalKernel) -> Result<()> {
+    let mut handle =
+        kernels::KernelHandle::execute(kernel, "1+1", kernels::ExecuteOptions::default()).await?;
+    while let Some(event) = handle.next().await {
+        if event.is_terminal() {
+            break;
         }
-        Ok(())
-    })
-    .await;
-    kernels::KernelHandle::shutdown(&kernel).await?;
-    result
+    }
+    Ok(())
 }
 
 /// The trivial cell through Python's `jupyter_client`: execute, then wait for the reply and

@@ -175,8 +175,9 @@ fn run_event(
         }),
         KernelEvent::Refused { .. } => Some(RunEvent::DispatchFailed { position }),
         KernelEvent::NotebookClosed => Some(RunEvent::NotebookClosed),
-        // The runner decides what a lost observation means (it knows about interrupts).
-        KernelEvent::Lost => None,
+        // The runner decides what a lost observation means (it knows about interrupts), and
+        // writes ahead on an early reply; the state machine waits for the reply after `Idle`.
+        KernelEvent::Lost | KernelEvent::Replied { .. } => None,
     }
 }
 
@@ -689,24 +690,24 @@ impl<H: NotebookHost> Tools<H> {
         Ok((value, images))
     }
 
-    /// Writes a settled cell's outputs into the notebook and records its run for staleness.
+    /// Writes a cell's outputs into the notebook; whether they were written.
     async fn persist_outputs(
         &self,
         location: &NotebookLocation,
         cell_id: &str,
         outputs: Vec<Value>,
         execution_count: Option<u64>,
-    ) {
+    ) -> bool {
         let lock = self.lock_for(&location.uri);
         let _guard = lock.lock().await;
         // A cell that changed or vanished meanwhile keeps what it has; so does a file that the
         // host can no longer read.
         for _attempt in 0..3 {
             let Ok(document) = self.host.load(location).await else {
-                return;
+                return false;
             };
             if document.notebook.position_of_id(cell_id).is_none() {
-                return;
+                return false;
             }
             let unchanged_since_seen = self.seen_version(&location.uri) == Some(document.version);
             let outcome = match notebook_model::apply_edits(
@@ -719,7 +720,7 @@ impl<H: NotebookHost> Tools<H> {
                 notebook_model::EditPolicy::default(),
             ) {
                 Ok(outcome) => outcome,
-                Err(_) => return,
+                Err(_) => return false,
             };
             let commit = Commit {
                 notebook: outcome.notebook,
@@ -732,15 +733,16 @@ impl<H: NotebookHost> Tools<H> {
                     if unchanged_since_seen {
                         self.saw(&committed);
                     }
-                    return;
+                    return true;
                 }
                 Err(HostError::ChangedOnDisk { .. }) => continue,
                 Err(failure) => {
                     tracing::warn!(%failure, cell_id, "could not save a cell's outputs");
-                    return;
+                    return false;
                 }
             }
         }
+        false
     }
 }
 
@@ -787,6 +789,7 @@ async fn drive_run<H: NotebookHost>(
         pending: Default::default(),
         interrupted: false,
         writes_outputs: !features.host_writes_outputs,
+        written_ahead: Default::default(),
     };
     runner.step(RunEvent::Start).await;
     while let Some(action) = runner.pending.pop_front() {
@@ -878,6 +881,10 @@ async fn drive_cell<H: NotebookHost>(
                 if let KernelEvent::Refused { error_name } = &event {
                     tracing::warn!(error_name, "the host refused to run a cell");
                 }
+                if let KernelEvent::Replied { execution_count } = event {
+                    runner.write_ahead(position, execution_count).await;
+                    continue;
+                }
                 if let Some(run_event) = run_event(position, event, session.as_ref()) {
                     runner.step(run_event).await;
                 }
@@ -921,6 +928,8 @@ struct Runner<'a, H: NotebookHost> {
     interrupted: bool,
     /// Settled cells' outputs are written into the notebook by the runner.
     writes_outputs: bool,
+    /// What [`Runner::write_ahead`] wrote per position: the execution count and outputs.
+    written_ahead: std::collections::HashMap<usize, (Option<u64>, Vec<Value>)>,
 }
 
 impl<H: NotebookHost> Runner<'_, H> {
@@ -929,6 +938,34 @@ impl<H: NotebookHost> Runner<'_, H> {
         let _in_flight = self.tools.in_flight(self.id);
         for action in self.tools.apply(self.id, event) {
             self.handle(action).await;
+        }
+    }
+
+    /// Writes the outputs of the cell at `position` when the kernel's reply overtakes its final
+    /// `idle`: the code has finished, and the write overlaps the wait for `idle` instead of
+    /// delaying the receipt after it. When the cell settles, its outputs are written again only
+    /// if they differ from these (an output that was still on its way).
+    async fn write_ahead(&mut self, position: usize, execution_count: Option<u64>) {
+        if !self.writes_outputs {
+            return;
+        }
+        let found = {
+            let registry = self.tools.registry.lock().expect("registry lock");
+            registry.run(self.id).and_then(|run| {
+                let cell = run.cells().get(position)?;
+                Some((cell.cell_id().to_owned(), run.cell_outputs(position)))
+            })
+        };
+        let Some((cell_id, outputs)) = found else {
+            return;
+        };
+        if self
+            .tools
+            .persist_outputs(self.location, &cell_id, outputs.clone(), execution_count)
+            .await
+        {
+            self.written_ahead
+                .insert(position, (execution_count, outputs));
         }
     }
 
@@ -972,7 +1009,11 @@ impl<H: NotebookHost> Runner<'_, H> {
                     .expect("registry lock")
                     .run(self.id)
                     .and_then(|run| run.cells().get(position).map(|cell| cell.state()));
-                if self.writes_outputs {
+                let written_ahead = self
+                    .written_ahead
+                    .remove(&position)
+                    .is_some_and(|(count, written)| count == execution_count && written == outputs);
+                if self.writes_outputs && !written_ahead {
                     tools
                         .persist_outputs(self.location, &cell_id, outputs, execution_count)
                         .await;

@@ -247,6 +247,12 @@ pub enum KernelEvent {
     },
     /// The kernel went idle after it.
     Idle,
+    /// The kernel's reply arrived ahead of `Idle` (the code has finished; outputs sent before
+    /// the reply may still arrive until `Idle`). Hosts that cannot tell never send it.
+    Replied {
+        /// The reply's execution count.
+        execution_count: Option<u64>,
+    },
     /// The kernel asked its frontend for something the host answered with an error at once
     /// (a provider's own prompt); `message` says what the user must do outside MCP.
     ActionRequired {
@@ -288,6 +294,7 @@ impl KernelEvent {
             KernelEvent::Busy
                 | KernelEvent::Output { .. }
                 | KernelEvent::Idle
+                | KernelEvent::Replied { .. }
                 | KernelEvent::ActionRequired { .. }
         )
     }
@@ -778,7 +785,10 @@ pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError>
                     "the host refused to run the request",
                 ));
             }
-            KernelEvent::Busy | KernelEvent::Idle | KernelEvent::ActionRequired { .. } => {}
+            KernelEvent::Busy
+            | KernelEvent::Idle
+            | KernelEvent::Replied { .. }
+            | KernelEvent::ActionRequired { .. } => {}
         }
     }
     Err(KernelError::Gone)

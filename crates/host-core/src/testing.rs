@@ -81,6 +81,8 @@ pub struct MemoryHost {
     documents: crate::host::DocumentCapabilities,
     /// Files written by `write_new_file`, by path.
     written: Mutex<BTreeMap<String, Vec<u8>>>,
+    /// How many outputs commits (a run's writes) were made.
+    outputs_commits: AtomicU64,
 }
 
 impl Default for MemoryHost {
@@ -104,7 +106,13 @@ impl MemoryHost {
             colab: None,
             documents: crate::host::DocumentCapabilities::default(),
             written: Mutex::new(BTreeMap::new()),
+            outputs_commits: AtomicU64::new(0),
         }
+    }
+
+    /// How many times a run wrote outputs into a notebook.
+    pub fn outputs_commits(&self) -> u64 {
+        self.outputs_commits.load(Ordering::Relaxed)
     }
 
     /// The same host with these kernels.
@@ -295,6 +303,8 @@ impl NotebookHost for MemoryHost {
             stored
                 .undo
                 .push((stored.document.notebook.clone(), commit.description));
+        } else {
+            self.outputs_commits.fetch_add(1, Ordering::Relaxed);
         }
         stored.document = Arc::new(Document {
             location: location.clone(),
@@ -897,6 +907,12 @@ impl ScriptedSession {
 
     fn events(&self, code: String, script: String, cell: bool) -> KernelEvents {
         self.kernels.inner.log.lock().expect("log lock").push(code);
+        // `#> late TEXT`: printed just before the reply but arriving after it.
+        let late: Vec<String> = script
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("#> late "))
+            .map(|text| format!("{text}\n"))
+            .collect();
         let (sender, receiver) = mpsc::unbounded_channel();
         let mut control = self.control.subscribe();
         let queue = self.queue.clone();
@@ -915,6 +931,16 @@ impl ScriptedSession {
                 let outcome = play(&script, count, &sender, &mut control).await;
                 match outcome {
                     Ended::Reply(reply) => {
+                        // As from ipykernel: the reply overtakes the final idle.
+                        let _ = sender.send(KernelEvent::Replied {
+                            execution_count: reply.execution_count,
+                        });
+                        for text in late {
+                            let _ = sender.send(KernelEvent::output(IopubEvent::Stream {
+                                name: "stdout".to_owned(),
+                                text,
+                            }));
+                        }
                         status.send_replace(KernelStatus::Idle);
                         let _ = sender.send(KernelEvent::Idle);
                         let _ = sender.send(KernelEvent::Reply(reply));

@@ -621,7 +621,10 @@ impl<H: NotebookHost> Driver<H> {
                     | KernelEvent::Refused { .. } => {
                         return Event::KernelFailed(KernelFailure::Died);
                     }
-                    KernelEvent::Busy | KernelEvent::Idle | KernelEvent::ActionRequired { .. } => {}
+                    KernelEvent::Busy
+                    | KernelEvent::Idle
+                    | KernelEvent::Replied { .. }
+                    | KernelEvent::ActionRequired { .. } => {}
                 },
             }
         }

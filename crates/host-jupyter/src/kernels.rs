@@ -525,7 +525,7 @@ impl RunWriter {
                 });
                 self.finished = true;
             }
-            KernelEvent::Busy | KernelEvent::Idle => {}
+            KernelEvent::Busy | KernelEvent::Idle | KernelEvent::Replied { .. } => {}
             _ => self.finish(),
         }
     }

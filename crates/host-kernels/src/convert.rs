@@ -138,6 +138,7 @@ pub(crate) fn event(event: ExecuteEvent) -> Option<KernelEvent> {
         }),
         ExecuteEvent::ClearOutput { wait } => output(IopubEvent::ClearOutput { wait }),
         ExecuteEvent::Idle => Some(KernelEvent::Idle),
+        ExecuteEvent::Replied { execution_count } => Some(KernelEvent::Replied { execution_count }),
         ExecuteEvent::Reply(reply) => Some(KernelEvent::Reply(KernelReply {
             status: match reply.status {
                 kernels::ReplyStatus::Ok => ReplyStatus::Ok,

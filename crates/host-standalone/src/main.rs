@@ -307,12 +307,25 @@ fn main() -> anyhow::Result<()> {
                 kernel_server,
                 jupyter,
             };
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()?
-                .block_on(host_standalone::serve(config))
+            runtime()?.block_on(host_standalone::serve(config))
         }
     }
+}
+
+/// The server's runtime: one async worker unless `TOKIO_WORKER_THREADS` asks for more.
+///
+/// A call crosses many tasks (the HTTP connection, the MCP session, the tool, the run's driver,
+/// the kernel's pump), each woken by the one before. On one worker these hand-offs stay on its
+/// thread; with two, each may wake a parked thread on the other processor, which on a virtual
+/// machine costs tens of microseconds: a trivial run's overhead over the kernel's own round trip
+/// was about a third smaller on one worker (`cargo xtask bench`, execution section). Work that
+/// holds a processor for long (reading and writing large notebooks) runs on the blocking pool.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if std::env::var_os("TOKIO_WORKER_THREADS").is_none() {
+        builder.worker_threads(1);
+    }
+    builder.enable_all().build()
 }
 
 /// Where a server credential comes from: `file` (read now, to fail early, and again whenever it

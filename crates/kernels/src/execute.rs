@@ -111,7 +111,10 @@ pub struct ExecuteReply {
 /// One event of an execute request, in the order the request produced them.
 ///
 /// A request yields `Busy`, then its IOPub outputs, then `Idle`, then `Reply`. `Reply` and
-/// the `Kernel*`/`ConnectionLost` variants are terminal: nothing follows them.
+/// the `Kernel*`/`ConnectionLost` variants are terminal: nothing follows them. When the shell
+/// reply overtakes the final `idle` (as it usually does), `Replied` says so as it arrives,
+/// among the outputs: the kernel has finished the code, though outputs it sent before its reply
+/// may still follow.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecuteEvent {
     /// The kernel started working on this request.
@@ -156,6 +159,11 @@ pub enum ExecuteEvent {
     ActionRequired {
         code: String,
         message: String,
+    },
+    /// The shell reply arrived before `Idle`; it is held and comes as `Reply` after `Idle`.
+    Replied {
+        /// The reply's execution count.
+        execution_count: Option<u64>,
     },
     /// Terminal: the shell reply.
     Reply(ExecuteReply),
@@ -326,6 +334,7 @@ impl ExecuteHandle {
                 | ExecuteEvent::UpdateDisplayData { .. }
                 | ExecuteEvent::ClearOutput { .. }
                 | ExecuteEvent::ActionRequired { .. }
+                | ExecuteEvent::Replied { .. }
                 | ExecuteEvent::Idle => {}
             }
         }

@@ -3,7 +3,8 @@
 //! The router is the pure part of a kernel's pump: messages and the current time go in,
 //! events go out to each request's channel. It keeps the promised order per request (`Busy`,
 //! outputs, `Idle`, `Reply`) although IOPub and shell are separate sockets and the reply
-//! usually overtakes the final `idle`: a reply that arrives first is held until `idle`. If
+//! usually overtakes the final `idle`: a reply that arrives first is held until `idle` (and
+//! announced at once with `Replied`, so a consumer can start on what the finished code left). If
 //! `idle` never comes (IOPub can drop messages under a flood), the reply is released after a
 //! grace period that restarts with every IOPub message of that request. And if the reply never
 //! comes after `idle` (ipykernel drops it when an interrupt lands in its own code rather than
@@ -225,6 +226,9 @@ impl Router {
             request.emit(ExecuteEvent::Reply(reply));
             self.pending.remove(parent);
         } else {
+            request.emit(ExecuteEvent::Replied {
+                execution_count: reply.execution_count,
+            });
             request.held_reply = Some(reply);
             request.release_at = Some(now + self.grace);
         }
@@ -342,6 +346,7 @@ mod tests {
                 ExecuteEvent::Idle => "idle".to_owned(),
                 ExecuteEvent::Stream { text, .. } => format!("stream:{text}"),
                 ExecuteEvent::Reply(reply) => format!("reply:{:?}", reply.status),
+                ExecuteEvent::Replied { execution_count } => format!("replied:{execution_count:?}"),
                 ExecuteEvent::KernelDied { .. } => "died".to_owned(),
                 other => format!("{other:?}"),
             });
@@ -400,9 +405,18 @@ mod tests {
         router.on_iopub(status("a", "busy"), now);
         router.on_iopub(stream("a", "2\n"), now);
         router.on_shell(&reply("a"), now);
-        assert_eq!(drain(&mut receivers[0]), ["busy", "stream:2\n"]);
+        // Announced as it arrives, delivered after `idle`; output still on its way keeps its
+        // place before `idle`.
+        assert_eq!(
+            drain(&mut receivers[0]),
+            ["busy", "stream:2\n", "replied:Some(1)"]
+        );
+        router.on_iopub(stream("a", "late\n"), now);
         router.on_iopub(status("a", "idle"), now);
-        assert_eq!(drain(&mut receivers[0]), ["idle", "reply:Ok"]);
+        assert_eq!(
+            drain(&mut receivers[0]),
+            ["stream:late\n", "idle", "reply:Ok"]
+        );
         assert_eq!(router.pending_count(), 0);
     }
 
@@ -472,7 +486,7 @@ mod tests {
         router.on_iopub(stream("a", "late"), later);
         assert_eq!(router.next_deadline(), Some(later + GRACE));
         router.on_timer(start + GRACE);
-        assert_eq!(drain(&mut receivers[0]), ["stream:late"]);
+        assert_eq!(drain(&mut receivers[0]), ["replied:Some(1)", "stream:late"]);
         router.on_timer(later + GRACE);
         assert_eq!(drain(&mut receivers[0]), ["idle", "reply:Ok"]);
         assert_eq!(router.next_deadline(), None);
@@ -510,7 +524,7 @@ mod tests {
         for id in ["answered", "lost", "idle-only", "unknown"] {
             router.end_if_unanswered(id, &ExecuteEvent::ConnectionLost);
         }
-        assert_eq!(drain(&mut receivers[0]), Vec::<String>::new());
+        assert_eq!(drain(&mut receivers[0]), ["replied:Some(1)"]);
         assert_eq!(drain(&mut receivers[1]), ["ConnectionLost"]);
         assert_eq!(drain(&mut receivers[2]), ["idle", "ConnectionLost"]);
         assert_eq!(router.pending_count(), 1);

@@ -104,12 +104,31 @@ impl Fixture {
     }
 }
 
+/// The events of `code` on `kernel`, without the `Replied` notice (checked here: when the reply
+/// overtakes `idle`, the notice comes once, before `idle`, with the reply's execution count).
 async fn run(kernel: &dyn KernelHandle, code: &str) -> Vec<ExecuteEvent> {
     let handle = kernel
         .execute(code, ExecuteOptions::default())
         .await
         .unwrap();
-    events_of(handle).await
+    let mut events = events_of(handle).await;
+    let announced: Vec<usize> = (0..events.len())
+        .filter(|&at| matches!(events[at], ExecuteEvent::Replied { .. }))
+        .collect();
+    if let [at] = announced[..] {
+        let idle = events.iter().position(|event| *event == ExecuteEvent::Idle);
+        assert!(idle.is_some_and(|idle| at < idle), "{events:?}");
+        let Some(ExecuteEvent::Reply(reply)) = events.last() else {
+            panic!("a notice without its reply: {events:?}");
+        };
+        let expected = ExecuteEvent::Replied {
+            execution_count: reply.execution_count,
+        };
+        assert_eq!(events.remove(at), expected);
+    } else {
+        assert!(announced.is_empty(), "{events:?}");
+    }
+    events
 }
 
 async fn events_of(handle: ExecuteHandle) -> Vec<ExecuteEvent> {
@@ -167,6 +186,7 @@ fn kind(event: &ExecuteEvent) -> &'static str {
         ExecuteEvent::ClearOutput { .. } => "clear",
         ExecuteEvent::Idle => "idle",
         ExecuteEvent::ActionRequired { .. } => "action-required",
+        ExecuteEvent::Replied { .. } => "replied",
         ExecuteEvent::Reply(_) => "reply",
         ExecuteEvent::KernelRestarted => "restarted",
         ExecuteEvent::KernelDied { .. } => "died",

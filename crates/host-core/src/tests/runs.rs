@@ -52,6 +52,44 @@ async fn a_run_stops_at_the_first_failure_and_records_outputs() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn outputs_written_when_the_reply_came_early_are_not_written_again() {
+    let world = World::new();
+    world.host.insert(
+        "a.ipynb",
+        &["x = 1\n#> out one", "#> out two\n#> late three"],
+    );
+    let receipt = world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 60_000}),
+        )
+        .await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    // Written once, as the reply arrived; nothing came after it, so not again.
+    assert_eq!(world.host.outputs_commits(), 1);
+    let notebook = world.host.notebook("a.ipynb").unwrap();
+    assert_eq!(notebook.cells()[0].outputs()[0]["text"], "one\n");
+    assert_eq!(notebook.cells()[0].execution_count(), Some(1));
+
+    // An output that arrives after the early reply is in the notebook once the cell settles.
+    let receipt = world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "cellIds": [1], "waitMs": 60_000}),
+        )
+        .await;
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    assert_eq!(world.host.outputs_commits(), 3);
+    let notebook = world.host.notebook("a.ipynb").unwrap();
+    let texts: Vec<&str> = notebook.cells()[1]
+        .outputs()
+        .iter()
+        .filter_map(|output| output["text"].as_str())
+        .collect();
+    assert_eq!(texts.concat(), "two\nthree\n");
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_second_run_on_the_same_notebook_is_refused_while_one_is_active() {
     let world = World::new();
     world.host.insert("a.ipynb", &["#> wait 30000", "#> out b"]);

@@ -31,7 +31,9 @@
 //!    known to be gone without a reply, [`RunEvent::CommandSettled`] clears the pending flag.
 //! 5. `get_execution` calls [`Registry::prune`], [`Registry::resolve`] and
 //!    [`Registry::receipt`]. A `waitMs` wait re-checks [`Registry::is_terminal`] each time the
-//!    host's own notification fires (after every `apply` whose run [`Registry::version`] moved).
+//!    host's own notification fires: after every `apply` whose run [`Registry::version`] moved,
+//!    or, for waiters that only need the end, once a run has ended and the actions of its last
+//!    `apply` are carried out (a waiter that reports progress then looks on a timer too).
 //!
 //! ```
 //! use execution_tracker::{

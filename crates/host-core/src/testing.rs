@@ -895,6 +895,11 @@ impl ScriptedSession {
         }
     }
 
+    /// Sets the kernel's status as a run from elsewhere (a person's editor) would.
+    pub fn set_status(&self, status: KernelStatus) {
+        self.status.send_replace(status);
+    }
+
     /// Restarts the kernel now (a new epoch; running executions end `Restarted`).
     pub fn restart_now(&self) {
         self.control(Control::Restart);

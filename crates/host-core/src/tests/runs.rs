@@ -1,6 +1,8 @@
 //! Tracked runs: admission and its limits, stop on first failure, restart and interrupt
 //! invalidation, `waitMs` bounds and staleness planning through the runner.
 
+use std::time::Duration;
+
 use mcp_contract::ErrorCode;
 use serde_json::json;
 
@@ -465,6 +467,43 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
         )
         .await;
     assert_eq!(world.kernels.log()[before..], ["y = x + 1"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inspection_waits_out_the_busy_tail_of_a_run_but_not_a_long_one() {
+    let world = World::new();
+    let uri = world.host.insert("a.ipynb", &["x = 41"]).uri;
+    world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
+        )
+        .await;
+    // The scripted kernel answers the inspection program with what it would print.
+    world.kernels.on_execute(|code, _| {
+        let (_, rest) = code.split_once(r#"\"nonce\":\""#)?;
+        let (nonce, _) = rest.split_once('\\')?;
+        Some(format!(
+            r#"#> out __JUPYTER_MCP_INSPECT__{nonce}:{{"type": "int", "format": "text", "repr": "41"}}"#
+        ))
+    });
+    let session = world.kernels.session(&uri).expect("a live kernel");
+    let inspect = json!({"notebookRef": "a.ipynb", "name": "x"});
+
+    // A person's run has replied but its kernel is not idle yet: the inspection waits for it.
+    session.set_status(crate::kernel::KernelStatus::Busy);
+    let (inspected, ()) = tokio::join!(world.ok("inspect_variable", inspect.clone()), async {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        session.set_status(crate::kernel::KernelStatus::Idle);
+    });
+    assert_eq!(inspected["repr"], "41", "{inspected}");
+
+    // A kernel that stays busy is refused, without the inspection queuing behind the run.
+    session.set_status(crate::kernel::KernelStatus::Busy);
+    let before = world.kernels.log().len();
+    let code = world.fails("inspect_variable", inspect).await;
+    assert_eq!(code, ErrorCode::KernelBusy);
+    assert_eq!(world.kernels.log().len(), before, "nothing was sent");
 }
 
 #[tokio::test(start_paused = true)]

@@ -100,7 +100,7 @@ impl<H: NotebookHost> Drop for InFlight<'_, H> {
                 .run(&self.id)
                 .is_none_or(|run| run.is_terminal());
         if ended {
-            self.tools.runs_settled.send_modify(|version| *version += 1);
+            self.tools.wake_run_waiters();
         }
     }
 }
@@ -237,6 +237,12 @@ impl<H: NotebookHost> Tools<H> {
             tools: self,
             id: id.to_owned(),
         }
+    }
+
+    /// Wakes the waiters of runs, which re-check theirs: a run has ended and settled, or runs
+    /// were changed from outside their runners.
+    pub(crate) fn wake_run_waiters(&self) {
+        self.runs_settled.send_modify(|version| *version += 1);
     }
 
     /// Applies an event to a run. Its waiters hear of it once the run has ended and settled

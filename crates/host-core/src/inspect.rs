@@ -151,9 +151,6 @@ fn parse_path(expression: &str) -> Option<Vec<Value>> {
     Some(steps)
 }
 
-/// How long an inspection waits for a busy kernel to become idle before it is refused.
-const INSPECT_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
-
 fn python_string(text: &str) -> String {
     serde_json::to_string(text).expect("strings serialise")
 }
@@ -183,15 +180,10 @@ impl<H: NotebookHost> Tools<H> {
         })?;
         // A run that just replied (a person's, or the agent's own) leaves the kernel busy for a
         // few more milliseconds; only a kernel still busy after a short settle is refused.
-        let mut status = kernel.status();
-        let settled = tokio::time::timeout(INSPECT_SETTLE, async {
-            status
-                .wait_for(|status| *status != crate::kernel::KernelStatus::Busy)
-                .await
-                .is_ok()
-        })
-        .await;
-        if settled != Ok(true) {
+        if crate::kernel::settled_status(kernel.status())
+            .await
+            .is_none()
+        {
             return Err(error(
                 ErrorCode::KernelBusy,
                 "the kernel is busy running a cell; inspect when it is idle (get_execution with \

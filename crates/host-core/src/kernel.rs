@@ -739,6 +739,28 @@ pub struct Collected {
     pub reply: Option<KernelReply>,
 }
 
+/// How long a tool that needs an idle kernel waits for a busy one. The status follows IOPub,
+/// which trails a run's reply by a little (the agent's own run, or a person's).
+pub(crate) const IDLE_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The kernel's status once it is not busy, waiting up to [`IDLE_SETTLE`]; `None` while it is
+/// still busy then. A session that stops reporting counts as dead.
+pub(crate) async fn settled_status(
+    mut status: watch::Receiver<KernelStatus>,
+) -> Option<KernelStatus> {
+    let settled = tokio::time::timeout(IDLE_SETTLE, async {
+        match status
+            .wait_for(|status| *status != KernelStatus::Busy)
+            .await
+        {
+            Ok(status) => *status,
+            Err(_) => KernelStatus::Dead,
+        }
+    })
+    .await;
+    settled.ok()
+}
+
 /// Gathers an execution's events until its end. A kernel that restarted, died or was lost
 /// before replying is an error; so is a refused execution.
 pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError> {

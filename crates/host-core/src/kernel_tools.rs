@@ -297,7 +297,7 @@ impl<H: NotebookHost> Tools<H> {
         if !acknowledged && invalidation == execution_tracker::Invalidation::Restart {
             // No runner answered: end the run here so that it never claims more than we know.
             let _ = self.apply(&id, execution_tracker::RunEvent::Invalidate(invalidation));
-            self.runs_settled.send_modify(|version| *version += 1);
+            self.wake_run_waiters();
         }
         Some(id)
     }
@@ -378,7 +378,7 @@ impl<H: NotebookHost> Tools<H> {
                 }
                 (Err(failure), _) => ("failed", failure.to_string(), None),
             };
-            self.runs_settled.send_modify(|version| *version += 1);
+            self.wake_run_waiters();
             results.push(KernelRequestEntry {
                 notebook: location.uri.clone(),
                 outcome: outcome.to_owned(),

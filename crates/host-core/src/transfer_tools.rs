@@ -21,7 +21,6 @@
 use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
 
 use execution_tracker::{IopubEvent, KernelLifecycle};
 use futures::StreamExt;
@@ -43,10 +42,6 @@ use crate::kernel::{
 use crate::tools::{CallContext, ImageContent, ProgressSink, Tools, error};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
-
-/// How long a kernel step waits for the kernel to report idle before it counts as busy. The
-/// kernel's status follows IOPub, which can trail the reply to our own previous step a little.
-const IDLE_SETTLE: Duration = Duration::from_secs(2);
 
 /// The `user_expressions` key a step's request travels under.
 const STEP_EXPRESSION: &str = "jupyter_mcp_transfer";
@@ -428,16 +423,8 @@ impl<H: NotebookHost> Tools<H> {
                 return Some(KernelFailure::Busy);
             }
         }
-        let mut status = kernel.status();
-        let settled = tokio::time::timeout(
-            IDLE_SETTLE,
-            status.wait_for(|status| !matches!(status, KernelStatus::Busy)),
-        )
-        .await;
-        let current = match settled {
-            Ok(Ok(status)) => *status,
-            Ok(Err(_)) => return Some(KernelFailure::Died),
-            Err(_) => return Some(KernelFailure::Busy),
+        let Some(current) = crate::kernel::settled_status(kernel.status()).await else {
+            return Some(KernelFailure::Busy);
         };
         if kernel.epoch() != epoch {
             return Some(KernelFailure::Restarted);

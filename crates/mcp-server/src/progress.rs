@@ -72,7 +72,7 @@ enum State {
     /// Nothing reported yet.
     Quiet,
     /// Within the grace: the latest report, kept for when it ends.
-    Holding(Option<ProgressNotificationParam>),
+    Holding(ProgressNotificationParam),
     /// After the grace: reports go to the forwarding task in order.
     Forwarding(mpsc::UnboundedSender<ProgressNotificationParam>),
     /// The call has ended; later reports are dropped.
@@ -167,11 +167,19 @@ impl<O: ProgressOut> ProgressSink for Sink<O> {
         let mut state = self.shared.state.lock().expect("progress state lock");
         match &mut *state {
             State::Quiet => {
-                *state = State::Holding(Some(param));
-                let forwarder = tokio::spawn(forward(self.shared.clone()));
+                let forwarder = if Instant::now() < self.shared.held_until {
+                    *state = State::Holding(param);
+                    tokio::spawn(hold_then_forward(self.shared.clone()))
+                } else {
+                    // The grace is over already: straight through.
+                    let (sender, receiver) = mpsc::unbounded_channel();
+                    let _ = sender.send(param);
+                    *state = State::Forwarding(sender);
+                    tokio::spawn(forward(self.shared.clone(), receiver))
+                };
                 *self.shared.forwarder.lock().expect("forwarder lock") = Some(forwarder);
             }
-            State::Holding(latest) => *latest = Some(param),
+            State::Holding(latest) => *latest = param,
             State::Forwarding(sender) => {
                 let _ = sender.send(param);
             }
@@ -181,9 +189,9 @@ impl<O: ProgressOut> ProgressSink for Sink<O> {
 }
 
 /// Waits out the grace, sends the latest report held back, then every later one in order.
-async fn forward<O: ProgressOut>(shared: Arc<Shared<O>>) {
+async fn hold_then_forward<O: ProgressOut>(shared: Arc<Shared<O>>) {
     tokio::time::sleep_until(shared.held_until).await;
-    let (sender, mut receiver) = mpsc::unbounded_channel();
+    let (sender, receiver) = mpsc::unbounded_channel();
     let held = {
         let mut state = shared.state.lock().expect("progress state lock");
         match std::mem::replace(&mut *state, State::Forwarding(sender)) {
@@ -195,9 +203,15 @@ async fn forward<O: ProgressOut>(shared: Arc<Shared<O>>) {
             }
         }
     };
-    if let Some(param) = held {
-        shared.out.send(param).await;
-    }
+    shared.out.send(held).await;
+    forward(shared, receiver).await;
+}
+
+/// Sends every report in order, until the call has finished and all are sent.
+async fn forward<O: ProgressOut>(
+    shared: Arc<Shared<O>>,
+    mut receiver: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+) {
     while let Some(param) = receiver.recv().await {
         shared.out.send(param).await;
     }
@@ -249,10 +263,9 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(10)).await;
         sink.report(1.0, Some(1.0), Some("done".into()));
         progress.finish().await;
-        // Past the grace, the forwarder (aborted) sends nothing either.
+        // Past the grace, the forwarder (aborted) sends nothing, and a late report is dropped.
         tokio::time::sleep(PROGRESS_GRACE * 2).await;
         sink.report(1.0, Some(1.0), None);
-        tokio::task::yield_now().await;
         assert!(recorder.sent.lock().unwrap().is_empty());
     }
 
@@ -292,10 +305,14 @@ mod tests {
         let sink = progress.sink();
         tokio::time::sleep(PROGRESS_GRACE * 3).await;
         sink.report(5.0, None, None);
-        tokio::task::yield_now().await;
-        tokio::task::yield_now().await;
-        assert_eq!(recorder.sent.lock().unwrap().len(), 1);
         progress.finish().await;
+        let sent = recorder.sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 1);
+        assert_eq!(
+            sent[0].0,
+            PROGRESS_GRACE * 3,
+            "sent when reported, not later"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -271,13 +271,26 @@ async fn run_limits_are_enforced() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_notifications_follow_a_long_run_and_a_quick_one_sends_none() {
-    let (_root, _server, client) = serve(&[
-        "for step in range(3):\n    print(f'step {step}', flush=True)",
-        "import time\nfor tick in range(4):\n    print(f'tick {tick}', flush=True)\n    time.sleep(0.4)",
-        "1 + 1",
-    ])
-    .await;
-    // The first run starts the kernel, which takes longer than the grace.
+    let root = example_root();
+    write_code_notebook(
+        root.path(),
+        NB,
+        &[
+            "for step in range(3):\n    print(f'step {step}', flush=True)",
+            "import time\nfor tick in range(5):\n    print(f'tick {tick}', flush=True)\n    time.sleep(0.6)",
+            "1 + 1",
+        ],
+    );
+    // A grace of 2 s: far beyond a trivial run even on a loaded machine, well within the
+    // three-second cell.
+    let server = HttpServer::start_with_env(
+        root.path(),
+        &[],
+        &[("JUPYTER_MCP_PROGRESS_GRACE_MS", "2000")],
+    )
+    .expect("server starts");
+    let client = Client::http(&server.url).await.expect("client connects");
+    // The first run starts the kernel, which may take longer than the grace.
     let warm = client
         .call(
             "run_cells",
@@ -287,7 +300,7 @@ async fn progress_notifications_follow_a_long_run_and_a_quick_one_sends_none() {
         .ok();
     assert_eq!(warm["status"], "completed");
     client.recorder.progress.lock().unwrap().clear();
-    // Well within the server's half-second grace: answered without a notification.
+    // Well within the grace: answered without a notification.
     let quick = client
         .call_with_progress(
             "run_cells",

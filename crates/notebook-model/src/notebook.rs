@@ -491,7 +491,8 @@ impl Notebook {
         chunk_bytes: usize,
         mut sink: impl FnMut(&str) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut out = String::with_capacity(chunk_bytes.min(1 << 24) + 4096);
+        // Grown as needed: a small notebook's text never asks for a whole chunk's memory.
+        let mut out = String::with_capacity(chunk_bytes.min(64 * 1024));
         let mut failure = None;
         self.write_ipynb(&mut out, &mut |out| {
             if out.len() >= chunk_bytes {
@@ -510,15 +511,20 @@ impl Notebook {
     }
 
     /// Whether the file texts of `self` and `other` are sure to differ, because their cell
-    /// counts differ or a cell's kind or source does (reading a written file gives back every
-    /// cell with its kind and source, so texts that were equal could not have told them apart).
+    /// counts differ, or a cell's kind or source does, or a code cell's execution count does
+    /// (reading a written file gives back every cell with its kind and source, and every code
+    /// cell with its count, so texts that were equal could not have told them apart). A run's
+    /// outputs usually come with a new count, so their write needs no comparison with the file.
     /// `false` says nothing: the texts may still differ elsewhere (outputs, metadata). Cheap:
     /// cells the two share (one `Arc`) are not looked into.
     pub fn surely_writes_differently(&self, other: &Notebook) -> bool {
         self.cells.len() != other.cells.len()
             || self.cells.iter().zip(&other.cells).any(|(mine, theirs)| {
                 !Arc::ptr_eq(mine, theirs)
-                    && (mine.kind != theirs.kind || mine.source != theirs.source)
+                    && (mine.kind != theirs.kind
+                        || mine.source != theirs.source
+                        || (mine.kind == CellKind::Code
+                            && mine.execution_count != theirs.execution_count))
             })
     }
 
@@ -1088,15 +1094,24 @@ mod tests {
     }
 
     #[test]
-    fn sure_differences_are_cell_counts_kinds_and_sources() {
+    fn sure_differences_are_cell_counts_kinds_sources_and_execution_counts() {
         let notebook = Notebook::parse(SAMPLE.as_bytes()).unwrap();
         assert!(!notebook.surely_writes_differently(&notebook.clone()));
+        let code = notebook.cell(1).unwrap();
+        assert_eq!(code.kind, CellKind::Code);
         let mut outputs_changed = notebook.clone();
         outputs_changed
             .cell_mut(1)
             .unwrap()
-            .set_outputs(Vec::new(), None);
+            .set_outputs(Vec::new(), code.execution_count());
         assert!(!notebook.surely_writes_differently(&outputs_changed));
+        let mut count_changed = notebook.clone();
+        count_changed.cell_mut(1).unwrap().set_outputs(
+            code.outputs().to_vec(),
+            Some(code.execution_count().unwrap_or(0) + 1),
+        );
+        assert!(notebook.surely_writes_differently(&count_changed));
+        assert_ne!(notebook.to_ipynb_string(), count_changed.to_ipynb_string());
         let mut source_changed = notebook.clone();
         source_changed.cell_mut(0).unwrap().set_source("# Other");
         assert!(notebook.surely_writes_differently(&source_changed));

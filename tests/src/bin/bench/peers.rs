@@ -511,14 +511,29 @@ async fn rust_zmq_round_trip(root: &Path, count: usize) -> Result<Summary> {
 
 /// A local kernel of the default spec for `root`, driven directly (no MCP server).
 pub(crate) async fn start_local_kernel(root: &Path) -> Result<kernels::LocalKernel> {
+    start_local_kernel_in(root, None).await
+}
+
+/// [`start_local_kernel`], with IPython's folder (`IPYTHONDIR`: its profile and history
+/// database) set when `ipython_dir` is given.
+pub(crate) async fn start_local_kernel_in(
+    root: &Path,
+    ipython_dir: Option<&Path>,
+) -> Result<kernels::LocalKernel> {
     let provider = kernels::LocalProvider::new(
         kernels::DiscoveryConfig::from_env(Some(root.to_path_buf())),
         kernels::LaunchConfig::default(),
     );
     let discovery = provider.discover_specs(Some(root)).await?;
-    let spec = discovery
+    let mut spec = discovery
         .choose(&kernels::SpecPreference::default(), Some(root), Some(root))?
         .clone();
+    if let Some(folder) = ipython_dir {
+        spec.env.insert(
+            "IPYTHONDIR".to_owned(),
+            folder.to_string_lossy().into_owned(),
+        );
+    }
     Ok(provider.start_local(&spec, root).await?)
 }
 

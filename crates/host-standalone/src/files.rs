@@ -665,8 +665,8 @@ impl FileHost {
     /// The text is serialised once, piece by piece, into a temporary file beside the notebook
     /// (never whole in memory). Unless the change is sure to alter the text (cells inserted,
     /// deleted or rewritten, a code cell's execution count changed), the pieces are compared
-    /// with the file as they go, and an unchanged text leaves the file alone. For an edit, the file about to be replaced becomes
-    /// the undo snapshot before the rename.
+    /// with the file as they go, and an unchanged text leaves the file alone. For an edit, the
+    /// file about to be replaced becomes the undo snapshot before the rename.
     fn commit_sync(
         &self,
         rooted: &RootedPath,

@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use execution_tracker::{
     CellCheck, CellState, ExecuteReply, Invalidation, KernelObservation, Registry, RegistryConfig,
-    RunAction, RunEvent, RunRequest, TrackerError,
+    ReplyStatus, RunAction, RunEvent, RunRequest, TrackerError,
 };
 use futures::StreamExt;
 use mcp_contract::params::{CellRefParam, OutputMode};
@@ -35,6 +35,8 @@ use crate::tools::{CallContext, ImageContent, Tools, error};
 
 /// How often a waiting runner looks at the kernel.
 const OBSERVATION_INTERVAL: Duration = Duration::from_secs(1);
+/// How long one look at the kernel may take before it counts as a failed look.
+const OBSERVATION_DEADLINE: Duration = Duration::from_secs(2);
 /// How often a waiter that reports progress looks at its run.
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
 /// How long a run waits for an interrupted cell to answer before it stops tracking it.
@@ -118,7 +120,7 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
-fn random_u64() -> u64 {
+pub(crate) fn random_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
     hasher.write_u64(now_ms());
@@ -177,7 +179,7 @@ fn run_event(
         KernelEvent::NotebookClosed => Some(RunEvent::NotebookClosed),
         // The runner decides what a lost observation means (it knows about interrupts), and
         // writes ahead on an early reply; the state machine waits for the reply after `Idle`.
-        KernelEvent::Lost | KernelEvent::Replied { .. } => None,
+        KernelEvent::Lost | KernelEvent::Replied { .. } | KernelEvent::CommandSettled => None,
     }
 }
 
@@ -297,9 +299,25 @@ impl<H: NotebookHost> Tools<H> {
         self.kernels.as_ref()?.lookup(location).await.session()
     }
 
-    /// The epoch of the live kernel, when one runs.
+    /// The epoch of the live kernel, when one runs: its own, or the one derived from its stamp
+    /// while that holds ([`crate::epoch`]). Never waits.
     pub(crate) fn live_epoch(&self, location: &NotebookLocation) -> Option<u64> {
-        self.kernels.as_ref()?.live_epoch(location)
+        self.kernels
+            .as_ref()?
+            .live_epoch(location)
+            .or_else(|| self.epochs.current(&location.uri))
+    }
+
+    /// The epoch of the notebook's running kernel, its stamp read back now when it has no epoch
+    /// of its own, so that staleness is judged against the kernel that is live at this moment.
+    /// Never starts a kernel.
+    pub(crate) async fn prove_live_epoch(&self, location: &NotebookLocation) -> Option<u64> {
+        let kernels = self.kernels.as_ref()?;
+        if let Some(epoch) = kernels.live_epoch(location) {
+            return Some(epoch);
+        }
+        let session = kernels.lookup(location).await.session()?;
+        self.epochs.verify(&location.uri, &session).await
     }
 
     /// The notebook's kernel, started if needed.
@@ -430,6 +448,9 @@ impl<H: NotebookHost> Tools<H> {
         let document = self.host.load(location).await?;
         let notebook = &document.notebook;
         let mut with_ancestors = false;
+        // Staleness is judged against the kernel proven live now (a kernel without epochs of its
+        // own has its stamp read back).
+        self.prove_live_epoch(location).await;
         let plan: Vec<usize> = match targets {
             RunTargets::Stale => self.flow_view(location, &document).stale_set.clone(),
             RunTargets::Cells { cells, fresh_deps } => {
@@ -486,9 +507,10 @@ impl<H: NotebookHost> Tools<H> {
             }
             _ => context,
         };
-        // A kernel without epochs gives staleness nothing to judge against: exactly the targets
-        // run.
-        let plan = if with_ancestors && session.epoch().is_some() {
+        // A kernel whose epoch cannot be had gives staleness nothing to judge against: exactly
+        // the targets run.
+        let epoch = self.epochs.current_or_verify(&location.uri, &session).await;
+        let plan = if with_ancestors && epoch.is_some() {
             self.flow_view(location, &document).plan(&plan, true)
         } else {
             plan
@@ -791,6 +813,7 @@ async fn drive_run<H: NotebookHost>(
         tools: &tools,
         id: &id,
         location: &location,
+        session: session.clone(),
         dispatched: Default::default(),
         pending: Default::default(),
         interrupted: false,
@@ -832,9 +855,11 @@ async fn drive_run<H: NotebookHost>(
                 cell_id,
                 current_index,
             } => {
-                runner
-                    .dispatched
-                    .insert(position, (code.clone(), session.epoch().unwrap_or(0)));
+                let epoch = tools
+                    .epochs
+                    .current_or_verify(&location.uri, &session)
+                    .await;
+                runner.dispatched.insert(position, (code.clone(), epoch));
                 let cell = CellToRun {
                     index: current_index,
                     cell_id,
@@ -867,7 +892,8 @@ async fn drive_cell<H: NotebookHost>(
     mut events: crate::kernel::KernelEvents,
     requests: &mut ControlRequests,
 ) {
-    let probe = session.features().probe;
+    let features = session.features();
+    let lifecycle_at_dispatch = session.lifecycle_changes();
     let mut observe = tokio::time::interval(OBSERVATION_INTERVAL);
     observe.tick().await;
     let mut interrupt_deadline: Option<tokio::time::Instant> = None;
@@ -880,8 +906,15 @@ async fn drive_cell<H: NotebookHost>(
                     return;
                 };
                 let terminal = event.is_terminal();
-                if event == KernelEvent::Lost {
-                    runner.lost(position).await;
+                if matches!(event, KernelEvent::Lost | KernelEvent::NotebookClosed) {
+                    // The editor's command may settle later: the notebook's pending command
+                    // clears then, not never.
+                    runner.await_command_settled(events);
+                    if event == KernelEvent::Lost {
+                        runner.lost(position).await;
+                    } else {
+                        runner.step(RunEvent::NotebookClosed).await;
+                    }
                     return;
                 }
                 if let KernelEvent::Refused { error_name } = &event {
@@ -891,6 +924,22 @@ async fn drive_cell<H: NotebookHost>(
                     runner.write_ahead(position, execution_count).await;
                     continue;
                 }
+                // An editor marks the running cell failed when its kernel dies or restarts
+                // under it: that is the kernel's end, not the cell's error.
+                if let KernelEvent::Reply(reply) = &event
+                    && reply.status != ReplyStatus::Ok
+                    && features.host_writes_outputs
+                    && let Some((lifecycle, status)) =
+                        kernel_end_behind_failure(session, lifecycle_at_dispatch).await
+                {
+                    runner
+                        .step(RunEvent::Lifecycle {
+                            lifecycle,
+                            status: Some(status.tracked()),
+                        })
+                        .await;
+                    return;
+                }
                 if let Some(run_event) = run_event(position, event, session.as_ref()) {
                     runner.step(run_event).await;
                 }
@@ -898,11 +947,8 @@ async fn drive_cell<H: NotebookHost>(
                     return;
                 }
             }
-            _ = observe.tick(), if probe => {
-                let observation = match session.probe().await {
-                    Ok(status) => KernelObservation::Status(status.tracked()),
-                    Err(_) => KernelObservation::LookupFailed,
-                };
+            _ = observe.tick(), if features.probe => {
+                let observation = observe_kernel(session, lifecycle_at_dispatch).await;
                 runner.step(RunEvent::Observation(observation)).await;
             }
             Some((invalidation, acknowledge)) = requests.recv() => {
@@ -921,13 +967,56 @@ async fn drive_cell<H: NotebookHost>(
     }
 }
 
+/// One look at a running cell's kernel, bounded by [`OBSERVATION_DEADLINE`]. A kernel the host
+/// saw restart or die since the cell was dispatched is dead to the cell, whatever its status
+/// is now (an editor restarts a crashed kernel by itself).
+async fn observe_kernel(session: &SharedSession, lifecycle_at_dispatch: u64) -> KernelObservation {
+    match tokio::time::timeout(OBSERVATION_DEADLINE, session.probe()).await {
+        Ok(Ok(_)) if session.lifecycle_changes() != lifecycle_at_dispatch => {
+            KernelObservation::Status(execution_tracker::KernelStatus::Dead)
+        }
+        Ok(Ok(status)) => KernelObservation::Status(status.tracked()),
+        Ok(Err(_)) | Err(_) => KernelObservation::LookupFailed,
+    }
+}
+
+/// Why a cell an editor marked failed did not fail by itself: its kernel died, or restarted (or
+/// was replaced) since the cell was dispatched. `None` when the kernel is as it was.
+async fn kernel_end_behind_failure(
+    session: &SharedSession,
+    lifecycle_at_dispatch: u64,
+) -> Option<(
+    execution_tracker::KernelLifecycle,
+    crate::kernel::KernelStatus,
+)> {
+    use crate::kernel::KernelStatus;
+    use execution_tracker::KernelLifecycle;
+    let status = match tokio::time::timeout(OBSERVATION_DEADLINE, session.probe()).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(_)) | Err(_) => *session.status().borrow(),
+    };
+    match status {
+        KernelStatus::Dead => Some((KernelLifecycle::Died, status)),
+        KernelStatus::Restarting | KernelStatus::Starting => {
+            Some((KernelLifecycle::Restarted, status))
+        }
+        _ if session.lifecycle_changes() != lifecycle_at_dispatch => {
+            Some((KernelLifecycle::Restarted, status))
+        }
+        _ => None,
+    }
+}
+
 /// The state of one runner task.
 struct Runner<'a, H: NotebookHost> {
     tools: &'a Tools<H>,
     id: &'a str,
     location: &'a NotebookLocation,
-    /// What was dispatched at each position: the source and the kernel epoch.
-    dispatched: std::collections::HashMap<usize, (String, u64)>,
+    /// The kernel the run runs on.
+    session: SharedSession,
+    /// What was dispatched at each position: the source and the kernel epoch, when one could be
+    /// had.
+    dispatched: std::collections::HashMap<usize, (String, Option<u64>)>,
     /// Actions that need the kernel (verify, dispatch), in order.
     pending: std::collections::VecDeque<RunAction>,
     /// An interrupt was requested: no further cell is dispatched.
@@ -973,6 +1062,23 @@ impl<H: NotebookHost> Runner<'_, H> {
             self.written_ahead
                 .insert(position, (execution_count, outputs));
         }
+    }
+
+    /// Follows what is left of a cell's events after its observation ended, until the editor's
+    /// command settles ([`KernelEvent::CommandSettled`]), and settles the notebook's pending
+    /// command then.
+    fn await_command_settled(&self, mut events: crate::kernel::KernelEvents) {
+        let tools = self.tools.clone();
+        let id = self.id.to_owned();
+        tokio::spawn(async move {
+            while let Some(event) = events.next().await {
+                if event == KernelEvent::CommandSettled {
+                    let _ = tools.apply(&id, RunEvent::CommandSettled);
+                    tools.wake_run_waiters();
+                    return;
+                }
+            }
+        });
     }
 
     /// Observation of the cell stopped without a completion: after an interrupt, the interrupt
@@ -1025,7 +1131,7 @@ impl<H: NotebookHost> Runner<'_, H> {
                         .await;
                 }
                 if let (Some((source, epoch)), Some(state)) =
-                    (self.dispatched.get(&position), state)
+                    (self.dispatched.get(&position).cloned(), state)
                 {
                     let ok = match state {
                         CellState::Completed => Some(true),
@@ -1033,13 +1139,19 @@ impl<H: NotebookHost> Runner<'_, H> {
                         _ => None,
                     };
                     if let Some(ok) = ok {
+                        // A kernel that only came up with this cell (an editor starts its kernel
+                        // on the first run) is stamped now: the cell ran on it.
+                        let epoch = match epoch {
+                            Some(epoch) => Some(epoch),
+                            None => tools.epochs.verify(&self.location.uri, &self.session).await,
+                        };
                         tools
                             .sessions
                             .lock()
                             .expect("sessions lock")
                             .entry(self.location.uri.clone())
                             .or_default()
-                            .record_run(&cell_id, source, *epoch, ok);
+                            .record_run(&cell_id, &source, epoch.unwrap_or(0), ok);
                     }
                 }
             }

@@ -276,6 +276,11 @@ pub enum KernelEvent {
     /// The host stopped observing it without a completion (the cell changed under observation,
     /// or a restart or interrupt was requested). Completion is not claimed. Terminal.
     Lost,
+    /// The editor's command that dispatched the cell has settled. Only hosts whose dispatch is
+    /// a command that settles apart from the cell's completion send it, and only after `Lost`
+    /// or `NotebookClosed`: the run has ended, but the notebook's command stays pending until
+    /// this arrives.
+    CommandSettled,
 }
 
 impl KernelEvent {
@@ -296,6 +301,7 @@ impl KernelEvent {
                 | KernelEvent::Idle
                 | KernelEvent::Replied { .. }
                 | KernelEvent::ActionRequired { .. }
+                | KernelEvent::CommandSettled
         )
     }
 }
@@ -409,8 +415,18 @@ pub trait KernelSession: Send + Sync + 'static {
         options: ExecuteOptions,
     ) -> BoxFuture<'_, Result<KernelEvents, KernelError>>;
 
-    /// Checks liveness within a bounded time (where [`SessionFeatures::probe`]).
+    /// Checks liveness within a bounded time (where [`SessionFeatures::probe`]). A kernel that
+    /// is no longer the one this session stands for (the editor replaced it) answers `Dead`.
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>>;
+
+    /// How many times the host has seen this kernel start again, restart or die since the
+    /// session was handed out (never decreasing). Sessions without an [`KernelSession::epoch`]
+    /// have their epoch derived by the tools from a stamp in the kernel, which they read back
+    /// whenever this moves. Default: 0 (a host that sees no such thing, or whose sessions have
+    /// real epochs).
+    fn lifecycle_changes(&self) -> u64 {
+        0
+    }
 }
 
 /// A shared session. Two lookups of the same kernel object give the same `Arc`
@@ -810,7 +826,8 @@ pub async fn collect(mut events: KernelEvents) -> Result<Collected, KernelError>
             KernelEvent::Busy
             | KernelEvent::Idle
             | KernelEvent::Replied { .. }
-            | KernelEvent::ActionRequired { .. } => {}
+            | KernelEvent::ActionRequired { .. }
+            | KernelEvent::CommandSettled => {}
         }
     }
     Err(KernelError::Gone)

@@ -225,13 +225,15 @@ impl<H: NotebookHost> Tools<H> {
             .await?;
         let lookup = kernels.lookup(&location).await;
         let ready = match &lookup {
-            KernelLookup::Running(session) => probe_alive(session).await,
+            KernelLookup::Running(session) => self.proven_ready(&location, session).await,
             KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => false,
         };
+        let mut state = kernel_state(&lookup, document.notebook.code_language());
+        state.epoch = state.epoch.or_else(|| self.live_epoch(&location));
         to_json(&ConfigureKernelResult {
             notebook: location.uri,
             kernel: configured.kernel,
-            state: kernel_state(&lookup, document.notebook.code_language()),
+            state,
             ready,
         })
     }
@@ -256,9 +258,11 @@ impl<H: NotebookHost> Tools<H> {
         if let Some(colab) = &self.colab {
             colab.refresh_roots().await;
         }
+        let mut state = kernel_state(&lookup, &language);
+        state.epoch = state.epoch.or_else(|| self.live_epoch(&location));
         to_json(&KernelInfoResult {
             notebook: location.uri,
-            kernel: kernel_state(&lookup, &language),
+            kernel: state,
             capabilities,
             colab_root_candidates: self.colab.as_ref().map(|colab| {
                 colab
@@ -338,6 +342,10 @@ impl<H: NotebookHost> Tools<H> {
         let mut results = Vec::new();
         for location in locations {
             let invalidated = self.invalidate_active_run(&location, request).await;
+            if request == Invalidation::Restart {
+                // Whatever the restart does, nothing that ran before it is fresh.
+                self.epochs.forget(&location.uri);
+            }
             let sent = match request {
                 Invalidation::Restart => kernels.restart(&location).await,
                 Invalidation::Interrupt => kernels.interrupt(&location).await,
@@ -391,10 +399,15 @@ impl<H: NotebookHost> Tools<H> {
     }
 }
 
-/// Whether a session answers a liveness probe and is not dead.
-async fn probe_alive(session: &SharedSession) -> bool {
-    if !session.features().probe {
-        return !session.status().borrow().is_dead();
+impl<H: NotebookHost> Tools<H> {
+    /// Whether the kernel is proven to answer: a Jupyter kernel answers a probe (a kernel_info
+    /// request); a kernel spoken to in code only must run code (its stamp is read back, see
+    /// [`crate::epoch`]). Seeing it listed as idle proves nothing.
+    async fn proven_ready(&self, location: &NotebookLocation, session: &SharedSession) -> bool {
+        let features = session.features();
+        if features.messages && features.probe {
+            return session.probe().await.is_ok_and(|status| !status.is_dead());
+        }
+        self.epochs.verify(&location.uri, session).await.is_some()
     }
-    session.probe().await.is_ok_and(|status| !status.is_dead())
 }

@@ -47,6 +47,7 @@ mod budget;
 mod codes;
 pub mod colab;
 pub mod environment;
+mod epoch;
 mod execution;
 pub mod files;
 pub mod host;

@@ -14,10 +14,13 @@
 //! | `#> hang` | runs until interrupted (then raises `KeyboardInterrupt`) or restarted |
 //! | `#> stubborn` | runs until restarted, ignoring interrupts |
 //! | `#> die` | the kernel process dies |
+//! | `#> editor-death` | the kernel dies, and the host reports the cell as failed (as an editor does) |
 //! | `#> image` | displays a 2×2 PNG |
 //!
 //! Helper code (inspection, transfers) follows the same directives, or the ones the
-//! [`ScriptedKernels::on_execute`] hook substitutes for it.
+//! [`ScriptedKernels::on_execute`] hook substitutes for it. The tools' stamp request (for
+//! kernels [`ScriptedKernels::without_epochs`]) is answered from the kernel's memory, which a
+//! restart or death wipes.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -188,7 +191,7 @@ impl MemoryHost {
     }
 
     /// Changes the notebook at `path` as someone else would (a new version; clients that saw
-    /// the old one get `notebook_changed_on_disk` on their next write).
+    /// the old one get `notebook_changed_on_disk` on their next write when its cells changed).
     pub fn change_outside(&self, path: &str, change: impl FnOnce(&mut Notebook)) {
         let uri = Self::location_of(path).uri;
         let version = self.next_version();
@@ -551,6 +554,8 @@ pub struct ScriptedKernels {
 struct ScriptedInner {
     capabilities: KernelCapabilities,
     features: SessionFeatures,
+    /// Sessions report epochs of their own (else the tools derive them from stamps).
+    own_epochs: bool,
     sessions: Mutex<HashMap<String, Arc<ScriptedSession>>>,
     hook: Mutex<Option<Arc<ExecuteHook>>>,
     /// Every piece of code a kernel was given, in order (cells and helper code).
@@ -578,11 +583,27 @@ impl ScriptedKernels {
             inner: Arc::new(ScriptedInner {
                 capabilities,
                 features,
+                own_epochs: true,
                 sessions: Mutex::new(HashMap::new()),
                 hook: Mutex::new(None),
                 log: Mutex::new(Vec::new()),
                 starts: AtomicU64::new(0),
                 observed: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Kernels that report no epoch of their own, as an editor's kernel API: the tools derive
+    /// one from the stamp they leave in the kernel, which a restart or death wipes. Call before
+    /// the first kernel starts.
+    pub fn without_epochs(self) -> ScriptedKernels {
+        let inner = Arc::try_unwrap(self.inner)
+            .ok()
+            .expect("without_epochs before the kernels are shared");
+        ScriptedKernels {
+            inner: Arc::new(ScriptedInner {
+                own_epochs: false,
+                ..inner
             }),
         }
     }
@@ -853,6 +874,10 @@ pub struct ScriptedSession {
     status: watch::Sender<KernelStatus>,
     /// Running executions hear restarts, interrupts and deaths here.
     control: tokio::sync::broadcast::Sender<Control>,
+    /// The stamp the tools left in this kernel process ([`crate::epoch`]).
+    stamp: Arc<Mutex<Option<String>>>,
+    /// Restarts and deaths so far.
+    lifecycle: Arc<AtomicU64>,
     execution_count: AtomicU64,
     /// Executions queue on this lock, as they do in a kernel.
     queue: Arc<tokio::sync::Mutex<()>>,
@@ -874,6 +899,8 @@ impl ScriptedSession {
             epoch: AtomicU64::new(EPOCHS.fetch_add(1, Ordering::Relaxed)),
             status: watch::Sender::new(KernelStatus::Idle),
             control: tokio::sync::broadcast::channel(16).0,
+            stamp: Arc::default(),
+            lifecycle: Arc::default(),
             execution_count: AtomicU64::new(0),
             queue: Arc::new(tokio::sync::Mutex::new(())),
         })
@@ -881,6 +908,10 @@ impl ScriptedSession {
 
     fn control(&self, control: Control) {
         let _ = self.control.send(control);
+        if control != Control::Interrupt {
+            self.lifecycle.fetch_add(1, Ordering::Relaxed);
+            self.forget_stamp();
+        }
         match control {
             Control::Die | Control::Shutdown => {
                 self.status.send_replace(KernelStatus::Dead);
@@ -910,6 +941,20 @@ impl ScriptedSession {
         self.control(Control::Die);
     }
 
+    /// Wipes the stamp the tools left in the kernel, as a restart the host never reported would
+    /// (a new process behind the same session).
+    pub fn forget_stamp(&self) {
+        *self.stamp.lock().expect("stamp lock") = None;
+    }
+
+    /// A restart the host reports ([`KernelSession::lifecycle_changes`]) while the executions
+    /// under way never hear of it (an editor that restarts a crashed kernel by itself and never
+    /// completes the running cell).
+    pub fn restart_silently(&self) {
+        self.lifecycle.fetch_add(1, Ordering::Relaxed);
+        self.forget_stamp();
+    }
+
     fn events(&self, code: String, script: String, cell: bool) -> KernelEvents {
         self.kernels.inner.log.lock().expect("log lock").push(code);
         // `#> late TEXT`: printed just before the reply but arriving after it.
@@ -927,6 +972,8 @@ impl ScriptedSession {
         } else {
             None
         };
+        let lifecycle = self.lifecycle.clone();
+        let stamp = self.stamp.clone();
         if status.borrow().is_dead() {
             let _ = sender.send(KernelEvent::Ended(KernelLifecycle::Died));
         } else {
@@ -953,6 +1000,15 @@ impl ScriptedSession {
                     Ended::Lifecycle(lifecycle) => {
                         let _ = sender.send(KernelEvent::Ended(lifecycle));
                     }
+                    Ended::DiedSeenAsFailure(reply) => {
+                        // As an editor reports a kernel that died under a cell: the cell is
+                        // marked failed, and the kernel is dead.
+                        lifecycle.fetch_add(1, Ordering::Relaxed);
+                        *stamp.lock().expect("stamp lock") = None;
+                        status.send_replace(KernelStatus::Dead);
+                        let _ = sender.send(KernelEvent::Idle);
+                        let _ = sender.send(KernelEvent::Reply(reply));
+                    }
                 }
             });
         }
@@ -966,6 +1022,8 @@ impl ScriptedSession {
 enum Ended {
     Reply(KernelReply),
     Lifecycle(KernelLifecycle),
+    /// `#> editor-death`: the kernel died, and the host reports the cell as failed.
+    DiedSeenAsFailure(KernelReply),
 }
 
 fn tiny_png() -> String {
@@ -1017,6 +1075,12 @@ async fn play(
                 }));
             }
             "die" => return Ended::Lifecycle(KernelLifecycle::Died),
+            "editor-death" => {
+                let Ended::Reply(reply) = raised("KernelDied", sender) else {
+                    unreachable!("raised ends with a reply")
+                };
+                return Ended::DiedSeenAsFailure(reply);
+            }
             "wait" | "hang" | "stubborn" => {
                 let wait = async {
                     match argument.parse::<u64>() {
@@ -1058,7 +1122,14 @@ impl KernelSession for ScriptedSession {
     }
 
     fn epoch(&self) -> Option<u64> {
-        Some(self.epoch.load(Ordering::Relaxed))
+        self.kernels
+            .inner
+            .own_epochs
+            .then(|| self.epoch.load(Ordering::Relaxed))
+    }
+
+    fn lifecycle_changes(&self) -> u64 {
+        self.lifecycle.load(Ordering::Relaxed)
     }
 
     fn status(&self) -> watch::Receiver<KernelStatus> {
@@ -1076,9 +1147,19 @@ impl KernelSession for ScriptedSession {
     ) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
         Box::pin(async move {
             let hook = self.kernels.inner.hook.lock().expect("hook lock").clone();
-            let script = hook
-                .and_then(|hook| hook(&code, &options))
-                .unwrap_or_else(|| code.clone());
+            let hooked = hook.and_then(|hook| hook(&code, &options));
+            // The tools' stamp request: answered as the stamp program would, from this
+            // process's memory (unless the hook says otherwise).
+            let stamped = crate::epoch::script::offered_token(&code).map(|offered| {
+                let stamp = self
+                    .stamp
+                    .lock()
+                    .expect("stamp lock")
+                    .get_or_insert(offered)
+                    .clone();
+                format!("#> out {}", crate::epoch::script::answer(&stamp))
+            });
+            let script = hooked.or(stamped).unwrap_or_else(|| code.clone());
             Ok(self.events(code, script, false))
         })
     }

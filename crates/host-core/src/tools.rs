@@ -107,8 +107,9 @@ pub struct Inner<H: NotebookHost> {
     input_schemas: HashMap<&'static str, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
     notebook_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// The document version each notebook had when a client last saw it (read or changed it).
-    seen_versions: Mutex<HashMap<String, u64>>,
+    /// The document version each notebook had when a client last saw it (read or changed it),
+    /// with the fingerprint of its cells ([`cells_fingerprint`]).
+    seen_versions: Mutex<HashMap<String, Seen>>,
     /// Per-notebook dataflow and run records.
     pub(crate) sessions: Mutex<HashMap<String, crate::session::NotebookSession>>,
     /// Tracked runs of this window.
@@ -126,6 +127,28 @@ pub struct Inner<H: NotebookHost> {
     derived: Mutex<HashMap<String, Arc<Derived>>>,
     /// File transfers in progress, and each kernel's transfer budget and quarantine.
     pub(crate) transfers: crate::transfer_tools::TransferState,
+    /// Epochs derived from stamps, for kernels whose host reports none.
+    pub(crate) epochs: crate::epoch::DerivedEpochs,
+}
+
+/// A document version clients have seen.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    version: u64,
+    /// [`cells_fingerprint`] of that version.
+    cells: u64,
+}
+
+/// A hash of what edits are planned on: each cell's id, kind and source, in order.
+fn cells_fingerprint(notebook: &Notebook) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for cell in notebook.cells() {
+        cell.id().hash(&mut hasher);
+        cell.kind().as_str().hash(&mut hasher);
+        cell.source().hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// What is derived from one version of a document and reused until it changes.
@@ -205,6 +228,7 @@ impl<H: NotebookHost> Tools<H> {
                 idempotency: Mutex::new(HashMap::new()),
                 derived: Mutex::new(HashMap::new()),
                 transfers: Default::default(),
+                epochs: Default::default(),
             }),
         }
     }
@@ -510,31 +534,47 @@ impl<H: NotebookHost> Tools<H> {
             .lock()
             .expect("seen versions lock")
             .get(uri)
-            .copied()
+            .map(|seen| seen.version)
     }
 
     /// Records that clients have seen this version of the document. Versions only grow: a read
     /// that loaded an older version and finishes after a concurrent change must not move the
     /// mark back, or the next change would be refused as if the file had changed on disk.
     pub(crate) fn saw(&self, document: &Document) {
-        self.seen_versions
-            .lock()
-            .expect("seen versions lock")
-            .entry(document.location.uri.clone())
-            .and_modify(|seen| *seen = (*seen).max(document.version))
-            .or_insert(document.version);
+        let mut seen = self.seen_versions.lock().expect("seen versions lock");
+        let known = seen.get(&document.location.uri);
+        if known.is_some_and(|known| known.version >= document.version) {
+            return;
+        }
+        seen.insert(
+            document.location.uri.clone(),
+            Seen {
+                version: document.version,
+                cells: cells_fingerprint(&document.notebook),
+            },
+        );
     }
 
-    /// Fails when the document changed (on disk, by someone else) since clients last saw it: the
-    /// new version is what they see from now on, and they must read it before changing it.
+    /// Fails when someone else changed the document's cells (their ids, order, kinds or
+    /// sources; on disk, in the editor) since clients last saw it: the new version is what they
+    /// see from now on, and they must read it before changing it. Outputs and metadata others
+    /// wrote meanwhile (an editor's kernel writing a run's outputs) change nothing the client's
+    /// edits are planned on, and the change applies to the document as it is now, so they are
+    /// kept.
     fn check_unchanged_since_seen(&self, document: &Document) -> Result<(), ToolError> {
+        let now = Seen {
+            version: document.version,
+            cells: cells_fingerprint(&document.notebook),
+        };
         let previous = self
             .seen_versions
             .lock()
             .expect("seen versions lock")
-            .insert(document.location.uri.clone(), document.version);
+            .insert(document.location.uri.clone(), now);
         match (previous, &document.location.path) {
-            (Some(previous), path) if previous != document.version => {
+            (Some(previous), path)
+                if previous.version != document.version && previous.cells != now.cells =>
+            {
                 Err(HostError::ChangedOnDisk {
                     path: path
                         .clone()

@@ -611,7 +611,8 @@ impl<H: NotebookHost> Driver<H> {
                     KernelEvent::Busy
                     | KernelEvent::Idle
                     | KernelEvent::Replied { .. }
-                    | KernelEvent::ActionRequired { .. } => {}
+                    | KernelEvent::ActionRequired { .. }
+                    | KernelEvent::CommandSettled => {}
                 },
             }
         }

@@ -2,6 +2,7 @@
 //! tokio time (waits and deadlines pass instantly; nothing sleeps). The end-to-end suite keeps
 //! the paths that need a real kernel.
 
+mod epochs;
 mod listing;
 mod reads;
 mod runs;
@@ -29,7 +30,10 @@ impl World {
     }
 
     pub fn with_host(host: MemoryHost) -> World {
-        let kernels = ScriptedKernels::new();
+        World::with_host_and_kernels(host, ScriptedKernels::new())
+    }
+
+    pub fn with_host_and_kernels(host: MemoryHost, kernels: ScriptedKernels) -> World {
         let host = Arc::new(host.with_kernels(kernels.clone()));
         World {
             tools: Tools::new(host.clone()),

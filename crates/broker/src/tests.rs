@@ -211,6 +211,15 @@ impl Trio {
         .await;
     }
 
+    /// The names of the tools the broker lists (its `tools/list`).
+    fn tool_names(&self) -> Vec<&'static str> {
+        let dispatch = self
+            .broker()
+            .broker_dispatch()
+            .expect("the first is broker");
+        dispatch.specs().iter().map(|spec| spec.name).collect()
+    }
+
     async fn call(&self, tool: &str, arguments: Value) -> ToolOutput {
         let dispatch = self
             .broker()
@@ -393,14 +402,7 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
     assert_eq!(read.structured.unwrap()["window"], "wc");
 
     // The broker lists every tool any window serves.
-    let names: Vec<&str> = trio
-        .broker()
-        .broker_dispatch()
-        .unwrap()
-        .specs()
-        .iter()
-        .map(|spec| spec.name)
-        .collect();
+    let names = trio.tool_names();
     assert!(names.contains(&"run_cells"), "{names:?}");
     for coordinator in trio.coordinators {
         coordinator.stop().await;
@@ -411,7 +413,6 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
 async fn a_listed_tool_its_owner_lacks_answers_who_serves_it() {
     // The broker and gamma serve documents only; beta runs kernels. The broker also cannot
     // create notebooks.
-    let execution = ["run_cells", "restart_kernels"];
     let a = FakeHost::lacking(
         "wa",
         "alpha",
@@ -424,22 +425,15 @@ async fn a_listed_tool_its_owner_lacks_answers_who_serves_it() {
         "gamma",
         &["file:///c.ipynb"],
         &[
-            execution.as_slice(),
-            &["inspect_colab_environment_preflight"],
-        ]
-        .concat(),
+            "run_cells",
+            "restart_kernels",
+            "inspect_colab_environment_preflight",
+        ],
     );
     let trio = Trio::start([a.clone(), b.clone(), c.clone()]).await;
 
     // Listed, because beta serves them.
-    let names: Vec<&str> = trio
-        .broker()
-        .broker_dispatch()
-        .unwrap()
-        .specs()
-        .iter()
-        .map(|spec| spec.name)
-        .collect();
+    let names = trio.tool_names();
     for tool in ["run_cells", "restart_kernels", "create_notebook"] {
         assert!(names.contains(&tool), "{tool} in {names:?}");
     }

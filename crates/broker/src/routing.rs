@@ -1,9 +1,9 @@
 //! Every routing decision of the broker, as pure functions: which kind of routing a tool call
 //! needs, which window owns a reference, whether that window serves the tool (and who does),
-//! how a batch splits by owner, how long the broker waits for an owner, which peers are stale, how batch results merge, and the role a process takes
-//! after each step of the election. No I/O, no clock (times come in as milliseconds), no
-//! randomness (owner ids come in as arguments): the I/O around them lives in `broker` and
-//! `coordinator`.
+//! how a batch splits by owner, how long the broker waits for an owner, which peers are stale,
+//! how batch results merge, and the role a process takes after each step of the election. No
+//! I/O, no clock (times come in as milliseconds), no randomness (owner ids come in as
+//! arguments): the I/O around them lives in `broker` and `coordinator`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -278,7 +278,12 @@ impl RouteError {
                 } else {
                     ("", "pass one of their windowIds instead".to_owned())
                 };
-                let name = |window: &WindowName| json!({"windowId": window.window_id, "windowLabel": window.label});
+                let name = |window: &WindowName| {
+                    json!({
+                        "windowId": window.window_id,
+                        "windowLabel": window.label,
+                    })
+                };
                 (
                     format!(
                         "the window {window}{whose} does not serve {tool} (each window lists only \

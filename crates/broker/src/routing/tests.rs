@@ -554,7 +554,8 @@ proptest! {
             1 => Destination::Named(&routed_id),
             _ => Destination::Own { own_window_id: &routed_id, takes_window_id },
         };
-        let servers: Vec<&WindowTools> = windows.iter().filter(|window| window.tools[0] == "tool").collect();
+        let servers: Vec<&WindowTools> =
+            windows.iter().filter(|window| window.tools[0] == "tool").collect();
         let connected = routed < windows.len();
         match serving_window("tool", destination, &windows) {
             Ok(window_id) => {
@@ -578,7 +579,10 @@ proptest! {
                 expected.sort();
                 prop_assert!(!expected.is_empty());
                 prop_assert_eq!(
-                    served_by.into_iter().map(|name| (name.label, name.window_id)).collect::<Vec<_>>(),
+                    served_by
+                        .into_iter()
+                        .map(|name| (name.label, name.window_id))
+                        .collect::<Vec<_>>(),
                     expected
                 );
                 // The broker's own window refuses only when the caller can pick among several.

@@ -25,7 +25,10 @@ use crate::protocol::{
     AUTH_HEADER, Health, Invocation, InvocationResult, MAX_ANSWER_BODY_BYTES,
     MAX_CONTROL_BODY_BYTES, PEER_TOKEN_HEADER, PROTOCOL, Registered, Registration, Unregistration,
 };
-use crate::routing::{self, HostListing, ListedNotebook, PeerTable, RouteError, RouteKind, Target};
+use crate::routing::{
+    self, Destination, HostListing, ListedNotebook, PeerTable, RouteError, RouteKind, Target,
+    WindowTools,
+};
 use crate::secret::Secret;
 
 /// What the broker knows about a registered peer.
@@ -392,9 +395,12 @@ impl BrokerState {
     }
 
     /// Every connected window's preflight, own first; a window that fails, answers something
-    /// else or takes longer than [`routing::PREFLIGHT_PEER_TIMEOUT`] is listed unavailable.
+    /// else or takes longer than [`routing::PREFLIGHT_PEER_TIMEOUT`] is listed unavailable, and
+    /// so is one that does not serve the tool (it is not asked, so it never answers
+    /// `unknown_tool`).
     async fn preflights(&self, tool: &str) -> Vec<mcp_contract::results::PreflightWindow> {
         use mcp_contract::results::{ColabPreflightResult, PreflightWindow};
+        let windows = self.window_tools();
         let peers: Vec<(String, PeerInfo)> = self
             .peers
             .lock()
@@ -415,14 +421,21 @@ impl BrokerState {
             status: "unavailable".to_owned(),
             ..PreflightWindow::default()
         };
+        let serves = |window_id: &str| {
+            routing::serving_window(tool, Destination::Named(window_id), &windows).is_ok()
+        };
         let own = async {
-            let output = tokio::time::timeout(
-                routing::PREFLIGHT_PEER_TIMEOUT,
-                self.local
-                    .dispatch(tool.to_owned(), None, CallContext::default()),
-            )
-            .await
-            .ok();
+            let output = if serves(&self.window.id) {
+                tokio::time::timeout(
+                    routing::PREFLIGHT_PEER_TIMEOUT,
+                    self.local
+                        .dispatch(tool.to_owned(), None, CallContext::default()),
+                )
+                .await
+                .ok()
+            } else {
+                None
+            };
             answered(output).unwrap_or_else(|| {
                 vec![unavailable(
                     self.window.id.clone(),
@@ -431,8 +444,8 @@ impl BrokerState {
             })
         };
         let others = peers.into_iter().map(|(id, info)| async move {
-            let output = self
-                .invoke_peer(
+            let output = if serves(&id) {
+                self.invoke_peer(
                     &id,
                     &info,
                     tool,
@@ -440,7 +453,10 @@ impl BrokerState {
                     Some(routing::PREFLIGHT_PEER_TIMEOUT),
                 )
                 .await
-                .ok();
+                .ok()
+            } else {
+                None
+            };
             answered(output).unwrap_or_else(|| vec![unavailable(id, info.label)])
         });
         let (own, others) = futures::join!(own, futures::future::join_all(others));
@@ -477,6 +493,38 @@ impl BrokerState {
                 .expect("peer table lock")
                 .get(window_id)
                 .is_some()
+    }
+
+    /// Every connected window with the tools it serves, own first: the broker's own from its
+    /// dispatch, each peer's from its latest registration.
+    fn window_tools(&self) -> Vec<WindowTools> {
+        let own = WindowTools {
+            window_id: self.window.id.clone(),
+            label: self.window.label.clone(),
+            tools: self
+                .local
+                .specs()
+                .iter()
+                .map(|spec| spec.name.to_owned())
+                .collect(),
+        };
+        let peers = self.peers.lock().expect("peer table lock");
+        let peers = peers.iter().map(|(id, info)| WindowTools {
+            window_id: id.clone(),
+            label: info.label.clone(),
+            tools: info.tools.clone(),
+        });
+        std::iter::once(own).chain(peers).collect()
+    }
+
+    /// The window a call to `tool` goes to, or the error naming the windows that serve it when
+    /// the routed window does not (see [`routing::serving_window`]).
+    fn serving_window(
+        &self,
+        tool: &str,
+        destination: Destination<'_>,
+    ) -> Result<String, RouteError> {
+        routing::serving_window(tool, destination, &self.window_tools())
     }
 
     /// A ref whose owner this epoch already knows, without asking anyone.
@@ -663,6 +711,11 @@ impl BrokerState {
                     Ok(mut targets) => targets.remove(0),
                     Err(error) => return window_failure(error),
                 };
+                if let Err(error) =
+                    self.serving_window(&tool, Destination::NotebookOwner(&target.window_id))
+                {
+                    return window_failure(error);
+                }
                 arguments.insert("notebookRef".to_owned(), Value::String(target.reference));
                 self.invoke(&target.window_id, &tool, arguments, context)
                     .await
@@ -673,17 +726,48 @@ impl BrokerState {
                     Err(error) => return window_failure(error),
                 };
                 let groups = routing::group_by_owner(targets);
+                let windows = self.window_tools();
                 let calls = groups.into_iter().map(|(window_id, references)| {
+                    // An owner that lacks the tool fails its part without being asked.
+                    let served = routing::serving_window(
+                        &tool,
+                        Destination::NotebookOwner(&window_id),
+                        &windows,
+                    );
                     let mut arguments = arguments.clone();
                     arguments.insert("notebookRefs".to_owned(), json!(references));
                     let context = context.clone();
                     let tool = tool.clone();
-                    async move { self.invoke(&window_id, &tool, arguments, context).await }
+                    async move {
+                        match served {
+                            Ok(window_id) => {
+                                self.invoke(&window_id, &tool, arguments, context).await
+                            }
+                            Err(error) => window_failure(error),
+                        }
+                    }
                 });
                 routing::merge_batch(futures::future::join_all(calls).await)
             }
-            RouteKind::Window(window_id) => {
-                let window_id = window_id.unwrap_or_else(|| self.window.id.clone());
+            RouteKind::Window(named) => {
+                let destination = match named.as_deref() {
+                    Some(window_id) => Destination::Named(window_id),
+                    None => Destination::Own {
+                        own_window_id: &self.window.id,
+                        takes_window_id: self.input_schemas.get(tool.as_str()).is_some_and(
+                            |schema| {
+                                schema
+                                    .get("properties")
+                                    .and_then(|properties| properties.get("windowId"))
+                                    .is_some()
+                            },
+                        ),
+                    },
+                };
+                let window_id = match self.serving_window(&tool, destination) {
+                    Ok(window_id) => window_id,
+                    Err(error) => return window_failure(error),
+                };
                 let output = self.invoke(&window_id, &tool, arguments, context).await;
                 self.learn(&window_id, &output);
                 output
@@ -771,16 +855,12 @@ pub(crate) struct BrokerDispatch {
 impl ToolDispatch for BrokerDispatch {
     /// The broker's own tools plus any tool a peer serves, in catalogue order.
     fn specs(&self) -> Vec<ToolSpec> {
-        let mut names: Vec<String> = self
+        let names: Vec<String> = self
             .state
-            .local
-            .specs()
-            .iter()
-            .map(|spec| spec.name.to_owned())
+            .window_tools()
+            .into_iter()
+            .flat_map(|window| window.tools)
             .collect();
-        for (_, info) in self.state.peers.lock().expect("peer table lock").iter() {
-            names.extend(info.tools.iter().cloned());
-        }
         let mut specs: Vec<ToolSpec> = catalog::all_tools()
             .into_iter()
             .filter(|spec| names.iter().any(|name| name == spec.name))

@@ -1,9 +1,9 @@
 //! Every routing decision of the broker, as pure functions: which kind of routing a tool call
-//! needs, which window owns a reference, how a batch splits by owner, how long the broker waits
-//! for an owner, which peers are stale, how batch results merge, and the role a process takes
-//! after each step of the election. No I/O, no clock (times come in as milliseconds), no
-//! randomness (owner ids come in as arguments): the I/O around them lives in `broker` and
-//! `coordinator`.
+//! needs, which window owns a reference, whether that window serves the tool (and who does),
+//! how a batch splits by owner, how long the broker waits for an owner, which peers are stale,
+//! how batch results merge, and the role a process takes after each step of the election. No
+//! I/O, no clock (times come in as milliseconds), no randomness (owner ids come in as
+//! arguments): the I/O around them lives in `broker` and `coordinator`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -135,6 +135,36 @@ pub enum RouteError {
     WindowNotConnected { window_id: String },
     /// The owner left (or stopped answering) while or before the call was made.
     WindowUnavailable { label: String, reason: String },
+    /// The window a call is routed to does not serve its tool, though other windows do (the
+    /// broker lists the union of every window's tools, so the call must not end in
+    /// `unknown_tool`).
+    ToolNotServed {
+        tool: String,
+        /// The window the call was routed to.
+        window: WindowName,
+        /// Every connected window that serves the tool, by label then id.
+        served_by: Vec<WindowName>,
+        /// Whether the window was chosen as the owner of the call's notebook (else by
+        /// `windowId`, or as the broker's own window).
+        by_notebook: bool,
+    },
+}
+
+/// A window as an error names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowName {
+    pub label: String,
+    pub window_id: String,
+}
+
+impl std::fmt::Display for WindowName {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "`{}` (windowId `{}`)",
+            self.label, self.window_id
+        )
+    }
 }
 
 fn unanswered_note(unanswered: &[String]) -> String {
@@ -158,6 +188,7 @@ impl RouteError {
             RouteError::NotFound { .. } => ErrorCode::NotebookNotFound,
             RouteError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
             RouteError::WindowUnavailable { .. } => ErrorCode::WindowUnavailable,
+            RouteError::ToolNotServed { .. } => ErrorCode::NotSupported,
         }
     }
 
@@ -229,6 +260,44 @@ impl RouteError {
                 ),
                 None,
             ),
+            RouteError::ToolNotServed {
+                tool,
+                window,
+                served_by,
+                by_notebook,
+            } => {
+                let servers: Vec<String> = served_by.iter().map(WindowName::to_string).collect();
+                let (whose, what_to_do) = if *by_notebook {
+                    (
+                        " that owns this notebook",
+                        format!(
+                            "open the notebook in one of them (open_notebooks with its windowId) \
+                             and call {tool} with the notebookRef that answer gives"
+                        ),
+                    )
+                } else {
+                    ("", "pass one of their windowIds instead".to_owned())
+                };
+                let name = |window: &WindowName| {
+                    json!({
+                        "windowId": window.window_id,
+                        "windowLabel": window.label,
+                    })
+                };
+                (
+                    format!(
+                        "the window {window}{whose} does not serve {tool} (each window lists only \
+                         the tools its host supports); these windows do: {}. To use it, \
+                         {what_to_do}",
+                        servers.join(", ")
+                    ),
+                    Some(json!({
+                        "tool": tool,
+                        "window": name(window),
+                        "servedBy": served_by.iter().map(name).collect::<Vec<_>>(),
+                    })),
+                )
+            }
         };
         ToolError {
             code: self.code(),
@@ -345,6 +414,82 @@ pub fn resolve(
             }
         }
     }
+}
+
+/// A connected window and the names of the tools it serves: the broker's own from its dispatch,
+/// a peer's from its latest registration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowTools {
+    pub window_id: String,
+    pub label: String,
+    pub tools: Vec<String>,
+}
+
+/// How the broker picked the window for a call, before asking whether it serves the tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination<'a> {
+    /// The owner of the call's notebook (or of one batch part).
+    NotebookOwner(&'a str),
+    /// The window the call's `windowId` names.
+    Named(&'a str),
+    /// No `windowId`: the broker's own window. `takes_window_id` says whether the tool accepts
+    /// one, so whether the caller could choose another window.
+    Own {
+        own_window_id: &'a str,
+        takes_window_id: bool,
+    },
+}
+
+/// The window a call to `tool` goes to, given where routing sent it and what every connected
+/// window serves.
+///
+/// - A window that serves the tool gets the call; so does a window that is not in `windows`
+///   (the call then reports that it is gone) and any window when no window serves the tool (it
+///   is not listed, and the window answers `unknown_tool` as a lone server would).
+/// - Otherwise the tool is listed but not served where the call was sent. For the broker's own
+///   window by default, the call goes to the one window that serves it, or, when several do, to
+///   the first by label then id if the tool takes no `windowId` (the caller cannot choose);
+///   with a `windowId` to choose, and for a notebook's owner or a named window, the answer is
+///   [`RouteError::ToolNotServed`], which names the window and every window that serves the
+///   tool.
+pub fn serving_window(
+    tool: &str,
+    destination: Destination<'_>,
+    windows: &[WindowTools],
+) -> Result<String, RouteError> {
+    let (window_id, by_notebook) = match destination {
+        Destination::NotebookOwner(window_id) => (window_id, true),
+        Destination::Named(window_id) => (window_id, false),
+        Destination::Own { own_window_id, .. } => (own_window_id, false),
+    };
+    let serves = |window: &WindowTools| window.tools.iter().any(|name| name == tool);
+    let Some(routed) = windows.iter().find(|window| window.window_id == window_id) else {
+        return Ok(window_id.to_owned());
+    };
+    let mut servers: Vec<&WindowTools> = windows.iter().filter(|window| serves(window)).collect();
+    if serves(routed) || servers.is_empty() {
+        return Ok(window_id.to_owned());
+    }
+    sort_windows(&mut servers, |window| {
+        (window.label.as_str(), window.window_id.as_str())
+    });
+    if let Destination::Own {
+        takes_window_id, ..
+    } = destination
+        && (servers.len() == 1 || !takes_window_id)
+    {
+        return Ok(servers[0].window_id.clone());
+    }
+    let name = |window: &WindowTools| WindowName {
+        label: window.label.clone(),
+        window_id: window.window_id.clone(),
+    };
+    Err(RouteError::ToolNotServed {
+        tool: tool.to_owned(),
+        window: name(routed),
+        served_by: servers.into_iter().map(name).collect(),
+        by_notebook,
+    })
 }
 
 /// Splits resolved batch members by owner: one group per window, windows in the order they are

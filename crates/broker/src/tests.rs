@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use http::Method;
 use mcp_contract::catalog::{self, ToolSpec};
 use mcp_contract::refs::notebook_ref;
-use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
+use mcp_contract::{
+    BoxFuture, CallContext, ErrorCode, ToolDispatch, ToolError, ToolOutput, WindowInfo,
+};
 use serde_json::{Map, Value, json};
 
 use crate::client::{Call, LoopbackClient};
@@ -32,6 +34,9 @@ struct FakeHost {
     calls: Mutex<Vec<(String, Map<String, Value>)>>,
     /// Tools that never answer.
     hang: HashSet<&'static str>,
+    /// Tools this host does not serve: not in its `tools/list`, and `unknown_tool` when called,
+    /// as a real host answers (a server with `--no-kernels` lacks the execution tools).
+    lacks: HashSet<&'static str>,
 }
 
 impl FakeHost {
@@ -48,7 +53,14 @@ impl FakeHost {
             uris: uris.iter().map(|uri| (*uri).to_owned()).collect(),
             calls: Mutex::new(Vec::new()),
             hang: hang.iter().copied().collect(),
+            lacks: HashSet::new(),
         })
+    }
+
+    fn lacking(id: &str, label: &str, uris: &[&str], lacks: &[&'static str]) -> Arc<FakeHost> {
+        let mut host = FakeHost::hanging(id, label, uris, &[]);
+        Arc::get_mut(&mut host).expect("just made").lacks = lacks.iter().copied().collect();
+        host
     }
 
     fn ref_of(&self, uri: &str) -> String {
@@ -73,6 +85,9 @@ fn success(value: Value) -> ToolOutput {
 impl ToolDispatch for FakeHost {
     fn specs(&self) -> Vec<ToolSpec> {
         catalog::all_tools()
+            .into_iter()
+            .filter(|spec| !self.lacks.contains(spec.name))
+            .collect()
     }
 
     fn dispatch(
@@ -89,6 +104,12 @@ impl ToolDispatch for FakeHost {
                 .push((name.clone(), arguments.clone()));
             if self.hang.contains(name.as_str()) {
                 std::future::pending::<()>().await;
+            }
+            if self.lacks.contains(name.as_str()) {
+                return ToolOutput::failure(ToolError::new(
+                    ErrorCode::UnknownTool,
+                    format!("no tool is named `{name}`"),
+                ));
             }
             match name.as_str() {
                 "list_notebooks" => success(json!({"windows": [{
@@ -188,6 +209,15 @@ impl Trio {
                 .is_some_and(|_| shared.peer_count() == count)
         })
         .await;
+    }
+
+    /// The names of the tools the broker lists (its `tools/list`).
+    fn tool_names(&self) -> Vec<&'static str> {
+        let dispatch = self
+            .broker()
+            .broker_dispatch()
+            .expect("the first is broker");
+        dispatch.specs().iter().map(|spec| spec.name).collect()
     }
 
     async fn call(&self, tool: &str, arguments: Value) -> ToolOutput {
@@ -372,15 +402,111 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
     assert_eq!(read.structured.unwrap()["window"], "wc");
 
     // The broker lists every tool any window serves.
-    let names: Vec<&str> = trio
-        .broker()
-        .broker_dispatch()
-        .unwrap()
-        .specs()
-        .iter()
-        .map(|spec| spec.name)
-        .collect();
+    let names = trio.tool_names();
     assert!(names.contains(&"run_cells"), "{names:?}");
+    for coordinator in trio.coordinators {
+        coordinator.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_listed_tool_its_owner_lacks_answers_who_serves_it() {
+    // The broker and gamma serve documents only; beta runs kernels. The broker also cannot
+    // create notebooks.
+    let a = FakeHost::lacking(
+        "wa",
+        "alpha",
+        &["file:///a.ipynb"],
+        &["run_cells", "restart_kernels", "create_notebook"],
+    );
+    let b = FakeHost::new("wb", "beta", &["file:///b.ipynb"]);
+    let c = FakeHost::lacking(
+        "wc",
+        "gamma",
+        &["file:///c.ipynb"],
+        &[
+            "run_cells",
+            "restart_kernels",
+            "inspect_colab_environment_preflight",
+        ],
+    );
+    let trio = Trio::start([a.clone(), b.clone(), c.clone()]).await;
+
+    // Listed, because beta serves them.
+    let names = trio.tool_names();
+    for tool in ["run_cells", "restart_kernels", "create_notebook"] {
+        assert!(names.contains(&tool), "{tool} in {names:?}");
+    }
+
+    // A notebook of a window without the tool: refused by the broker, naming both windows.
+    for (host, label) in [(&a, "alpha"), (&c, "gamma")] {
+        let uri = format!("file:///{}.ipynb", &host.window.id[1..]);
+        let run = trio
+            .call("run_cells", json!({"notebookRef": host.ref_of(&uri)}))
+            .await;
+        assert!(run.is_error, "{}", run.text);
+        assert_eq!(code(&run), "not_supported", "{}", run.text);
+        let text = message(&run);
+        for named in [label, &host.window.id, "beta", "wb"] {
+            assert!(text.contains(named), "{named} in {text}");
+        }
+        assert!(host.calls_of("run_cells").is_empty());
+    }
+    // A notebook of a window with it still runs there.
+    let run = trio
+        .call(
+            "run_cells",
+            json!({"notebookRef": b.ref_of("file:///b.ipynb")}),
+        )
+        .await;
+    assert!(!run.is_error, "{}", run.text);
+    assert_eq!(run.structured.unwrap()["window"], "wb");
+
+    // A batch: the part of the owner without the tool fails precisely, the rest is done.
+    let restart = trio
+        .call(
+            "restart_kernels",
+            json!({"notebookRefs": [b.ref_of("file:///b.ipynb"), a.ref_of("file:///a.ipynb")]}),
+        )
+        .await;
+    assert_eq!(code(&restart), "not_supported", "{}", restart.text);
+    assert!(message(&restart).contains("alpha"), "{}", restart.text);
+    let body: Value = serde_json::from_str(&restart.text).unwrap();
+    assert_eq!(
+        body["error"]["details"]["doneByOtherWindows"]["window"],
+        "wb"
+    );
+    assert_eq!(b.calls_of("restart_kernels").len(), 1);
+    assert!(a.calls_of("restart_kernels").is_empty());
+
+    // The broker's own window lacks create_notebook: with two windows that serve it, the
+    // caller is asked to choose; a named one that serves it creates it.
+    let created = trio.call("create_notebook", json!({"title": "t"})).await;
+    assert_eq!(code(&created), "not_supported", "{}", created.text);
+    let text = message(&created);
+    for named in ["alpha", "beta", "gamma", "windowId"] {
+        assert!(text.contains(named), "{named} in {text}");
+    }
+    let created = trio
+        .call("create_notebook", json!({"title": "t", "windowId": "wa"}))
+        .await;
+    assert_eq!(code(&created), "not_supported", "{}", created.text);
+    let created = trio
+        .call("create_notebook", json!({"title": "t", "windowId": "wc"}))
+        .await;
+    assert_eq!(created.structured.unwrap()["window"], "wc");
+    // run_cells without a notebookRef goes to the broker's own window by default; it lacks the
+    // tool, so the one window that serves it says what is wrong with the arguments.
+    let run = trio.call("run_cells", json!({"cells": []})).await;
+    assert_eq!(run.structured.unwrap()["window"], "wb");
+
+    // Every window's preflight: gamma lacks it and is not asked.
+    let preflight = trio
+        .call("inspect_colab_environment_preflight", json!({}))
+        .await;
+    assert!(!preflight.is_error, "{}", preflight.text);
+    assert!(c.calls_of("inspect_colab_environment_preflight").is_empty());
+    assert_eq!(b.calls_of("inspect_colab_environment_preflight").len(), 1);
     for coordinator in trio.coordinators {
         coordinator.stop().await;
     }
@@ -472,7 +598,8 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
         id: "ws".to_owned(),
         label: "silent".to_owned(),
         peer_port: silent_port,
-        tools: vec!["read_notebook".to_owned()],
+        // The tools the calls below use: a window that lacks a tool is not asked for it.
+        tools: vec!["read_notebook".to_owned(), "create_notebook".to_owned()],
         nonce: "n".to_owned(),
     };
     let body = serde_json::to_vec(&registration).unwrap();

@@ -297,6 +297,143 @@ fn election_roles() {
     );
 }
 
+fn serving(window_id: &str, label: &str, tools: &[&str]) -> WindowTools {
+    WindowTools {
+        window_id: window_id.to_owned(),
+        label: label.to_owned(),
+        tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+    }
+}
+
+#[test]
+fn a_tool_the_owner_lacks_is_refused_with_the_windows_that_serve_it() {
+    let windows = [
+        serving("w1", "docs", &["read_notebook"]),
+        serving("w3", "zeta", &["read_notebook", "run_cells"]),
+        serving("w2", "kernels", &["read_notebook", "run_cells"]),
+    ];
+    // The owner serves it: the call goes there.
+    assert_eq!(
+        serving_window("read_notebook", Destination::NotebookOwner("w1"), &windows),
+        Ok("w1".to_owned())
+    );
+    assert_eq!(
+        serving_window("run_cells", Destination::NotebookOwner("w2"), &windows),
+        Ok("w2".to_owned())
+    );
+    // It does not: refused, naming the owner and every server by label.
+    let error =
+        serving_window("run_cells", Destination::NotebookOwner("w1"), &windows).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::NotSupported);
+    assert_eq!(
+        error,
+        RouteError::ToolNotServed {
+            tool: "run_cells".to_owned(),
+            window: WindowName {
+                label: "docs".to_owned(),
+                window_id: "w1".to_owned()
+            },
+            served_by: vec![
+                WindowName {
+                    label: "kernels".to_owned(),
+                    window_id: "w2".to_owned()
+                },
+                WindowName {
+                    label: "zeta".to_owned(),
+                    window_id: "w3".to_owned()
+                },
+            ],
+            by_notebook: true,
+        }
+    );
+    let failure = error.to_tool_error();
+    assert!(
+        failure.message.contains(
+            "the window `docs` (windowId `w1`) that owns this notebook does not serve run_cells"
+        ),
+        "{}",
+        failure.message
+    );
+    assert!(
+        failure
+            .message
+            .contains("these windows do: `kernels` (windowId `w2`), `zeta` (windowId `w3`)"),
+        "{}",
+        failure.message
+    );
+    assert!(
+        failure.message.contains("open_notebooks"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        failure.details.unwrap()["servedBy"],
+        json!([
+            {"windowId": "w2", "windowLabel": "kernels"},
+            {"windowId": "w3", "windowLabel": "zeta"}
+        ])
+    );
+    // A named window that lacks it: the same refusal, telling the caller to pick another id.
+    let error = serving_window("run_cells", Destination::Named("w1"), &windows).unwrap_err();
+    let message = error.to_tool_error().message;
+    assert!(!message.contains("owns this notebook"), "{message}");
+    assert!(message.contains("pass one of their windowIds"), "{message}");
+}
+
+#[test]
+fn calls_nobody_could_serve_better_go_where_they_were_routed() {
+    let windows = [
+        serving("w1", "docs", &["read_notebook"]),
+        serving("w2", "kernels", &["run_cells"]),
+    ];
+    // No window serves it: it is not listed, and the owner answers unknown_tool.
+    assert_eq!(
+        serving_window("no_such_tool", Destination::NotebookOwner("w1"), &windows),
+        Ok("w1".to_owned())
+    );
+    // A window that is not connected: the call reports it.
+    assert_eq!(
+        serving_window("run_cells", Destination::Named("w9"), &windows),
+        Ok("w9".to_owned())
+    );
+}
+
+#[test]
+fn the_own_window_hands_a_tool_it_lacks_to_the_window_that_serves_it() {
+    let own = |takes_window_id| Destination::Own {
+        own_window_id: "w1",
+        takes_window_id,
+    };
+    let one_server = [
+        serving("w1", "docs", &["read_notebook"]),
+        serving("w2", "kernels", &["create_notebook"]),
+    ];
+    assert_eq!(
+        serving_window("create_notebook", own(true), &one_server),
+        Ok("w2".to_owned())
+    );
+    assert_eq!(
+        serving_window("read_notebook", own(true), &one_server),
+        Ok("w1".to_owned())
+    );
+    let two_servers = [
+        serving("w1", "docs", &[]),
+        serving("w3", "zeta", &["list_kernels", "create_notebook"]),
+        serving("w2", "kernels", &["list_kernels", "create_notebook"]),
+    ];
+    // Several serve it and the caller can choose: asked to choose.
+    let error = serving_window("create_notebook", own(true), &two_servers).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::NotSupported);
+    let message = error.to_tool_error().message;
+    assert!(message.contains("`docs` (windowId `w1`)"), "{message}");
+    assert!(message.contains("pass one of their windowIds"), "{message}");
+    // The caller cannot choose: the first by label.
+    assert_eq!(
+        serving_window("list_kernels", own(false), &two_servers),
+        Ok("w2".to_owned())
+    );
+}
+
 // ---- properties ----
 
 /// Hosts whose URIs come from a small pool, so that the same URI is often listed by several
@@ -390,6 +527,70 @@ proptest! {
                 }
                 other => prop_assert!(false, "expected ambiguity, got {other:?}"),
             },
+        }
+    }
+
+    /// A tool some window serves never reaches a window that lacks it: the call goes to a
+    /// window that serves it, or is refused naming exactly the windows that do.
+    #[test]
+    fn a_listed_tool_reaches_a_server_or_names_them_all(
+        served in prop::collection::vec(any::<bool>(), 1..6),
+        routed in 0usize..7,
+        kind in 0u8..3,
+        takes_window_id in any::<bool>(),
+    ) {
+        let windows: Vec<WindowTools> = served
+            .iter()
+            .enumerate()
+            .map(|(index, serves)| {
+                let tools: &[&str] = if *serves { &["tool"] } else { &["other"] };
+                // Labels run against ids, so that ordering by label is seen.
+                serving(&format!("w{index}"), &format!("label{}", 9 - index), tools)
+            })
+            .collect();
+        let routed_id = format!("w{routed}");
+        let destination = match kind {
+            0 => Destination::NotebookOwner(&routed_id),
+            1 => Destination::Named(&routed_id),
+            _ => Destination::Own { own_window_id: &routed_id, takes_window_id },
+        };
+        let servers: Vec<&WindowTools> =
+            windows.iter().filter(|window| window.tools[0] == "tool").collect();
+        let connected = routed < windows.len();
+        match serving_window("tool", destination, &windows) {
+            Ok(window_id) => {
+                let chosen = windows.iter().find(|window| window.window_id == window_id);
+                match chosen {
+                    Some(chosen) => prop_assert!(chosen.tools[0] == "tool" || servers.is_empty()),
+                    None => prop_assert!(!connected && window_id == routed_id),
+                }
+                if connected && windows[routed].tools[0] == "tool" {
+                    prop_assert_eq!(window_id, routed_id);
+                }
+            }
+            Err(RouteError::ToolNotServed { window, served_by, by_notebook, .. }) => {
+                prop_assert!(connected);
+                prop_assert_eq!(window.window_id, routed_id);
+                prop_assert_eq!(by_notebook, kind == 0);
+                let mut expected: Vec<(String, String)> = servers
+                    .iter()
+                    .map(|window| (window.label.clone(), window.window_id.clone()))
+                    .collect();
+                expected.sort();
+                prop_assert!(!expected.is_empty());
+                prop_assert_eq!(
+                    served_by
+                        .into_iter()
+                        .map(|name| (name.label, name.window_id))
+                        .collect::<Vec<_>>(),
+                    expected
+                );
+                // The broker's own window refuses only when the caller can pick among several.
+                if kind == 2 {
+                    prop_assert!(takes_window_id && servers.len() > 1);
+                }
+            }
+            Err(other) => prop_assert!(false, "unexpected {:?}", other),
         }
     }
 

@@ -445,6 +445,9 @@ impl<H: NotebookHost> Tools<H> {
         request: ReceiptRequest,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
+        self.host
+            .before_change(location, crate::host::ChangeKind::Run)
+            .await;
         let document = self.host.load(location).await?;
         let notebook = &document.notebook;
         let mut with_ancestors = false;
@@ -1129,6 +1132,8 @@ impl<H: NotebookHost> Runner<'_, H> {
                     tools
                         .persist_outputs(self.location, &cell_id, outputs, execution_count)
                         .await;
+                } else if !self.writes_outputs {
+                    tools.host.outputs_settled(self.location).await;
                 }
                 if let (Some((source, epoch)), Some(state)) =
                     (self.dispatched.get(&position).cloned(), state)

@@ -56,6 +56,27 @@ pub enum CommitKind {
     Outputs,
 }
 
+/// What `save` did with one notebook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Its file was written.
+    Written,
+    /// Not written, for this reason (said as the tools report it).
+    Skipped {
+        /// Why, and what to do instead.
+        reason: String,
+    },
+}
+
+/// What the tools are about to do to a notebook ([`NotebookHost::before_change`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Edit, insert, delete or move cells.
+    Edit,
+    /// Start a tracked run.
+    Run,
+}
+
 /// Whether `open` read the notebook or found it open already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpenStatus {
@@ -278,11 +299,33 @@ pub trait NotebookHost: Send + Sync + 'static {
         notebook: Notebook,
     ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
 
-    /// Writes the document in canonical form.
+    /// Writes the document in canonical form, or says why this one is not written (an untitled
+    /// editor document has no file yet); a batch goes on past a skipped notebook.
     fn save(
         &self,
         location: &NotebookLocation,
-    ) -> impl Future<Output = Result<(), HostError>> + Send;
+    ) -> impl Future<Output = Result<Saved, HostError>> + Send;
+
+    /// What the host does before the tools change or run a notebook, once the call's arguments
+    /// were checked (VS Code saves a dirty notebook first when `saveBeforeExecute` is on, as the
+    /// reference does). Best effort: it cannot refuse the call. Default: nothing.
+    fn before_change(
+        &self,
+        location: &NotebookLocation,
+        change: ChangeKind,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (location, change);
+        async {}
+    }
+
+    /// What the host does when a cell of a tracked run settled whose outputs its own kernel
+    /// wrote into the document ([`crate::kernel::SessionFeatures::host_writes_outputs`]), before
+    /// any receipt says the cell settled: VS Code saves a file-backed notebook, so that the
+    /// outputs reach the file, as the reference does after a run. Default: nothing.
+    fn outputs_settled(&self, location: &NotebookLocation) -> impl Future<Output = ()> + Send {
+        let _ = location;
+        async {}
+    }
 
     /// Restores the snapshot taken before the last change.
     fn undo(

@@ -545,7 +545,7 @@ pub struct Configured {
 }
 
 /// What a restart or interrupt request did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestOutcome {
     /// Done, and confirmed (the restarted kernel's new epoch, where it has one).
     Done {
@@ -553,7 +553,11 @@ pub enum RequestOutcome {
         epoch: Option<u64>,
     },
     /// Handed to the editor; it may ask for confirmation, and completion is not claimed.
-    Requested,
+    Requested {
+        /// What the host saw of the kernel afterwards, in a sentence (a restart it watched
+        /// happen), when it saw anything.
+        observed: Option<String>,
+    },
     /// No kernel runs for the notebook; nothing was done.
     NotRunning,
 }

@@ -362,15 +362,30 @@ impl<H: NotebookHost> Tools<H> {
                         .to_owned(),
                     epoch,
                 ),
-                (Ok(RequestOutcome::Requested), Invalidation::Restart) => (
+                (Ok(RequestOutcome::Requested { observed }), Invalidation::Restart) => (
                     "restart-requested",
-                    "the editor was asked to restart the kernel; it may ask for confirmation, and completion is not claimed".to_owned(),
+                    match observed {
+                        Some(observed) => format!(
+                            "the editor was asked to restart the kernel; {observed}; every cell is stale"
+                        ),
+                        None => "the editor was asked to restart the kernel; it may ask for \
+                                 confirmation, and no restart was seen yet (completion is not \
+                                 claimed); every cell is stale"
+                            .to_owned(),
+                    },
                     None,
                 ),
-                (Ok(RequestOutcome::Requested), Invalidation::Interrupt) => (
+                (Ok(RequestOutcome::Requested { observed }), Invalidation::Interrupt) => (
                     "interrupt-requested",
-                    "the editor was asked to interrupt the kernel; completion is not claimed"
-                        .to_owned(),
+                    match observed {
+                        Some(observed) => {
+                            format!("the editor was asked to interrupt the kernel; {observed}")
+                        }
+                        None => {
+                            "the editor was asked to interrupt the kernel; completion is not claimed"
+                                .to_owned()
+                        }
+                    },
                     None,
                 ),
                 (Ok(RequestOutcome::NotRunning), _) => {

@@ -69,8 +69,8 @@ mod tests;
 
 pub use files::{HostFileReader, HostFileWriter, HostFiles};
 pub use host::{
-    Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing, NotebookHost,
-    NotebookLocation, OpenStatus, Restored, WindowInfo,
+    ChangeKind, Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing,
+    NotebookHost, NotebookLocation, OpenStatus, Restored, Saved, WindowInfo,
 };
 pub use kernel::{
     KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, ObservedRun,

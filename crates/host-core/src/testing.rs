@@ -332,8 +332,8 @@ impl NotebookHost for MemoryHost {
         self.get(location)
     }
 
-    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
-        self.get(location).map(|_| ())
+    async fn save(&self, location: &NotebookLocation) -> Result<crate::host::Saved, HostError> {
+        self.get(location).map(|_| crate::host::Saved::Written)
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {

@@ -1064,6 +1064,18 @@ impl<H: NotebookHost> Tools<H> {
         Ok((to_value(&result), Vec::new()))
     }
 
+    /// The host's step before a change or run of the notebook, once the call's arguments were
+    /// checked ([`NotebookHost::before_change`]).
+    pub(crate) async fn before_change(
+        &self,
+        reference: &str,
+        change: crate::host::ChangeKind,
+    ) -> Result<NotebookLocation, ToolError> {
+        let location = self.resolve(reference).await?;
+        self.host.before_change(&location, change).await;
+        Ok(location)
+    }
+
     /// Applies edit operations under the notebook's lock and commits them.
     pub(crate) async fn mutate(
         &self,
@@ -1158,6 +1170,8 @@ impl<H: NotebookHost> Tools<H> {
             .map(|(index, edit)| edit_op(index, edit))
             .collect::<Result<Vec<_>, _>>()?;
         let description = format!("edit_cells ({} edit(s))", ops.len());
+        self.before_change(&params.notebook_ref, crate::host::ChangeKind::Edit)
+            .await?;
         let (location, outcome, committed) =
             self.mutate(&params.notebook_ref, &ops, description).await?;
         let mut result = EditCellsResult {
@@ -1240,6 +1254,8 @@ impl<H: NotebookHost> Tools<H> {
             to_index: to_index as u64,
         }];
         let description = format!("move_cells ({} cell(s))", params.cell_ids.len());
+        self.before_change(&params.notebook_ref, crate::host::ChangeKind::Edit)
+            .await?;
         let (location, outcome, committed) =
             self.mutate(&params.notebook_ref, &ops, description).await?;
         let result = MoveCellsResult {
@@ -1275,21 +1291,26 @@ impl<H: NotebookHost> Tools<H> {
             locations.push(self.resolve(reference).await?);
         }
         let mut saved = Vec::new();
+        let mut skipped = Vec::new();
         for location in &locations {
             let lock = self.lock_for(&location.uri);
             let _guard = lock.lock().await;
             // Saving writes the document as it is now, changes by others included, and loses
             // nothing: unlike an edit it needs no proof that the agent saw the latest version
             // (in VS Code, outputs the controller writes after a run change the version).
-            self.host.save(location).await?;
-            let after = self.host.load(location).await?;
-            self.saw(&after);
-            saved.push(location.uri.clone());
+            match self.host.save(location).await? {
+                crate::host::Saved::Written => {
+                    let after = self.host.load(location).await?;
+                    self.saw(&after);
+                    saved.push(location.uri.clone());
+                }
+                crate::host::Saved::Skipped { reason } => skipped.push(SkippedNotebook {
+                    notebook: location.uri.clone(),
+                    reason,
+                }),
+            }
         }
-        let result = SaveNotebooksResult {
-            saved,
-            skipped: Vec::new(),
-        };
+        let result = SaveNotebooksResult { saved, skipped };
         Ok((to_value(&result), Vec::new()))
     }
 

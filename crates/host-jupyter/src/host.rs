@@ -335,9 +335,10 @@ impl NotebookHost for JupyterHost {
         room.document()
     }
 
-    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
+    async fn save(&self, location: &NotebookLocation) -> Result<host_core::Saved, HostError> {
         let (_, room) = self.room(location).await?;
-        room.save().await
+        room.save().await?;
+        Ok(host_core::Saved::Written)
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {

@@ -23,9 +23,9 @@ use futures::future::BoxFuture;
 use host_vscode::plan::EditPlan;
 use host_vscode::shell::VsCellKind;
 use host_vscode::{
-    CellData, CellSnapshot, Controller, DispatchConfig, ExecutionSummary, HostConfig,
-    JupyterKernel, JupyterReply, JupyterRequest, NewNotebook, OutputData, OutputItem,
-    RunningServer, Shell, ShellError, Snapshot, Transport, VsCodeDispatch, VsCodeHost,
+    CellData, CellSnapshot, Controller, ExecutionSummary, HostConfig, JupyterKernel, JupyterReply,
+    JupyterRequest, NewNotebook, OutputData, OutputItem, RunningServer, Shell, ShellError,
+    Snapshot, Transport, VsCodeDispatch, VsCodeHost,
 };
 use napi::bindgen_prelude::{Promise, Result, Status};
 use napi::threadsafe_function::ThreadsafeFunction;
@@ -217,6 +217,10 @@ pub struct JsJupyterKernel {
     pub label: Option<String>,
     pub language: Option<String>,
     pub status: Option<String>,
+    /// The shell's number for the kernel object (a new number is another kernel).
+    pub identity: Option<u32>,
+    /// Restarts, deaths and terminations the shell saw of this kernel object.
+    pub lifecycle: Option<u32>,
 }
 
 /// A notebook controller VS Code offers.
@@ -387,15 +391,11 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
             window_label: options.window_label,
             workspace_folders: folders,
             colab,
+            save_before_execute: options.save_before_execute,
         },
         kernels,
     );
-    let dispatch = VsCodeDispatch::new(
-        host,
-        DispatchConfig {
-            save_before_execute: options.save_before_execute,
-        },
-    );
+    let dispatch = VsCodeDispatch::new(host);
     let transport = match options.transport.as_str() {
         "stdio" => Transport::Stdio,
         _ => Transport::Http {
@@ -579,6 +579,8 @@ impl Shell for JsShell {
                     label: kernel.label,
                     language: kernel.language,
                     status: kernel.status,
+                    identity: kernel.identity.map(u64::from),
+                    lifecycle: kernel.lifecycle.map(u64::from),
                 }),
                 lookup_failure: answer.lookup_failure,
                 controllers: answer

@@ -1057,7 +1057,7 @@ impl NotebookHost for StandaloneHost {
         .await
     }
 
-    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
+    async fn save(&self, location: &NotebookLocation) -> Result<host_core::Saved, HostError> {
         let rooted = self.files.rooted(location)?;
         let host = self.files.clone();
         blocking(move || {
@@ -1069,7 +1069,7 @@ impl NotebookHost for StandaloneHost {
                 "save_notebooks",
                 CommitKind::Edit,
             )?;
-            Ok(())
+            Ok(host_core::Saved::Written)
         })
         .await
     }

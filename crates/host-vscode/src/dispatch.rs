@@ -1,5 +1,4 @@
-//! What the extension serves: the tools of one window (with VS Code's save-before-execute rule in
-//! front of them), over HTTP or stdio, and the entry the extension's own notebook controller uses
+//! What the extension serves: the tools of one window, over HTTP or stdio, and the entry the extension's own notebook controller uses
 //! to run cells on the same kernels and run records as MCP clients.
 //!
 //! The broker (several windows on one port) is not here yet: a window serves its own tools on
@@ -16,26 +15,16 @@ use tokio_util::sync::CancellationToken;
 
 use crate::host::VsCodeHost;
 
-/// How a window serves.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DispatchConfig {
-    /// Save a dirty, file-backed notebook before edits, moves and runs (the reference's
-    /// `saveBeforeExecute`), so that what runs and what changes is also on disk.
-    pub save_before_execute: bool,
-}
-
 /// The tools of one VS Code window.
 #[derive(Clone)]
 pub struct VsCodeDispatch {
     tools: Tools<VsCodeHost>,
-    config: DispatchConfig,
 }
 
 impl VsCodeDispatch {
-    pub fn new(host: VsCodeHost, config: DispatchConfig) -> VsCodeDispatch {
+    pub fn new(host: VsCodeHost) -> VsCodeDispatch {
         VsCodeDispatch {
             tools: Tools::new(Arc::new(host)),
-            config,
         }
     }
 
@@ -43,37 +32,15 @@ impl VsCodeDispatch {
         &self.tools
     }
 
-    /// Runs one tool call, saving the notebook it executes or changes first when configured.
+    /// Runs one tool call (the host saves before changes and runs when configured, once the
+    /// call's arguments were checked: `VsCodeHost::before_change`).
     pub async fn call(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
         context: CallContext,
     ) -> ToolOutput {
-        if self.config.save_before_execute
-            && matches!(name, "run_cells" | "edit_cells" | "move_cells")
-            && let Some(reference) = arguments
-                .as_ref()
-                .and_then(|arguments| arguments.get("notebookRef"))
-                .and_then(Value::as_str)
-        {
-            self.save_if_dirty(reference).await;
-        }
         self.tools.call(name, arguments, context).await
-    }
-
-    async fn save_if_dirty(&self, reference: &str) {
-        let Ok(location) = self.tools.resolve(reference).await else {
-            return;
-        };
-        let host = self.tools.host();
-        if let Ok(Some(snapshot)) = host.shell().read(location.uri.clone()).await
-            && snapshot.is_dirty
-            && !snapshot.is_untitled
-            && let Err(failure) = host.save(&location).await
-        {
-            tracing::warn!(%failure, uri = %location.uri, "saving before execution failed");
-        }
     }
 
     /// Runs cells of a notebook for the extension's notebook controller (the user pressed Run):

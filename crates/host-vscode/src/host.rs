@@ -30,6 +30,9 @@ pub struct HostConfig {
     pub workspace_folders: Vec<PathBuf>,
     /// Set when the Colab extension is installed in the window: the Colab tools are listed.
     pub colab: Option<ColabConfig>,
+    /// Save a dirty, file-backed notebook before edits, moves and runs (the reference's
+    /// `saveBeforeExecute`), so that what runs and what changes is also on disk.
+    pub save_before_execute: bool,
 }
 
 /// The window's Colab settings.
@@ -148,6 +151,11 @@ impl VsCodeHost {
             Err(failure) => Err(host_error(location, "read", failure)),
         }
     }
+}
+
+/// An editor document that has no file yet.
+fn is_untitled(location: &NotebookLocation) -> bool {
+    location.uri.starts_with("untitled:")
 }
 
 fn not_open(location: &NotebookLocation) -> HostError {
@@ -345,20 +353,43 @@ impl NotebookHost for VsCodeHost {
         Ok(self.document(location, &created))
     }
 
-    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
-        if location.uri.starts_with("untitled:") {
-            return Err(HostError::NotSupported {
-                what: format!(
-                    "saving the untitled notebook {} (it has no file yet: save it in VS Code \
-                     with Save As)",
-                    location.uri
-                ),
+    async fn save(&self, location: &NotebookLocation) -> Result<host_core::Saved, HostError> {
+        if is_untitled(location) {
+            return Ok(host_core::Saved::Skipped {
+                reason: "untitled: it has no file yet; save it in VS Code with Save As".to_owned(),
             });
         }
         self.shell
             .save(location.uri.clone())
             .await
-            .map_err(|failure| host_error(location, "save", failure))
+            .map_err(|failure| host_error(location, "save", failure))?;
+        Ok(host_core::Saved::Written)
+    }
+
+    /// `saveBeforeExecute`: a dirty, file-backed notebook is saved before it is edited, moved
+    /// or run, so that what changes and what runs is also on disk.
+    async fn before_change(&self, location: &NotebookLocation, change: host_core::ChangeKind) {
+        let _ = change;
+        if !self.config.save_before_execute || is_untitled(location) {
+            return;
+        }
+        if let Ok(Some(snapshot)) = self.shell.read(location.uri.clone()).await
+            && snapshot.is_dirty
+            && let Err(failure) = self.shell.save(location.uri.clone()).await
+        {
+            tracing::warn!(%failure, uri = %location.uri, "saving before a change failed");
+        }
+    }
+
+    /// The Jupyter extension wrote a settled cell's outputs into the document: a file-backed
+    /// notebook is saved, so that they reach the file (untitled ones have none).
+    async fn outputs_settled(&self, location: &NotebookLocation) {
+        if is_untitled(location) {
+            return;
+        }
+        if let Err(failure) = self.shell.save(location.uri.clone()).await {
+            tracing::warn!(%failure, uri = %location.uri, "saving a run's outputs failed");
+        }
     }
 
     async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {

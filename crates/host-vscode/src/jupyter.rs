@@ -15,7 +15,7 @@
 //! notebook's generation first, and an observation that sees another generation stops without
 //! claiming anything.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -38,6 +38,8 @@ use crate::shell::{
 pub const JUPYTER_EXTENSION: &str = "ms-toolsai.jupyter";
 /// The Jupyter extension's commands, with the notebook URI as an explicit target.
 const RESTART_COMMAND: &str = "jupyter.restartkernel";
+/// How long `restart_kernels` watches for the restart it requested.
+const RESTART_WATCH: std::time::Duration = std::time::Duration::from_secs(10);
 const INTERRUPT_COMMAND: &str = "jupyter.interruptkernel";
 
 /// The Jupyter path of one window.
@@ -54,6 +56,9 @@ struct Inner {
     generations: Mutex<HashMap<String, u64>>,
     /// Per notebook URI: the session handed out for the current generation.
     sessions: Mutex<HashMap<String, Arc<JupyterSession>>>,
+    /// Notebooks whose kernel was chosen through the tools (`select_kernel`,
+    /// `configure_kernel`): a run may start their kernel without VS Code asking a person.
+    chosen: Mutex<HashSet<String>>,
 }
 
 impl JupyterKernels {
@@ -64,6 +69,7 @@ impl JupyterKernels {
                 changes: watch::channel(0).0,
                 generations: Mutex::new(HashMap::new()),
                 sessions: Mutex::new(HashMap::new()),
+                chosen: Mutex::new(HashSet::new()),
             }),
         }
     }
@@ -85,6 +91,19 @@ impl JupyterKernels {
             Ok(reply) => reply.installed && !reply.own_controller_selected,
             Err(_) => false,
         }
+    }
+
+    /// Whether the notebook's kernel was chosen through the tools.
+    pub fn chosen(&self, uri: &str) -> bool {
+        self.inner.chosen.lock().expect("chosen lock").contains(uri)
+    }
+
+    fn mark_chosen(&self, uri: &str) {
+        self.inner
+            .chosen
+            .lock()
+            .expect("chosen lock")
+            .insert(uri.to_owned());
     }
 
     fn generation(&self, uri: &str) -> u64 {
@@ -302,6 +321,7 @@ impl JupyterKernels {
                     format!("VS Code did not select kernel `{id}`"),
                 ));
             }
+            self.mark_chosen(&location.uri);
             Ok(())
         }
     }
@@ -337,6 +357,7 @@ impl JupyterKernels {
                     format!("Jupyter could not configure a kernel: {detail}"),
                 ));
             }
+            self.mark_chosen(&location.uri);
             Ok(format!("kernel configuration requested: {detail}"))
         }
     }
@@ -376,8 +397,10 @@ impl JupyterKernels {
             uri: uri.to_owned(),
             generation,
             kernel: Mutex::new(kernel.clone()),
+            lifecycle: Mutex::new(Lifecycle::default()),
             status: watch::Sender::new(status_of(kernel.status.as_deref())),
         });
+        session.observe(kernel);
         sessions.insert(uri.to_owned(), session.clone());
         session
     }
@@ -386,6 +409,28 @@ impl JupyterKernels {
     /// Observations of the notebook's cells under way stop first.
     pub async fn request_restart(&self, location: &NotebookLocation) -> Result<(), HostError> {
         self.command(location, RESTART_COMMAND).await
+    }
+
+    /// Watches the notebook's kernel for a restart after one was requested (its lifecycle
+    /// moving past `before`), for up to [`RESTART_WATCH`]: what was seen, in a sentence, or
+    /// `None` when nothing was (VS Code may be asking the person to confirm).
+    pub async fn watch_restart(&self, location: &NotebookLocation, before: u64) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + RESTART_WATCH;
+        let mut changes = self.inner.changes.subscribe();
+        loop {
+            if let KernelLookup::Running(session) = self.lookup(location).await {
+                let status = *session.status().borrow();
+                if session.lifecycle_changes() != before && status == KernelStatus::Idle {
+                    return Some("the kernel was seen restarting and is idle again".to_owned());
+                }
+            }
+            // Looked at again on every change VS Code reports, and at least every 250 ms.
+            let wait =
+                tokio::time::timeout(std::time::Duration::from_millis(250), changes.changed());
+            if tokio::time::timeout_at(deadline, wait).await.is_err() {
+                return None;
+            }
+        }
     }
 
     /// Asks the Jupyter extension to interrupt the notebook's kernel; completion is not
@@ -426,7 +471,7 @@ impl JupyterKernels {
         let uri = uri.to_owned();
         let cell_id = cell_id.to_owned();
         tokio::spawn(async move {
-            let ended = this.observe_cell(&uri, index, &cell_id, &sender).await;
+            let (ended, unsettled) = this.observe_cell(&uri, index, &cell_id, &sender).await;
             match ended {
                 Observed::Settled {
                     success,
@@ -460,6 +505,12 @@ impl JupyterKernels {
                     let _ = sender.send(KernelEvent::Lost);
                 }
             }
+            // The command may still be running in VS Code (the cell runs on, or a restart is
+            // under way): the notebook's command is pending until it settles, then no longer.
+            if let Some(dispatch) = unsettled {
+                let _ = dispatch.await;
+                let _ = sender.send(KernelEvent::CommandSettled);
+            }
         });
         events_of(receiver)
     }
@@ -467,20 +518,22 @@ impl JupyterKernels {
 
 impl JupyterKernels {
     /// Dispatches one cell and observes it to its terminal event (sending `Observed` on the way).
+    /// When observation stops without a completion while the dispatching command has not
+    /// settled, the command's task comes back too, to be followed to its end.
     async fn observe_cell(
         &self,
         uri: &str,
         index: usize,
         cell_id: &str,
         events: &mpsc::UnboundedSender<KernelEvent>,
-    ) -> Observed {
+    ) -> (Observed, Option<tokio::task::JoinHandle<()>>) {
         let generation = self.generation(uri);
         let mut changes = self.inner.changes.subscribe();
         let Ok(Some(snapshot)) = self.inner.shell.read(uri.to_owned()).await else {
-            return Observed::NotebookClosed;
+            return (Observed::NotebookClosed, None);
         };
         let Some(before) = seen(&snapshot, index).filter(|before| before.cell_id == cell_id) else {
-            return Observed::Lost;
+            return (Observed::Lost, None);
         };
         let revealed = self
             .ask(JupyterRequest::Reveal {
@@ -490,9 +543,12 @@ impl JupyterKernels {
             .is_ok_and(|reply| reply.accepted);
         if !revealed {
             // Fail closed: nothing is dispatched into an editor that is not this notebook's.
-            return Observed::DispatchFailed {
-                error_name: "EditorMismatch".to_owned(),
-            };
+            return (
+                Observed::DispatchFailed {
+                    error_name: "EditorMismatch".to_owned(),
+                },
+                None,
+            );
         }
         let baseline = Baseline {
             summary: before.summary,
@@ -503,22 +559,33 @@ impl JupyterKernels {
             uri: uri.to_owned(),
             index,
         };
-        // Detached: its answer matters only if it is a rejection; a late one is ignored.
+        // Detached: its answer matters only if it is a rejection, or to settle the notebook's
+        // pending command after observation stopped.
         let mut dispatch = tokio::spawn(async move { shell.jupyter(request).await });
-        let _stop_waiting = AbortOnDrop(dispatch.abort_handle());
         let mut dispatch_settled = false;
         let mut observed = false;
+        // The command's end, when observation stops before it: what is left to follow.
+        let unsettled = |dispatch: tokio::task::JoinHandle<_>, settled: bool| {
+            (!settled).then(|| {
+                tokio::spawn(async move {
+                    let _ = dispatch.await;
+                })
+            })
+        };
         loop {
             if self.generation(uri) != generation {
-                return Observed::Lost;
+                return (Observed::Lost, unsettled(dispatch, dispatch_settled));
             }
             let Ok(Some(snapshot)) = self.inner.shell.read(uri.to_owned()).await else {
-                return Observed::NotebookClosed;
+                return (
+                    Observed::NotebookClosed,
+                    unsettled(dispatch, dispatch_settled),
+                );
             };
             let Some(now) = seen(&snapshot, index)
                 .filter(|now| now.cell_id == before.cell_id && now.source == before.source)
             else {
-                return Observed::Lost;
+                return (Observed::Lost, unsettled(dispatch, dispatch_settled));
             };
             if !observed && baseline.observed(&now.summary) {
                 observed = true;
@@ -530,11 +597,18 @@ impl JupyterKernels {
                     .cell(index)
                     .map(|cell| cell.outputs().to_vec())
                     .unwrap_or_default();
-                return Observed::Settled {
-                    success: now.summary.success == Some(true),
-                    execution_count: now.summary.execution_order.map(u64::from),
-                    outputs,
-                };
+                // Settled: a command still running no longer matters (its reply settled it).
+                if !dispatch_settled {
+                    dispatch.abort();
+                }
+                return (
+                    Observed::Settled {
+                        success: now.summary.success == Some(true),
+                        execution_count: now.summary.execution_order.map(u64::from),
+                        outputs,
+                    },
+                    None,
+                );
             }
             tokio::select! {
                 answered = &mut dispatch, if !dispatch_settled => {
@@ -544,14 +618,17 @@ impl JupyterKernels {
                         Ok(Err(_)) | Err(_) => Some("Error".to_owned()),
                     };
                     if let Some(name) = error_name {
-                        return Observed::DispatchFailed {
-                            error_name: sanitized_error_name(Some(&name)),
-                        };
+                        return (
+                            Observed::DispatchFailed {
+                                error_name: sanitized_error_name(Some(&name)),
+                            },
+                            None,
+                        );
                     }
                 }
                 changed = changes.changed() => {
                     if changed.is_err() {
-                        return Observed::Lost;
+                        return (Observed::Lost, unsettled(dispatch, dispatch_settled));
                     }
                 }
             }
@@ -652,12 +729,60 @@ pub struct JupyterSession {
     generation: u64,
     /// What the extension last reported of it.
     kernel: Mutex<JupyterKernel>,
+    /// The restarts, deaths and replacements seen of it.
+    lifecycle: Mutex<Lifecycle>,
     status: watch::Sender<KernelStatus>,
+}
+
+/// Counts what the tools must hear of a kernel's lifecycle ([`KernelSession::lifecycle_changes`])
+/// from what the extension reports: the shell's count for the kernel object, and a new count
+/// whenever the object is another one.
+#[derive(Debug, Default)]
+struct Lifecycle {
+    /// The kernel object last seen, and the shell's count for it then.
+    object: Option<(u64, u64)>,
+    /// Everything counted of earlier kernel objects, plus one per replacement.
+    earlier: u64,
+    /// Lifecycle statuses seen here while the shell gave no count (an older API).
+    seen_here: u64,
+    last_status: Option<String>,
+}
+
+impl Lifecycle {
+    fn observe(&mut self, kernel: &JupyterKernel) {
+        if let Some(identity) = kernel.identity {
+            let count = kernel.lifecycle.unwrap_or(0);
+            match self.object {
+                Some((previous, previous_count)) if previous != identity => {
+                    self.earlier += previous_count + 1;
+                }
+                _ => {}
+            }
+            self.object = Some((identity, count));
+        }
+        let status = kernel.status.clone();
+        let lifecycle_status = matches!(
+            status.as_deref(),
+            Some("restarting" | "autorestarting" | "dead" | "terminating")
+        );
+        if kernel.lifecycle.is_none() && lifecycle_status && status != self.last_status {
+            self.seen_here += 1;
+        }
+        self.last_status = status;
+    }
+
+    fn count(&self) -> u64 {
+        self.earlier + self.seen_here + self.object.map_or(0, |(_, count)| count)
+    }
 }
 
 impl JupyterSession {
     fn observe(&self, kernel: &JupyterKernel) {
         *self.kernel.lock().expect("kernel lock") = kernel.clone();
+        self.lifecycle
+            .lock()
+            .expect("lifecycle lock")
+            .observe(kernel);
         self.status
             .send_replace(status_of(kernel.status.as_deref()));
     }
@@ -681,12 +806,19 @@ impl KernelSession for JupyterSession {
         SessionFeatures {
             messages: false,
             host_writes_outputs: true,
-            probe: false,
+            // A look is the extension's report of the kernel: its status and identity.
+            probe: true,
         }
     }
 
+    /// None: the extension reports no restarts it could number; the tools derive an epoch from
+    /// a stamp in the kernel instead.
     fn epoch(&self) -> Option<u64> {
         None
+    }
+
+    fn lifecycle_changes(&self) -> u64 {
+        self.lifecycle.lock().expect("lifecycle lock").count()
     }
 
     fn status(&self) -> watch::Receiver<KernelStatus> {
@@ -730,17 +862,31 @@ impl KernelSession for JupyterSession {
         })
     }
 
+    /// The extension's report of the notebook's kernel now. A kernel it no longer reports (shut
+    /// down, or the notebook's kernel gone) is dead to this session.
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
-        Box::pin(async move { Ok(*self.status.borrow()) })
-    }
-}
-
-/// Stops waiting for a command's answer once the observation has its result.
-struct AbortOnDrop(tokio::task::AbortHandle);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
+        Box::pin(async move {
+            let reply = self
+                .kernels
+                .ask(JupyterRequest::Kernel {
+                    uri: self.uri.clone(),
+                })
+                .await
+                .map_err(|_| KernelError::unavailable("VS Code did not answer"))?;
+            match (reply.kernel, reply.lookup_failure.as_deref()) {
+                (Some(kernel), _) => {
+                    self.observe(&kernel);
+                    Ok(*self.status.borrow())
+                }
+                (None, Some("no-kernel")) => {
+                    self.status.send_replace(KernelStatus::Dead);
+                    Ok(KernelStatus::Dead)
+                }
+                (None, _) => Err(KernelError::unavailable(
+                    "the Jupyter extension's kernel lookup failed",
+                )),
+            }
+        })
     }
 }
 

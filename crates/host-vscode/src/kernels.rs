@@ -18,6 +18,12 @@ use crate::jupyter::JupyterKernels;
 use crate::shell::JupyterKernel;
 use crate::uri;
 
+/// Why a run through the Jupyter extension does not start: no kernel is chosen for it yet.
+const NO_KERNEL_CHOSEN: &str = "VS Code has no kernel chosen for this notebook yet, so running a \
+cell would open VS Code's kernel picker and wait for a person; nothing was run. Call list_kernels \
+for the kernels VS Code offers, then select_kernel with one of their ids (or configure_kernel), \
+and run again";
+
 /// The kernels of a window's notebooks.
 pub struct WindowKernels {
     local: Option<ManagedKernels>,
@@ -119,13 +125,24 @@ impl NotebookKernels for WindowKernels {
         Box::pin(async move {
             if self.editor_serves(location).await {
                 // The editor starts its kernel when the first cell runs; the session follows it.
-                return Ok(match self.jupyter.lookup(location).await {
-                    KernelLookup::Running(session) => session,
-                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => self
-                        .jupyter
-                        .session(&location.uri, &JupyterKernel::default())
-                        as SharedSession,
-                });
+                // Without a kernel chosen, that run would open VS Code's kernel picker and wait
+                // for a person: the caller hears at once what to do instead.
+                return match self.jupyter.lookup(location).await {
+                    KernelLookup::Running(session) => Ok(session),
+                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. }
+                        if self.jupyter.chosen(&location.uri) =>
+                    {
+                        Ok(self
+                            .jupyter
+                            .session(&location.uri, &JupyterKernel::default())
+                            as SharedSession)
+                    }
+                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => {
+                        Err(KernelError::NoKernel {
+                            message: NO_KERNEL_CHOSEN.to_owned(),
+                        })
+                    }
+                };
             }
             self.local()?.start(location, preference).await
         })
@@ -245,11 +262,19 @@ impl NotebookKernels for WindowKernels {
             if !self.editor_serves(location).await {
                 return self.local()?.restart(location).await;
             }
+            // Nothing is sent when the Jupyter extension reports no kernel: its command would
+            // start one, or ask a person which.
+            let KernelLookup::Running(session) = self.jupyter.lookup(location).await else {
+                return Ok(RequestOutcome::NotRunning);
+            };
+            let before = session.lifecycle_changes();
             self.jupyter
                 .request_restart(location)
                 .await
                 .map_err(host_failure)?;
-            Ok(RequestOutcome::Requested)
+            Ok(RequestOutcome::Requested {
+                observed: self.jupyter.watch_restart(location, before).await,
+            })
         })
     }
 
@@ -261,11 +286,14 @@ impl NotebookKernels for WindowKernels {
             if !self.editor_serves(location).await {
                 return self.local()?.interrupt(location).await;
             }
+            if self.jupyter.lookup(location).await.session().is_none() {
+                return Ok(RequestOutcome::NotRunning);
+            }
             self.jupyter
                 .request_interrupt(location)
                 .await
                 .map_err(host_failure)?;
-            Ok(RequestOutcome::Requested)
+            Ok(RequestOutcome::Requested { observed: None })
         })
     }
 

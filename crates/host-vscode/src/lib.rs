@@ -28,7 +28,7 @@ pub mod plan;
 pub mod shell;
 pub mod uri;
 
-pub use dispatch::{DispatchConfig, RunningServer, Transport, VsCodeDispatch};
+pub use dispatch::{RunningServer, Transport, VsCodeDispatch};
 pub use host::{ColabConfig, HostConfig, VsCodeHost};
 pub use host_core::{CallContext, ToolOutput};
 pub use shell::{

@@ -170,7 +170,8 @@ pub enum JupyterRequest {
     Controllers { uri: String },
     /// Shows the notebook (not as a preview, focused); answers whether the editor shown is it.
     Reveal { uri: String },
-    /// `_notebook.selectKernel` with `{id, extension}`; answers whether VS Code said `true`.
+    /// `_notebook.selectKernel` with `{id, extension}` and the notebook's own editor (shown
+    /// first); answers whether VS Code said `true`.
     Select {
         uri: String,
         id: String,
@@ -194,6 +195,12 @@ pub struct JupyterKernel {
     pub label: Option<String>,
     pub language: Option<String>,
     pub status: Option<String>,
+    /// The kernel object's identity, as the shell numbers the objects the API hands out: a new
+    /// number is another kernel.
+    pub identity: Option<u64>,
+    /// How many times the shell saw this kernel object restart, die or terminate (its
+    /// `onDidChangeStatus`), since it first saw it.
+    pub lifecycle: Option<u64>,
 }
 
 /// A notebook controller VS Code offers (`{id, label, description, detail}`).

@@ -110,8 +110,8 @@ impl NotebookHost for MemoryNotebooks {
         }
     }
 
-    async fn save(&self, location: &NotebookLocation) -> Result<(), HostError> {
-        self.get(location).map(|_| ())
+    async fn save(&self, location: &NotebookLocation) -> Result<host_core::Saved, HostError> {
+        self.get(location).map(|_| host_core::Saved::Written)
     }
 
     fn document_capabilities(&self) -> DocumentCapabilities {

@@ -164,6 +164,43 @@ pub enum DocChange {
     },
 }
 
+impl DocChange {
+    /// Applies this change to `notebook` the way a host with its own copy of the document does.
+    ///
+    /// # Panics
+    ///
+    /// When the change does not fit the notebook (an index or id that is not there, a reorder
+    /// that does not list every cell): the changes of an [`EditOutcome`] or of an undo always
+    /// fit the notebook they were made against, so that is a bug of whoever made them.
+    pub fn apply_to(&self, notebook: &mut Notebook) {
+        match self {
+            DocChange::InsertCell { index, cell } => notebook.insert_cell(*index, cell.clone()),
+            DocChange::DeleteCell { index } => {
+                notebook.remove_cell(*index);
+            }
+            DocChange::UpdateCell { index, cell } => {
+                let target = notebook.cell_mut(*index).expect("updates name a cell");
+                assert_eq!(target.id(), cell.id(), "an update keeps the cell's id");
+                *target = cell.clone();
+            }
+            DocChange::Reorder { order } => {
+                let cells = order
+                    .iter()
+                    .map(|id| {
+                        let index = notebook.position_of_id(id).expect("reorders name cells");
+                        notebook.cells()[index].clone()
+                    })
+                    .collect::<Vec<_>>();
+                assert_eq!(cells.len(), notebook.len(), "a reorder lists every cell");
+                notebook.set_cells(cells);
+            }
+            DocChange::SetNotebookMetadata { metadata } => {
+                *notebook.metadata_mut() = metadata.clone();
+            }
+        }
+    }
+}
+
 /// What one operation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedOp {

@@ -62,6 +62,7 @@ pub mod summary;
 pub mod testing;
 pub mod tools;
 mod transfer_tools;
+mod undo;
 
 #[cfg(test)]
 mod tests;
@@ -69,7 +70,7 @@ mod tests;
 pub use files::{HostFileReader, HostFileWriter, HostFiles};
 pub use host::{
     Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing, NotebookHost,
-    NotebookLocation, OpenStatus, Restored, WindowInfo,
+    NotebookLocation, OpenStatus, WindowInfo,
 };
 pub use kernel::{
     KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, ObservedRun,
@@ -79,3 +80,4 @@ pub use mcp_contract::refs;
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,
 };
+pub use undo::MAX_UNDO_STEPS;

@@ -7,6 +7,7 @@ mod reads;
 mod runs;
 mod setups;
 mod transfers;
+mod undo;
 
 use std::sync::Arc;
 

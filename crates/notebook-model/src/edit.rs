@@ -884,6 +884,33 @@ fn apply_language(cell: &mut Cell, notebook_language: &str, language: Option<&st
     }
 }
 
+/// The cells a reordering can leave where they are: given, for each cell in its new order, its
+/// position before (`None` for a new cell), the positions (into `origins`) of a longest run
+/// whose positions before increase. Every other cell has to move.
+pub fn cells_kept_in_place(origins: &[Option<usize>]) -> Vec<usize> {
+    // Patience sorting: tails[k] is the position ending the best run of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut previous: Vec<Option<usize>> = vec![None; origins.len()];
+    for (position, origin) in origins.iter().enumerate() {
+        let Some(origin) = origin else { continue };
+        let length = tails.partition_point(|&tail| origins[tail].expect("present") < *origin);
+        previous[position] = length.checked_sub(1).map(|shorter| tails[shorter]);
+        if length == tails.len() {
+            tails.push(position);
+        } else {
+            tails[length] = position;
+        }
+    }
+    let mut run = Vec::with_capacity(tails.len());
+    let mut cursor = tails.last().copied();
+    while let Some(position) = cursor {
+        run.push(position);
+        cursor = previous[position];
+    }
+    run.reverse();
+    run
+}
+
 /// Shallow merge: keys of `patch` replace those of `target`; a `null` value removes the key.
 pub fn merge_metadata(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
     for (key, value) in patch {

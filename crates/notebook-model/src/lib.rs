@@ -51,7 +51,7 @@ pub mod view;
 pub use check::{check_cell_refs, check_edit_batch};
 pub use edit::{
     AppliedOp, CurrentCell, DocChange, EditError, EditErrorKind, EditOp, EditOutcome, EditPolicy,
-    TouchedCell, apply_edits,
+    TouchedCell, apply_edits, cells_kept_in_place,
 };
 pub use error::{CellRefError, ParseError};
 pub use notebook::{CURRENT_MINOR, Cell, CellKind, IdOrigin, Notebook};

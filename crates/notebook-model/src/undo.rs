@@ -26,7 +26,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-use crate::edit::{CurrentCell, DocChange};
+use crate::edit::{CurrentCell, DocChange, cells_kept_in_place};
 use crate::identity;
 use crate::notebook::{Cell, Notebook};
 
@@ -117,7 +117,11 @@ impl UndoStep {
             .filter(|cell| !after_ids.contains(cell.id()))
             .cloned()
             .collect();
-        let stayed: HashSet<usize> = longest_increasing(&kept_positions).into_iter().collect();
+        let origins: Vec<Option<usize>> = kept_positions.iter().copied().map(Some).collect();
+        let stayed: HashSet<usize> = cells_kept_in_place(&origins)
+            .into_iter()
+            .map(|position| kept_positions[position])
+            .collect();
         step.moved = kept_positions
             .iter()
             .filter(|position| !stayed.contains(position))
@@ -373,30 +377,6 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<&Value>) {
     }
 }
 
-/// The values of one longest strictly increasing subsequence of `values` (patience sorting).
-fn longest_increasing(values: &[usize]) -> Vec<usize> {
-    // tails[k]: index into `values` of the smallest tail of an increasing run of length k + 1.
-    let mut tails: Vec<usize> = Vec::new();
-    let mut previous: Vec<Option<usize>> = vec![None; values.len()];
-    for (index, &value) in values.iter().enumerate() {
-        let length = tails.partition_point(|&tail| values[tail] < value);
-        previous[index] = length.checked_sub(1).map(|before| tails[before]);
-        if length == tails.len() {
-            tails.push(index);
-        } else {
-            tails[length] = index;
-        }
-    }
-    let mut run = Vec::with_capacity(tails.len());
-    let mut cursor = tails.last().copied();
-    while let Some(index) = cursor {
-        run.push(values[index]);
-        cursor = previous[index];
-    }
-    run.reverse();
-    run
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,9 +411,14 @@ mod tests {
 
     #[test]
     fn the_longest_kept_order_leaves_only_moved_cells() {
-        assert_eq!(longest_increasing(&[5, 0, 1, 2, 3, 4]), vec![0, 1, 2, 3, 4]);
-        assert_eq!(longest_increasing(&[]), Vec::<usize>::new());
-        assert_eq!(longest_increasing(&[2, 0, 3, 1, 4]).len(), 3);
+        let kept = |origins: &[Option<usize>]| cells_kept_in_place(origins);
+        assert_eq!(
+            kept(&[Some(5), Some(0), Some(1), Some(2), Some(3), Some(4)]),
+            [1, 2, 3, 4, 5]
+        );
+        assert_eq!(kept(&[Some(2), Some(0), None, Some(1), Some(3)]), [1, 3, 4]);
+        assert!(kept(&[None, None]).is_empty());
+        assert!(kept(&[]).is_empty());
     }
 
     #[test]

@@ -203,6 +203,17 @@ fn touched(before: &Notebook, after: &Notebook) -> Vec<String> {
         .collect()
 }
 
+/// The notebook the seeds stand for, and the same after the batch (`None` when the batch is
+/// refused).
+fn applied(seeds: &[CellSeed], batch: &[OpSeed]) -> Option<(Notebook, Notebook)> {
+    let before = notebook_of(seeds);
+    let ops = ops_of(batch, before.len());
+    let after = apply_edits(&before, &ops, EditPolicy::default())
+        .ok()?
+        .notebook;
+    Some((before, after))
+}
+
 fn ids(notebook: &Notebook) -> Vec<String> {
     notebook
         .cells()
@@ -219,12 +230,9 @@ proptest! {
         seeds in prop::collection::vec(cell_seed(), 0..7),
         batch in prop::collection::vec(op_seed(), 1..5),
     ) {
-        let before = notebook_of(&seeds);
-        let ops = ops_of(&batch, before.len());
-        let outcome = apply_edits(&before, &ops, EditPolicy::default());
-        prop_assume!(outcome.is_ok());
-        let outcome = outcome.unwrap();
-        let after = outcome.notebook;
+        let applied = applied(&seeds, &batch);
+        prop_assume!(applied.is_some());
+        let (before, after) = applied.unwrap();
         let step = UndoStep::between(&before, &after);
         prop_assert_eq!(step.is_empty(), before.cells() == after.cells() && before.metadata() == after.metadata());
         let restoration = step.restore(&after).unwrap();
@@ -239,12 +247,9 @@ proptest! {
         batch in prop::collection::vec(op_seed(), 1..5),
         person in prop::collection::vec(person_seed(), 1..5),
     ) {
-        let before = notebook_of(&seeds);
-        let ops = ops_of(&batch, before.len());
-        let outcome = apply_edits(&before, &ops, EditPolicy::default());
-        prop_assume!(outcome.is_ok());
-        let outcome = outcome.unwrap();
-        let after = outcome.notebook;
+        let applied = applied(&seeds, &batch);
+        prop_assume!(applied.is_some());
+        let (before, after) = applied.unwrap();
         let step = UndoStep::between(&before, &after);
         let touched = touched(&before, &after);
         // The person changes only cells the batch neither added nor changed.
@@ -321,12 +326,9 @@ proptest! {
         batch in prop::collection::vec(op_seed(), 1..5),
         at in 0usize..20,
     ) {
-        let before = notebook_of(&seeds);
-        let ops = ops_of(&batch, before.len());
-        let outcome = apply_edits(&before, &ops, EditPolicy::default());
-        prop_assume!(outcome.is_ok());
-        let outcome = outcome.unwrap();
-        let after = outcome.notebook;
+        let applied = applied(&seeds, &batch);
+        prop_assume!(applied.is_some());
+        let (before, after) = applied.unwrap();
         let touched = touched(&before, &after);
         prop_assume!(!touched.is_empty());
         let step = UndoStep::between(&before, &after);

@@ -188,7 +188,7 @@ pub struct HttpServer {
     pub url: String,
     /// The line the server printed on start.
     pub banner: String,
-    /// The undo snapshot folder, removed with the server unless the caller gave its own.
+    /// The snapshot folder (`--cache-dir`), removed with the server unless the caller gave its own.
     pub cache: tempfile::TempDir,
 }
 
@@ -249,7 +249,7 @@ impl HttpServer {
         Self::spawn(command, cache, None)
     }
 
-    /// Starts the server with undo snapshots in `cache_dir` (kept across servers).
+    /// Starts the server with its file snapshots in `cache_dir` (kept across servers).
     pub fn start_with_cache(
         root: &Path,
         cache_dir: &Path,

@@ -32,7 +32,7 @@ pub struct Document {
 }
 
 /// A change to commit: the new notebook, the primitive changes that lead to it, and a short
-/// description for undo history.
+/// description of it.
 #[derive(Debug, Clone)]
 pub struct Commit {
     /// The notebook as it must be after the commit.
@@ -49,10 +49,12 @@ pub struct Commit {
 /// What kind of change a commit is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitKind {
-    /// A change a client asked for: undoable (snapshot first) and durable (fsync).
+    /// A change a client asked for (or an undo of one): durable (fsync), and where the host
+    /// keeps snapshots (the standalone one), snapshotted first. The tools keep the agent's undo
+    /// history themselves.
     Edit,
-    /// Outputs of a run being recorded: atomic, but neither a step of undo history nor worth an
-    /// fsync per cell (a process crash still leaves the old or the new file).
+    /// Outputs of a run being recorded: atomic, but neither snapshotted nor worth an fsync per
+    /// cell (a process crash still leaves the old or the new file).
     Outputs,
 }
 
@@ -84,21 +86,6 @@ pub enum OpenStatus {
     Opened,
     /// The notebook was open already and was kept as it is, unsaved changes included.
     AlreadyOpen,
-}
-
-/// What an undo restored.
-#[derive(Debug, Clone)]
-pub struct Restored {
-    /// The notebook as it was before the undone change.
-    pub notebook: Notebook,
-    /// The notebook as it was just before the undo.
-    pub replaced: Notebook,
-    /// The undone change's description, as its commit gave it.
-    pub description: String,
-    /// When the undone change was made (RFC 3339).
-    pub taken_at: String,
-    /// Snapshots left for further undo.
-    pub remaining: usize,
 }
 
 /// The result of listing a host's notebooks.
@@ -168,12 +155,6 @@ pub enum HostError {
         /// Why it failed, in words safe to show.
         reason: String,
     },
-    /// The notebook has no snapshot left to restore.
-    #[error("nothing to undo for {path}: no snapshot of an earlier change is left")]
-    NothingToUndo {
-        /// The notebook's file.
-        path: String,
-    },
     /// A `windowId` names a window that is not this host's.
     #[error("window `{window_id}` is not connected; call list_notebooks for the connected windows")]
     WindowNotConnected {
@@ -221,7 +202,6 @@ impl HostError {
             HostError::ChangedOnDisk { .. } => ErrorCode::NotebookChangedOnDisk,
             HostError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
             HostError::Io { .. } => ErrorCode::IoError,
-            HostError::NothingToUndo { .. } => ErrorCode::NothingToUndo,
             HostError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
             HostError::NotSupported { .. } => ErrorCode::NotSupported,
             HostError::InvalidPath { .. } => ErrorCode::InvalidArgument,
@@ -232,25 +212,14 @@ impl HostError {
 
 /// What a host can do with its documents beyond reading, editing and saving them; each decides
 /// whether a tool is listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DocumentCapabilities {
-    /// `undo_last`: the host snapshots what each change replaces and can restore it.
-    pub undo: bool,
     /// The document is edited live by others at the same time (a collaborative room): an edit
     /// is guarded by the revs it quotes rather than by the document's version, so a change
     /// someone made elsewhere in the notebook since the client's last read does not refuse it,
     /// and a commit refused because the document moved on meanwhile is planned again against
     /// the new version.
     pub shared_live: bool,
-}
-
-impl Default for DocumentCapabilities {
-    fn default() -> Self {
-        DocumentCapabilities {
-            undo: true,
-            shared_live: false,
-        }
-    }
 }
 
 /// A place that holds notebooks. Every method is async and cancel-safe from the caller's point
@@ -283,8 +252,8 @@ pub trait NotebookHost: Send + Sync + 'static {
 
     /// Applies a change made to the document at `base_version`. Fails with
     /// [`HostError::ChangedOnDisk`] when the document changed since then, leaving it as it is.
-    /// A host that persists (the standalone one) has written the change when this returns, after
-    /// taking an undo snapshot of what it replaces.
+    /// A host that persists (the standalone one) has written the change when this returns (after
+    /// a snapshot of what an edit replaces, where it keeps them).
     fn commit(
         &self,
         location: &NotebookLocation,
@@ -326,12 +295,6 @@ pub trait NotebookHost: Send + Sync + 'static {
         let _ = location;
         async {}
     }
-
-    /// Restores the snapshot taken before the last change.
-    fn undo(
-        &self,
-        location: &NotebookLocation,
-    ) -> impl Future<Output = Result<Restored, HostError>> + Send;
 
     /// Writes a new file (an export) at a path under the root; never overwrites. Returns its URI.
     fn write_new_file(
@@ -377,8 +340,8 @@ pub trait NotebookHost: Send + Sync + 'static {
     }
 }
 
-/// `time` as RFC 3339 UTC to the second (`2026-11-30T00:53:20Z`), as [`Restored::taken_at`]
-/// holds it.
+/// `time` as RFC 3339 UTC to the second (`2026-11-30T00:53:20Z`), as `undo_last` reports when
+/// the undone change was made.
 pub fn rfc3339(time: std::time::SystemTime) -> String {
     let total = time
         .duration_since(std::time::UNIX_EPOCH)

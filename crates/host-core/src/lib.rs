@@ -63,6 +63,7 @@ pub mod summary;
 pub mod testing;
 pub mod tools;
 mod transfer_tools;
+mod undo;
 
 #[cfg(test)]
 mod tests;
@@ -70,7 +71,7 @@ mod tests;
 pub use files::{HostFileReader, HostFileWriter, HostFiles};
 pub use host::{
     ChangeKind, Commit, CommitKind, Document, DocumentCapabilities, HostError, Listing,
-    NotebookHost, NotebookLocation, OpenStatus, Restored, Saved, WindowInfo,
+    NotebookHost, NotebookLocation, OpenStatus, Saved, WindowInfo,
 };
 pub use kernel::{
     KernelCapabilities, KernelError, KernelEvent, KernelSession, NotebookKernels, ObservedRun,
@@ -80,3 +81,4 @@ pub use mcp_contract::refs;
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,
 };
+pub use undo::MAX_UNDO_STEPS;

@@ -54,8 +54,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::files::{HostFileReader, HostFileWriter, HostFiles};
 use crate::host::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, WindowInfo,
 };
 use crate::kernel::{
     CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvent,
@@ -69,8 +68,6 @@ use crate::tools::BoxFuture;
 #[derive(Debug, Clone)]
 struct Stored {
     document: Arc<Document>,
-    /// What each commit replaced, newest last.
-    undo: Vec<(Notebook, String)>,
 }
 
 /// A host whose notebooks live in memory, under URIs `memory:///<path>`.
@@ -172,13 +169,8 @@ impl MemoryHost {
             notebook,
             version: self.next_version(),
         });
-        self.lock().insert(
-            location.uri.clone(),
-            Stored {
-                document,
-                undo: Vec::new(),
-            },
-        );
+        self.lock()
+            .insert(location.uri.clone(), Stored { document });
         location
     }
 
@@ -302,11 +294,7 @@ impl NotebookHost for MemoryHost {
                 path: location.uri.clone(),
             });
         }
-        if commit.kind == crate::host::CommitKind::Edit {
-            stored
-                .undo
-                .push((stored.document.notebook.clone(), commit.description));
-        } else {
+        if commit.kind == crate::host::CommitKind::Outputs {
             self.outputs_commits.fetch_add(1, Ordering::Relaxed);
         }
         stored.document = Arc::new(Document {
@@ -334,33 +322,6 @@ impl NotebookHost for MemoryHost {
 
     async fn save(&self, location: &NotebookLocation) -> Result<crate::host::Saved, HostError> {
         self.get(location).map(|_| crate::host::Saved::Written)
-    }
-
-    async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
-        let version = self.next_version();
-        let mut notebooks = self.lock();
-        let stored = notebooks
-            .get_mut(&location.uri)
-            .ok_or_else(|| HostError::NotFound {
-                reference: location.uri.clone(),
-            })?;
-        let (notebook, description) =
-            stored.undo.pop().ok_or_else(|| HostError::NothingToUndo {
-                path: location.uri.clone(),
-            })?;
-        let replaced = stored.document.notebook.clone();
-        stored.document = Arc::new(Document {
-            location: location.clone(),
-            notebook: notebook.clone(),
-            version,
-        });
-        Ok(Restored {
-            notebook,
-            replaced,
-            description,
-            taken_at: "1970-01-01T00:00:00Z".to_owned(),
-            remaining: stored.undo.len(),
-        })
     }
 
     async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {

@@ -45,17 +45,22 @@ pub(crate) fn cell_ref_error(reference_error: CellRefError) -> ToolError {
     )
 }
 
+/// A cell as an error's `details` show it now, so the caller can retry without another read.
+pub(crate) fn current_cell_json(current: &notebook_model::CurrentCell) -> Value {
+    json!({
+        "index": current.index,
+        "cell_id": current.id,
+        "name": current.name,
+        "rev": current.rev,
+        "source": current.source,
+    })
+}
+
 fn edit_error(edit: EditError) -> ToolError {
     let details = edit.current.as_ref().map(|current| {
         json!({
             "editIndex": edit.op_index,
-            "current": {
-                "index": current.index,
-                "cell_id": current.id,
-                "name": current.name,
-                "rev": current.rev,
-                "source": current.source,
-            }
+            "current": current_cell_json(current),
         })
     });
     ToolError {
@@ -129,6 +134,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) transfers: crate::transfer_tools::TransferState,
     /// Epochs derived from stamps, for kernels whose host reports none.
     pub(crate) epochs: crate::epoch::DerivedEpochs,
+    /// The changes clients made, per notebook, for `undo_last`.
+    pub(crate) undo_history: crate::undo::UndoHistory,
 }
 
 /// A document version clients have seen.
@@ -181,10 +188,8 @@ impl<H: NotebookHost> Tools<H> {
         let can = kernels
             .as_ref()
             .map_or(KernelCapabilities::NONE, |kernels| kernels.capabilities());
-        let documents = host.document_capabilities();
         let listed = |capability: Capability| match capability {
             Capability::Documents => true,
-            Capability::Undo => documents.undo,
             Capability::Execute => can.execute,
             Capability::Interrupt => can.interrupt,
             Capability::Restart => can.restart,
@@ -229,6 +234,7 @@ impl<H: NotebookHost> Tools<H> {
                 derived: Mutex::new(HashMap::new()),
                 transfers: Default::default(),
                 epochs: Default::default(),
+                undo_history: Default::default(),
             }),
         }
     }
@@ -1076,7 +1082,8 @@ impl<H: NotebookHost> Tools<H> {
         Ok(location)
     }
 
-    /// Applies edit operations under the notebook's lock and commits them.
+    /// Applies edit operations under the notebook's lock and commits them; the change becomes
+    /// the newest step of the notebook's undo history.
     pub(crate) async fn mutate(
         &self,
         reference: &str,
@@ -1086,42 +1093,61 @@ impl<H: NotebookHost> Tools<H> {
         let location = self.resolve(reference).await?;
         let lock = self.lock_for(&location.uri);
         let _guard = lock.lock().await;
+        let check_seen = !self.host.document_capabilities().shared_live;
+        let mut outcome = None;
+        let (document, committed) = self
+            .commit_planned(&location, check_seen, |document| {
+                let planned = notebook_model::apply_edits(
+                    &document.notebook,
+                    ops,
+                    EditPolicy {
+                        require_expected_rev: true,
+                    },
+                )
+                .map_err(edit_error)?;
+                let commit = Commit {
+                    notebook: planned.notebook.clone(),
+                    changes: planned.changes.clone(),
+                    description: description.clone(),
+                    kind: crate::host::CommitKind::Edit,
+                };
+                outcome = Some(planned);
+                Ok(commit)
+            })
+            .await?;
+        self.saw(&committed);
+        self.undo_history.record(
+            &location.uri,
+            &document.notebook,
+            &committed.notebook,
+            &description,
+        );
+        let outcome = outcome.expect("a committed change was planned");
+        Ok((location, outcome, committed))
+    }
+
+    /// Plans a change against the notebook as it is and commits it; returns the document it was
+    /// planned against and the committed one. The caller holds the notebook's lock. A live
+    /// document can move on between reading it and committing (someone types): the change is
+    /// then planned again against the new version, its revs checked again. With `check_seen`,
+    /// a document that changed since clients last saw it is refused instead.
+    pub(crate) async fn commit_planned(
+        &self,
+        location: &NotebookLocation,
+        check_seen: bool,
+        mut plan: impl FnMut(&Document) -> Result<Commit, ToolError>,
+    ) -> Result<(Arc<Document>, Arc<Document>), ToolError> {
         let shared_live = self.host.document_capabilities().shared_live;
-        // A live document can move on between reading it and committing (someone types):
-        // the batch is then planned again against the new version, its revs checked again.
         let mut attempts_left = if shared_live { 5 } else { 1 };
         loop {
             attempts_left -= 1;
-            let document = self.host.load(&location).await?;
-            if !shared_live {
+            let document = self.host.load(location).await?;
+            if check_seen {
                 self.check_unchanged_since_seen(&document)?;
             }
-            let outcome = notebook_model::apply_edits(
-                &document.notebook,
-                ops,
-                EditPolicy {
-                    require_expected_rev: true,
-                },
-            )
-            .map_err(edit_error)?;
-            let committed = self
-                .host
-                .commit(
-                    &location,
-                    document.version,
-                    Commit {
-                        notebook: outcome.notebook.clone(),
-                        changes: outcome.changes.clone(),
-                        description: description.clone(),
-                        kind: crate::host::CommitKind::Edit,
-                    },
-                )
-                .await;
-            match committed {
-                Ok(committed) => {
-                    self.saw(&committed);
-                    return Ok((location, outcome, committed));
-                }
+            let commit = plan(&document)?;
+            match self.host.commit(location, document.version, commit).await {
+                Ok(committed) => return Ok((document, committed)),
                 Err(HostError::ChangedOnDisk { .. }) if attempts_left > 0 => continue,
                 Err(failure) => return Err(failure.into()),
             }
@@ -1353,25 +1379,6 @@ impl<H: NotebookHost> Tools<H> {
         };
         Ok((to_value(&result), Vec::new()))
     }
-
-    async fn undo_last(&self, params: NotebookRefParams) -> ToolResult {
-        let location = self.resolve(&params.notebook_ref).await?;
-        let lock = self.lock_for(&location.uri);
-        let _guard = lock.lock().await;
-        let restored = self.host.undo(&location).await?;
-        if let Ok(document) = self.host.load(&location).await {
-            self.saw(&document);
-        }
-        let result = UndoResult {
-            notebook: location.uri,
-            undid: restored.description.clone(),
-            snapshot_taken_at: restored.taken_at.clone(),
-            cell_count: restored.notebook.len(),
-            changed_cells: changed_cells(&restored.replaced, &restored.notebook),
-            remaining: restored.remaining,
-        };
-        Ok((to_value(&result), Vec::new()))
-    }
 }
 
 fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
@@ -1396,7 +1403,7 @@ fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
 }
 
 /// The names of cells that differ between two versions of a notebook (added, removed or changed).
-fn changed_cells(before: &Notebook, after: &Notebook) -> Vec<String> {
+pub(crate) fn changed_cells(before: &Notebook, after: &Notebook) -> Vec<String> {
     let names_before = identity::effective_names(before);
     let names_after = identity::effective_names(after);
     let by_id_before: HashMap<&str, (usize, &Cell)> = before

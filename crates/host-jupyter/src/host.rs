@@ -9,7 +9,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use host_core::{
     Commit, Document, DocumentCapabilities, HostError, Listing, NotebookHost, NotebookLocation,
-    OpenStatus, Restored, WindowInfo,
+    OpenStatus, WindowInfo,
 };
 use notebook_model::Notebook;
 use serde_json::{Value, json};
@@ -212,11 +212,7 @@ impl NotebookHost for JupyterHost {
     }
 
     fn document_capabilities(&self) -> DocumentCapabilities {
-        DocumentCapabilities {
-            // The document's own history: Yjs undo of the agent's changes only.
-            undo: true,
-            shared_live: true,
-        }
+        DocumentCapabilities { shared_live: true }
     }
 
     fn kernels(&self) -> Option<host_core::SharedKernels> {
@@ -299,13 +295,8 @@ impl NotebookHost for JupyterHost {
         commit: Commit,
     ) -> Result<Arc<Document>, HostError> {
         let (_, room) = self.room(location).await?;
-        room.commit(
-            base_version,
-            &commit.notebook,
-            &commit.changes,
-            &commit.description,
-        )
-        .await
+        room.commit(base_version, &commit.notebook, &commit.changes)
+            .await
     }
 
     async fn create(
@@ -339,11 +330,6 @@ impl NotebookHost for JupyterHost {
         let (_, room) = self.room(location).await?;
         room.save().await?;
         Ok(host_core::Saved::Written)
-    }
-
-    async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
-        let (_, room) = self.room(location).await?;
-        room.undo().await
     }
 
     async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {

@@ -7,7 +7,8 @@
 //! Yjs sync and awareness protocols, [`protocol`]) and held with `yrs`. Reads come from the live
 //! document; every edit is one Yjs transaction planned against the version the tools read
 //! ([`ydoc::plan`]), with minimal text edits so a person typing in the same cell keeps their
-//! characters. Saving is the server's (its save request); undo is the document's own history.
+//! characters. Saving is the server's (its save request); `undo_last` is the tools' own, committed
+//! here like any edit.
 //! The kernel is the notebook's server session, shared with the JupyterLab tab, through the
 //! remote-kernel client; the agent's runs stream their outputs into the document. The agent
 //! shows in JupyterLab's collaborator list and as a cursor in the cell it works on.

@@ -18,16 +18,15 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
-use host_core::{Document, HostError, NotebookLocation, Restored};
+use host_core::{Document, HostError, NotebookLocation};
 use notebook_model::{CellKind, DocChange, Notebook};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_tungstenite::tungstenite;
 use yrs::sync::{Awareness, SyncMessage};
-use yrs::undo::UndoManager;
 use yrs::updates::decoder::Decode as _;
 use yrs::{
     Array as _, Assoc, Doc, IndexedSequence as _, Map as _, MapRef, Out, ReadTxn as _, Text as _,
@@ -44,9 +43,9 @@ use crate::ydoc::{self, Roots, read};
 
 /// The origin of updates that came from the server.
 const REMOTE: &str = "remote";
-/// The origin of the agent's edits (what undo reverts).
+/// The origin of the agent's edits.
 const AGENT: &str = "jupyter-mcp";
-/// The origin of outputs written during runs (not undoable, as in JupyterLab).
+/// The origin of outputs written during runs.
 const OUTPUTS: &str = "jupyter-mcp-outputs";
 /// Awareness is renewed this often; peers drop states older than 30 s.
 const RENEW: Duration = Duration::from_secs(10);
@@ -85,18 +84,11 @@ pub(crate) struct ObservedExecution {
 /// Where the live kernel epoch of a notebook comes from (the kernels side).
 pub(crate) type EpochSource = Arc<dyn Fn(&str) -> Option<u64> + Send + Sync>;
 
-struct UndoEntry {
-    description: String,
-    taken_at: String,
-}
-
 /// The document and everything that changes with it, behind the room's lock.
 struct Core {
     doc: Doc,
     roots: Roots,
     awareness: Awareness,
-    undo: UndoManager<()>,
-    undo_log: Vec<UndoEntry>,
     /// The document as last read, with its version.
     cached: Option<Arc<Document>>,
     /// Execution counts of code cells by id, to notice runs others made.
@@ -162,14 +154,6 @@ fn fresh_core(
         }
     })
     .expect("a new document has no open transaction");
-    let mut undo: UndoManager<()> = UndoManager::with_options(yrs::undo::Options {
-        // Every commit is its own step.
-        capture_timeout_millis: 0,
-        ..yrs::undo::Options::default()
-    });
-    undo.expand_scope(&doc, &roots.cells);
-    undo.expand_scope(&doc, &roots.meta);
-    undo.include_origin(AGENT);
     let awareness = Awareness::new(doc.clone());
     // A fresh document is a change of what the host holds.
     let now = version.fetch_add(1, Ordering::SeqCst) + 1;
@@ -178,8 +162,6 @@ fn fresh_core(
         doc,
         roots,
         awareness,
-        undo,
-        undo_log: Vec::new(),
         cached: None,
         counts: HashMap::new(),
         synced: false,
@@ -336,7 +318,6 @@ impl Room {
         base_version: u64,
         result: &Notebook,
         changes: &[DocChange],
-        description: &str,
     ) -> Result<Arc<Document>, HostError> {
         let (document, clock) = self.with_core(|core| {
             if !core.synced || *self.inner.status.borrow() != RoomStatus::Synced {
@@ -351,18 +332,10 @@ impl Room {
                     path: self.inner.path.clone(),
                 });
             }
-            let stack_before = core.undo.undo_stack().len();
             let applied = {
                 let mut txn = core.doc.transact_mut_with(AGENT);
                 plan::apply(&mut txn, &core.roots, &base.notebook, result, changes)
             };
-            core.undo.reset();
-            if core.undo.undo_stack().len() > stack_before {
-                core.undo_log.push(UndoEntry {
-                    description: description.to_owned(),
-                    taken_at: host_core::host::rfc3339(SystemTime::now()),
-                });
-            }
             self.refresh_counts(core, false);
             if let Some(focus) = applied.focus {
                 core.focus = Some(focus);
@@ -400,7 +373,7 @@ impl Room {
         }
     }
 
-    /// Runs `work` on the cell with `cell_id` in an outputs transaction (not undoable); false
+    /// Runs `work` on the cell with `cell_id` in an outputs transaction; false
     /// when no such cell exists.
     pub(crate) fn write_cell(
         &self,
@@ -459,45 +432,6 @@ impl Room {
             Ok(Err(_)) => Err(failed("the connection to the server closed")),
             Err(_) => Err(failed("the Jupyter server did not answer within 60 s")),
         }
-    }
-
-    /// Reverts the agent's last change with the document's own history: only what the agent
-    /// did is undone, a person's later edits stay.
-    pub(crate) async fn undo(&self) -> Result<Restored, HostError> {
-        self.synced().await?;
-        let (restored, clock) = self.with_core(|core| {
-            let replaced = self.read(core)?.notebook.clone();
-            let Some(entry) = core.undo_log.pop() else {
-                return Err(HostError::NothingToUndo {
-                    path: self.inner.path.clone(),
-                });
-            };
-            if !core.undo.undo_blocking() {
-                core.undo_log.clear();
-                return Err(HostError::NothingToUndo {
-                    path: self.inner.path.clone(),
-                });
-            }
-            self.refresh_counts(core, false);
-            let notebook = self.read(core)?.notebook.clone();
-            let clock = core
-                .doc
-                .transact()
-                .state_vector()
-                .get(&core.doc.client_id());
-            Ok((
-                Restored {
-                    notebook,
-                    replaced,
-                    description: entry.description,
-                    taken_at: entry.taken_at,
-                    remaining: core.undo_log.len(),
-                },
-                clock,
-            ))
-        })?;
-        self.wait_acked(clock).await?;
-        Ok(restored)
     }
 
     /// Runs others made since the last call.

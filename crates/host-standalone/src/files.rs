@@ -6,8 +6,9 @@
 //!   they replace is closed later on a thread of its own (`close_later`).
 //! - A notebook changed on disk by someone else since we read it is reloaded and the change is
 //!   refused, so an agent never overwrites a human's save.
-//! - Before each change the replaced bytes become an undo snapshot (the replaced file itself,
-//!   hard-linked into the snapshot folder, where it can be).
+//! - Before each edit the replaced bytes become a snapshot (the replaced file itself,
+//!   hard-linked into the snapshot folder, where it can be): an on-disk safety net for recovery
+//!   by hand. `undo_last` is the tools' (host-core), not this host's.
 //! - The new text is serialised once, in pieces, straight into the temporary file: a large
 //!   notebook's text is never held whole, nor hashed.
 
@@ -22,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use host_core::{
     Commit, CommitKind, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus,
-    Restored, WindowInfo,
+    WindowInfo,
 };
 use notebook_model::Notebook;
 use sha2::{Digest, Sha256};
@@ -125,7 +126,7 @@ const INLINE_COMMIT_BYTES: u64 = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct FileHostConfig {
     pub root: PathBuf,
-    /// Where undo snapshots go.
+    /// Where the snapshots of replaced files go.
     pub snapshot_folder: PathBuf,
 }
 
@@ -666,7 +667,7 @@ impl FileHost {
     /// (never whole in memory). Unless the change is sure to alter the text (cells inserted,
     /// deleted or rewritten, a code cell's execution count changed), the pieces are compared
     /// with the file as they go, and an unchanged text leaves the file alone. For an edit, the
-    /// file about to be replaced becomes the undo snapshot before the rename.
+    /// file about to be replaced becomes a snapshot before the rename.
     fn commit_sync(
         &self,
         rooted: &RootedPath,
@@ -739,7 +740,7 @@ impl FileHost {
                 durable: false,
             },
         };
-        // Without an undo snapshot linking it, the replaced file would be freed inside the
+        // Without a snapshot linking it, the replaced file would be freed inside the
         // rename; held open, it is freed when the closer thread drops it, off this path.
         let replaced = match kind {
             CommitKind::Outputs => File::open(path).ok(),
@@ -826,52 +827,6 @@ impl FileHost {
             notebooks,
             unreadable,
         }
-    }
-
-    fn undo_sync(&self, rooted: &RootedPath) -> Result<Restored, HostError> {
-        let path = &rooted.absolute;
-        let lock = self.file_lock(path);
-        let _guard = lock.lock().expect("file lock");
-        let current = self.load_locked(rooted)?;
-        let (snapshot, count) = self
-            .snapshots
-            .newest(path)
-            .map_err(|error| io_error("read the snapshot of", path, &error))?
-            .ok_or_else(|| HostError::NothingToUndo {
-                path: rooted.relative.clone(),
-            })?;
-        let notebook =
-            Notebook::parse(&snapshot.bytes).map_err(|problem| HostError::Unreadable {
-                path: format!("the snapshot of {}", rooted.relative),
-                problem: problem.to_string(),
-            })?;
-        refuse_read_only(path)?;
-        write_atomically(path, &snapshot.bytes, WriteMode::REPLACE)
-            .map_err(|error| io_error("write", path, &error))?;
-        self.snapshots.remove(&snapshot);
-        let metadata = fs::metadata(path).map_err(|error| io_error("write", path, &error))?;
-        let document = Arc::new(Document {
-            location: self.location(rooted),
-            notebook: notebook.clone(),
-            version: self.next_version(),
-        });
-        self.cache.lock().expect("cache lock").insert(
-            path.clone(),
-            Cached {
-                document,
-                stamp: DiskStamp::of(&metadata),
-                bytes: KnownBytes::Read {
-                    sha256: Sha256::digest(&snapshot.bytes).into(),
-                },
-            },
-        );
-        Ok(Restored {
-            notebook,
-            replaced: current.notebook.clone(),
-            description: snapshot.meta.description,
-            taken_at: snapshot.meta.taken_at,
-            remaining: count - 1,
-        })
     }
 }
 
@@ -1072,12 +1027,6 @@ impl NotebookHost for StandaloneHost {
             Ok(host_core::Saved::Written)
         })
         .await
-    }
-
-    async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
-        let rooted = self.files.rooted(location)?;
-        let host = self.files.clone();
-        blocking(move || host.undo_sync(&rooted)).await
     }
 
     async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {

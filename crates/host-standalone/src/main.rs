@@ -36,7 +36,7 @@ enum Command {
         /// Speak MCP over stdin/stdout instead of HTTP.
         #[arg(long, conflicts_with = "port")]
         stdio: bool,
-        /// Where undo snapshots are kept (default: the user's cache folder).
+        /// Where snapshots of replaced notebook files are kept (default: the user's cache folder).
         #[arg(long, env = "JUPYTER_MCP_CACHE_DIR")]
         cache_dir: Option<PathBuf>,
         /// Serve documents only: no kernels, no execution tools.

@@ -1,5 +1,7 @@
-//! Undo snapshots: before every change, the bytes it replaces are kept in the cache folder (at
-//! most [`MAX_SNAPSHOTS`] per notebook, surviving server restarts). `undo_last` restores the newest.
+//! Snapshots: before every edit, the bytes it replaces are kept in the cache folder (at most
+//! [`MAX_SNAPSHOTS`] per notebook, surviving server restarts), as `<n>.ipynb` beside `<n>.json`
+//! (which notebook, what change, when) in a folder per notebook. They are a safety net for
+//! recovering a file by hand; `undo_last` is the tools' own history and does not read them.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -19,13 +21,12 @@ pub struct SnapshotMeta {
     pub taken_at: String,
 }
 
-/// A snapshot on disk.
+/// A snapshot on disk, as a test reads it back.
+#[cfg(test)]
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub meta: SnapshotMeta,
     pub bytes: Vec<u8>,
-    data_path: PathBuf,
-    meta_path: PathBuf,
 }
 
 /// Snapshots of every notebook, under one folder.
@@ -123,7 +124,7 @@ impl SnapshotStore {
             serde_json::to_vec(&meta)?,
         )?;
         // The data file is what makes a snapshot exist, so it appears whole or not at all: a
-        // process killed while writing it leaves no truncated snapshot for undo to choke on.
+        // process killed while writing it leaves no truncated snapshot to mislead a recovery.
         write_data(&folder.join(format!("{next:012}.ipynb")))?;
         let excess = (numbers.len() + 1).saturating_sub(MAX_SNAPSHOTS);
         for old in numbers.iter().take(excess) {
@@ -134,6 +135,7 @@ impl SnapshotStore {
     }
 
     /// The newest snapshot of `notebook`, if any, and how many there are.
+    #[cfg(test)]
     pub fn newest(&self, notebook: &Path) -> std::io::Result<Option<(Snapshot, usize)>> {
         let folder = self.folder_for(notebook);
         let numbers = Self::sequence_numbers(&folder);
@@ -151,21 +153,7 @@ impl SnapshotStore {
                 description: "an earlier change".to_owned(),
                 taken_at: "unknown".to_owned(),
             });
-        Ok(Some((
-            Snapshot {
-                meta,
-                bytes,
-                data_path,
-                meta_path,
-            },
-            numbers.len(),
-        )))
-    }
-
-    /// Forgets a snapshot once it has been restored.
-    pub fn remove(&self, snapshot: &Snapshot) {
-        let _ = std::fs::remove_file(&snapshot.data_path);
-        let _ = std::fs::remove_file(&snapshot.meta_path);
+        Ok(Some((Snapshot { meta, bytes }, numbers.len())))
     }
 }
 
@@ -186,8 +174,6 @@ mod tests {
         let (newest, count) = store.newest(notebook).unwrap().unwrap();
         assert_eq!(newest.bytes, b"24");
         assert_eq!(count, MAX_SNAPSHOTS);
-        store.remove(&newest);
-        assert_eq!(store.newest(notebook).unwrap().unwrap().0.bytes, b"23");
         assert!(store.newest(Path::new("/x/other.ipynb")).unwrap().is_none());
     }
 

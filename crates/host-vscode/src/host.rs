@@ -4,8 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use host_core::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Restored,
-    WindowInfo,
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, WindowInfo,
 };
 use notebook_model::Notebook;
 
@@ -191,14 +190,6 @@ impl NotebookHost for VsCodeHost {
         WindowInfo {
             id: self.config.window_id.clone(),
             label: self.config.window_label.clone(),
-        }
-    }
-
-    fn document_capabilities(&self) -> host_core::DocumentCapabilities {
-        // Every change is an edit of the live document, on the editor's own undo stack.
-        host_core::DocumentCapabilities {
-            undo: false,
-            ..Default::default()
         }
     }
 
@@ -390,16 +381,6 @@ impl NotebookHost for VsCodeHost {
         if let Err(failure) = self.shell.save(location.uri.clone()).await {
             tracing::warn!(%failure, uri = %location.uri, "saving a run's outputs failed");
         }
-    }
-
-    async fn undo(&self, location: &NotebookLocation) -> Result<Restored, HostError> {
-        // Not listed here (document_capabilities); a client that calls it anyway learns why.
-        let _ = location;
-        Err(HostError::NotSupported {
-            what: "undo_last in VS Code (every change is on the editor's undo stack: use Undo \
-                   in the notebook editor)"
-                .to_owned(),
-        })
     }
 
     async fn write_new_file(&self, path: &str, contents: Vec<u8>) -> Result<String, HostError> {

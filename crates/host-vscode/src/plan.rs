@@ -132,7 +132,7 @@ pub fn plan(base: &Snapshot, base_notebook: &Notebook, changes: &[DocChange]) ->
             (same_shape && (base.can_write_outputs || !outputs_changed)).then_some(origin)
         })
         .collect();
-    let kept = longest_increasing(&keepable);
+    let kept = notebook_model::cells_kept_in_place(&keepable);
 
     let mut plan = EditPlan {
         notebook_metadata: notebook_metadata
@@ -198,33 +198,6 @@ pub fn plan(base: &Snapshot, base_notebook: &Notebook, changes: &[DocChange]) ->
 
 fn outputs_differ(before: &Cell, after: &Cell) -> bool {
     before.outputs() != after.outputs() || before.execution_count() != after.execution_count()
-}
-
-/// Positions (into `values`) of a longest strictly increasing subsequence of the present values.
-fn longest_increasing(values: &[Option<usize>]) -> Vec<usize> {
-    // Patience sorting: tails[k] is the position ending the best run of length k + 1.
-    let mut tails: Vec<usize> = Vec::new();
-    let mut previous: Vec<Option<usize>> = vec![None; values.len()];
-    for (position, value) in values.iter().enumerate() {
-        let Some(value) = value else { continue };
-        let length = tails.partition_point(|&tail| values[tail].expect("present") < *value);
-        if length > 0 {
-            previous[position] = Some(tails[length - 1]);
-        }
-        if length == tails.len() {
-            tails.push(position);
-        } else {
-            tails[length] = position;
-        }
-    }
-    let mut run = Vec::with_capacity(tails.len());
-    let mut cursor = tails.last().copied();
-    while let Some(position) = cursor {
-        run.push(position);
-        cursor = previous[position];
-    }
-    run.reverse();
-    run
 }
 
 /// The smallest replacement turning `old` into `new`: common prefix and suffix kept, on

@@ -13,8 +13,6 @@ use crate::results::*;
 pub enum Capability {
     /// Reading and editing notebook documents (every host).
     Documents,
-    /// Restoring the snapshot taken before the last change.
-    Undo,
     /// Running code on kernels.
     Execute,
     /// Interrupting a kernel.
@@ -535,11 +533,11 @@ pub fn all_tools() -> Vec<ToolSpec> {
         tool!(
             "undo_last",
             "Undo the last change",
-            Undo,
+            Documents,
             DESTRUCTIVE,
             NotebookRefParams,
             result_schema::<UndoResult>,
-            "Restore the snapshot taken before the last change made through this server (at most 20 kept per notebook, across restarts), and say what changed."
+            "Undo the last change made through this server to the notebook (edits, moves, cleared outputs; at most 20 kept per notebook while the server runs) as a rev-checked change, and say what changed. Only what that change did is reverted: changes others made since to other cells stay, and so do outputs written since. If a cell the change touched has been changed since, nothing is undone: rev_mismatch lists each such cell's current rev and source (read again; their change is kept; redo by hand what you wanted to undo)."
         ),
         tool!(
             "get_kernel_info",

@@ -90,7 +90,7 @@ error_codes! {
     RegistryFull = "registry_full": "The execution registry is full of active runs.",
     ExecutionNotFound = "execution_not_found": "No tracked run has this executionId for this notebook.",
     NoExecution = "no_execution": "The notebook has no tracked run yet.",
-    NothingToUndo = "nothing_to_undo": "No snapshot is left for this notebook.",
+    NothingToUndo = "nothing_to_undo": "No change made through this server is left to undo for this notebook.",
     VariableNotFound = "variable_not_found": "inspect_variable: the name is not defined in the kernel.",
     TransferFailed = "transfer_failed": "A file transfer failed; the message names the phase, details.committed says whether the destination was committed.",
     TransferUncertain = "transfer_uncertain": "A file transfer's promotion was requested but not confirmed.",

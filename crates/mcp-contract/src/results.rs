@@ -560,15 +560,15 @@ pub struct KernelRequestsResult {
 pub struct UndoResult {
     /// The notebook's URI.
     pub notebook: String,
-    /// What the restored snapshot undid, e.g. `edit_cells (2 edits)`.
+    /// The change that was undone, e.g. `edit_cells (2 edit(s))`.
     pub undid: String,
     /// When the undone change was made (RFC 3339).
     pub snapshot_taken_at: String,
     /// Number of cells in the restored notebook.
     pub cell_count: usize,
-    /// Cells whose content differs between the undone version and the restored one.
+    /// Cells the undo changed, added or removed.
     pub changed_cells: Vec<String>,
-    /// Snapshots left for further undo.
+    /// Earlier changes left to undo.
     pub remaining: usize,
 }
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use crate::edit::{DocChange, EditOp, EditPolicy, apply_edits};
+use crate::edit::{EditOp, EditPolicy, apply_edits};
 use crate::identity;
 use crate::notebook::{CellKind, Notebook};
 use crate::refs::{CellRef, Resolver};
@@ -184,7 +184,7 @@ pub fn check_edit_batch(data: &[u8]) {
 
     let mut replayed = notebook.clone();
     for change in &outcome.changes {
-        replay(&mut replayed, change);
+        change.apply_to(&mut replayed);
     }
     assert_eq!(
         replayed.cells(),
@@ -209,33 +209,6 @@ fn decode_batch(head: &[u8], notebook: &Notebook) -> (EditPolicy, Vec<EditOp>) {
         ops.push(decode_op(&mut bytes, &pool));
     }
     (policy, ops)
-}
-
-/// Applies one primitive change the way a host with its own document would.
-fn replay(notebook: &mut Notebook, change: &DocChange) {
-    match change {
-        DocChange::InsertCell { index, cell } => notebook.insert_cell(*index, cell.clone()),
-        DocChange::DeleteCell { index } => {
-            notebook.remove_cell(*index);
-        }
-        DocChange::UpdateCell { index, cell } => {
-            let target = notebook.cell_mut(*index).expect("updates name a cell");
-            assert_eq!(target.id(), cell.id(), "an update keeps the cell's id");
-            *target = cell.clone();
-        }
-        DocChange::Reorder { order } => {
-            let cells = order
-                .iter()
-                .map(|id| {
-                    let index = notebook.position_of_id(id).expect("reorders name cells");
-                    notebook.cells()[index].clone()
-                })
-                .collect::<Vec<_>>();
-            assert_eq!(cells.len(), notebook.len(), "a reorder lists every cell");
-            notebook.set_cells(cells);
-        }
-        DocChange::SetNotebookMetadata { metadata } => *notebook.metadata_mut() = metadata.clone(),
-    }
 }
 
 /// Splits fuzz input at the first NUL: the driving bytes and the notebook (a sample one when the

@@ -164,6 +164,43 @@ pub enum DocChange {
     },
 }
 
+impl DocChange {
+    /// Applies this change to `notebook` the way a host with its own copy of the document does.
+    ///
+    /// # Panics
+    ///
+    /// When the change does not fit the notebook (an index or id that is not there, a reorder
+    /// that does not list every cell): the changes of an [`EditOutcome`] or of an undo always
+    /// fit the notebook they were made against, so that is a bug of whoever made them.
+    pub fn apply_to(&self, notebook: &mut Notebook) {
+        match self {
+            DocChange::InsertCell { index, cell } => notebook.insert_cell(*index, cell.clone()),
+            DocChange::DeleteCell { index } => {
+                notebook.remove_cell(*index);
+            }
+            DocChange::UpdateCell { index, cell } => {
+                let target = notebook.cell_mut(*index).expect("updates name a cell");
+                assert_eq!(target.id(), cell.id(), "an update keeps the cell's id");
+                *target = cell.clone();
+            }
+            DocChange::Reorder { order } => {
+                let cells = order
+                    .iter()
+                    .map(|id| {
+                        let index = notebook.position_of_id(id).expect("reorders name cells");
+                        notebook.cells()[index].clone()
+                    })
+                    .collect::<Vec<_>>();
+                assert_eq!(cells.len(), notebook.len(), "a reorder lists every cell");
+                notebook.set_cells(cells);
+            }
+            DocChange::SetNotebookMetadata { metadata } => {
+                *notebook.metadata_mut() = metadata.clone();
+            }
+        }
+    }
+}
+
 /// What one operation did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppliedOp {
@@ -845,6 +882,33 @@ fn apply_language(cell: &mut Cell, notebook_language: &str, language: Option<&st
     if let Value::Object(vscode) = vscode {
         vscode.insert("languageId".to_owned(), Value::String(language.to_owned()));
     }
+}
+
+/// The cells a reordering can leave where they are: given, for each cell in its new order, its
+/// position before (`None` for a new cell), the positions (into `origins`) of a longest run
+/// whose positions before increase. Every other cell has to move.
+pub fn cells_kept_in_place(origins: &[Option<usize>]) -> Vec<usize> {
+    // Patience sorting: tails[k] is the position ending the best run of length k + 1.
+    let mut tails: Vec<usize> = Vec::new();
+    let mut previous: Vec<Option<usize>> = vec![None; origins.len()];
+    for (position, origin) in origins.iter().enumerate() {
+        let Some(origin) = origin else { continue };
+        let length = tails.partition_point(|&tail| origins[tail].expect("present") < *origin);
+        previous[position] = length.checked_sub(1).map(|shorter| tails[shorter]);
+        if length == tails.len() {
+            tails.push(position);
+        } else {
+            tails[length] = position;
+        }
+    }
+    let mut run = Vec::with_capacity(tails.len());
+    let mut cursor = tails.last().copied();
+    while let Some(position) = cursor {
+        run.push(position);
+        cursor = previous[position];
+    }
+    run.reverse();
+    run
 }
 
 /// Shallow merge: keys of `patch` replace those of `target`; a `null` value removes the key.

@@ -3,7 +3,7 @@
 //! Layer 1 (domain). This crate knows nbformat 4 and nothing else: no tokio, no MCP, no VS Code,
 //! no filesystem and no clock. Bytes come in, a typed [`Notebook`] comes out, and it is written
 //! back exactly as Python's nbformat writes it. Cell identity (ids, kebab-case names, revs), cell
-//! references, read views, search, edit transactions and exports are pure functions over it.
+//! references, read views, search, edit transactions, undo steps and exports are pure functions over it.
 //!
 //! ```
 //! use notebook_model::{CellRef, Notebook, Resolver};
@@ -45,16 +45,18 @@ pub mod outputs;
 pub mod pyjson;
 pub mod refs;
 pub mod search;
+pub mod undo;
 pub mod view;
 
 pub use check::{check_cell_refs, check_edit_batch};
 pub use edit::{
     AppliedOp, CurrentCell, DocChange, EditError, EditErrorKind, EditOp, EditOutcome, EditPolicy,
-    TouchedCell, apply_edits,
+    TouchedCell, apply_edits, cells_kept_in_place,
 };
 pub use error::{CellRefError, ParseError};
 pub use notebook::{CURRENT_MINOR, Cell, CellKind, IdOrigin, Notebook};
 pub use refs::{CellRef, Resolver};
+pub use undo::{ConflictingCell, Restoration, UndoConflict, UndoStep};
 
 /// Parses and re-writes notebook bytes, for fuzzing: must never panic, and whatever parses must
 /// write text that parses again to the same notebook.

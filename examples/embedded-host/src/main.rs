@@ -1,16 +1,16 @@
 //! A third-party host in under 150 lines: notebooks in memory, served to any MCP client over
 //! stdio through jupyter-mcp's tools. A host implements `host_core::NotebookHost` (where
 //! notebooks live, how a change is committed); `host_core::Tools` does the rest. This one runs no
-//! code and keeps no undo snapshots, so `tools/list` shows neither kernel tools nor `undo_last`
-//! (hand out `NotebookHost::kernels` and `files` to add those). Run: `cargo run -p embedded-host`.
+//! code, so `tools/list` shows no kernel tools (hand out `NotebookHost::kernels` and `files` to
+//! add those); `undo_last` comes with the tools, as every host's. Run: `cargo run -p embedded-host`.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_core::{
-    Commit, Document, DocumentCapabilities, HostError, Listing, NotebookHost, NotebookLocation,
-    OpenStatus, Restored, Tools, WindowInfo,
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Tools,
+    WindowInfo,
 };
 use notebook_model::Notebook;
 
@@ -112,18 +112,6 @@ impl NotebookHost for MemoryNotebooks {
 
     async fn save(&self, location: &NotebookLocation) -> Result<host_core::Saved, HostError> {
         self.get(location).map(|_| host_core::Saved::Written)
-    }
-
-    fn document_capabilities(&self) -> DocumentCapabilities {
-        DocumentCapabilities {
-            undo: false,
-            ..Default::default()
-        } // So undo_last is not listed.
-    }
-
-    async fn undo(&self, _location: &NotebookLocation) -> Result<Restored, HostError> {
-        let what = "undo_last (this host keeps no snapshots)".to_owned();
-        Err(HostError::NotSupported { what })
     }
 
     async fn write_new_file(&self, path: &str, _contents: Vec<u8>) -> Result<String, HostError> {

@@ -848,7 +848,7 @@ async fn create_save_and_undo() {
     let default_path = client.call("create_notebook", json!({})).await.ok();
     assert_eq!(default_path["path"], "new-notebook.ipynb");
 
-    // Undo restores the previous bytes exactly, change by change.
+    // Undo restores the previous notebook change by change: this canonical file byte for byte.
     let notebook_path = root.path().join(NOTEBOOK);
     let original = std::fs::read(&notebook_path).unwrap();
     let cells = outline(&client, NOTEBOOK).await;

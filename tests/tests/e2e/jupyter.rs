@@ -194,7 +194,8 @@ async fn the_agent_and_a_person_edit_one_live_notebook_and_neither_loses_an_edit
         "{cursors}"
     );
 
-    // Undo reverts the agent's last change only, with the document's own history.
+    // Undo reverts the agent's last change only (a rev-checked change of its own): the person's
+    // typing in the other cell stays.
     let undone = client
         .call("undo_last", json!({"notebookRef": "live.ipynb"}))
         .await

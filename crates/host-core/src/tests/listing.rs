@@ -93,16 +93,14 @@ fn each_capability_lists_its_own_tools() {
 }
 
 #[test]
-fn undo_is_listed_only_where_the_host_keeps_snapshots() {
-    let with = Tools::new(Arc::new(MemoryHost::new()));
-    assert!(listed(&with).contains(&"undo_last"));
-    let without = Tools::new(Arc::new(MemoryHost::new().with_document_capabilities(
-        crate::DocumentCapabilities {
-            undo: false,
-            ..Default::default()
-        },
-    )));
-    assert!(!listed(&without).contains(&"undo_last"));
+fn undo_is_listed_on_every_host() {
+    let plain = Tools::new(Arc::new(MemoryHost::new()));
+    assert!(listed(&plain).contains(&"undo_last"));
+    let shared = Tools::new(Arc::new(
+        MemoryHost::new()
+            .with_document_capabilities(crate::DocumentCapabilities { shared_live: true }),
+    ));
+    assert!(listed(&shared).contains(&"undo_last"));
 }
 
 #[tokio::test]

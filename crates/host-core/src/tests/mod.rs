@@ -8,6 +8,7 @@ mod reads;
 mod runs;
 mod setups;
 mod transfers;
+mod undo;
 
 use std::sync::Arc;
 

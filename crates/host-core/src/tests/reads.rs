@@ -81,10 +81,8 @@ async fn a_write_after_someone_elses_change_is_refused_with_nothing_applied() {
 /// A host whose documents are live and shared (a collaborative room).
 fn shared_world() -> World {
     World::with_host(
-        crate::testing::MemoryHost::new().with_document_capabilities(crate::DocumentCapabilities {
-            undo: false,
-            shared_live: true,
-        }),
+        crate::testing::MemoryHost::new()
+            .with_document_capabilities(crate::DocumentCapabilities { shared_live: true }),
     )
 }
 

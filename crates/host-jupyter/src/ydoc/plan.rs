@@ -107,7 +107,7 @@ pub fn apply(
             (base.cell(origin)?.kind() == slot.cell.kind()).then_some(origin)
         })
         .collect();
-    let kept = longest_increasing(&keepable);
+    let kept = notebook_model::cells_kept_in_place(&keepable);
     let kept_origins: HashSet<usize> = kept.iter().filter_map(|&slot| keepable[slot]).collect();
 
     // Deletions from the end, so indices of the document before the plan stay valid.
@@ -264,38 +264,6 @@ fn update_notebook(txn: &mut TransactionMut, roots: &Roots, base: &Notebook, res
             Any::from(result.nbformat_minor() as i64),
         );
     }
-}
-
-/// Positions (into `origins`) of a longest strictly increasing subsequence of the present
-/// origins: the cells that can stay where they are.
-fn longest_increasing(origins: &[Option<usize>]) -> Vec<usize> {
-    let present: Vec<(usize, usize)> = origins
-        .iter()
-        .enumerate()
-        .filter_map(|(position, origin)| origin.map(|origin| (position, origin)))
-        .collect();
-    // Patience sorting with back links.
-    let mut tails: Vec<usize> = Vec::new();
-    let mut previous: Vec<Option<usize>> = vec![None; present.len()];
-    for (item, &(_, origin)) in present.iter().enumerate() {
-        let place = tails.partition_point(|&tail| present[tail].1 < origin);
-        if place > 0 {
-            previous[item] = Some(tails[place - 1]);
-        }
-        if place == tails.len() {
-            tails.push(item);
-        } else {
-            tails[place] = item;
-        }
-    }
-    let mut result = Vec::with_capacity(tails.len());
-    let mut current = tails.last().copied();
-    while let Some(item) = current {
-        result.push(present[item].0);
-        current = previous[item];
-    }
-    result.reverse();
-    result
 }
 
 /// A new cell map for `cell` (what an insertion writes).
@@ -464,15 +432,6 @@ mod tests {
                 "x = 1  # mine\ny = 2\nz = 30\n"
             );
         }
-    }
-
-    #[test]
-    fn longest_increasing_keeps_the_most_cells_in_place() {
-        assert_eq!(
-            longest_increasing(&[Some(2), Some(0), None, Some(1), Some(3)]),
-            [1, 3, 4]
-        );
-        assert!(longest_increasing(&[None, None]).is_empty());
     }
 
     fn source() -> impl Strategy<Value = String> {

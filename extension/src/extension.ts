@@ -45,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Jupyte
     statusItem,
     nativeItem,
     controller,
+    jupyter,
     vscode.commands.registerCommand('jupyterMcp.showStatus', showStatus),
     vscode.commands.registerCommand('jupyterMcp.copyUrl', copyUrl),
     vscode.commands.registerCommand('jupyterMcp.restart', () => restart()),

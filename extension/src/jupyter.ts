@@ -22,8 +22,45 @@ function findDocument(uri: string): vscode.NotebookDocument | undefined {
   );
 }
 
-export class JupyterShell {
+/** Statuses after which a kernel object is another process than before. */
+const LIFECYCLE_STATUSES = new Set(['restarting', 'autorestarting', 'dead', 'terminating']);
+
+/** What the shell has seen of one kernel object of the Jupyter extension's API. */
+interface Watched {
+  /** A number of its own: a new number is another kernel. */
+  identity: number;
+  /** Restarts, deaths and terminations seen through its `onDidChangeStatus`. */
+  lifecycle: number;
+}
+
+export class JupyterShell implements vscode.Disposable {
+  private readonly watched = new WeakMap<object, Watched>();
+  private readonly subscriptions: vscode.Disposable[] = [];
+  private nextIdentity = 1;
+
   constructor(private readonly controller: FallbackController) {}
+
+  dispose(): void {
+    for (const subscription of this.subscriptions.splice(0)) subscription.dispose();
+  }
+
+  /** Numbers a kernel object on first sight and counts its lifecycle statuses from then on. */
+  private watch(kernel: any): Watched {
+    let seen = this.watched.get(kernel);
+    if (!seen) {
+      const watched: Watched = { identity: this.nextIdentity++, lifecycle: 0 };
+      seen = watched;
+      this.watched.set(kernel, watched);
+      if (typeof kernel.onDidChangeStatus === 'function') {
+        this.subscriptions.push(
+          kernel.onDidChangeStatus((status: unknown) => {
+            if (typeof status === 'string' && LIFECYCLE_STATUSES.has(status)) watched.lifecycle += 1;
+          }),
+        );
+      }
+    }
+    return seen;
+  }
 
   async call(request: Native.JupyterCall): Promise<Answer> {
     switch (request.op) {
@@ -36,7 +73,7 @@ export class JupyterShell {
       case 'reveal':
         return this.reveal(request.uri);
       case 'select':
-        return this.select(request.id ?? '', request.extension ?? '');
+        return this.select(request.uri, request.id ?? '', request.extension ?? '');
       case 'configure':
         return this.configure(request.uri);
       case 'command':
@@ -81,7 +118,10 @@ export class JupyterShell {
     const { kernel, lookupFailure } = await this.activeKernel(uri);
     if (!kernel) return { lookupFailure };
     const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-    return { kernel: { label: text(kernel.label) ?? text(kernel.name), language: text(kernel.language), status: text(kernel.status) } };
+    const { identity, lifecycle } = this.watch(kernel);
+    return {
+      kernel: { label: text(kernel.label) ?? text(kernel.name), language: text(kernel.language), status: text(kernel.status), identity, lifecycle },
+    };
   }
 
   /** `kernel.executeCode(code)`: every output it yields, gathered until the iteration ends. */
@@ -138,8 +178,12 @@ export class JupyterShell {
     return { accepted: editor?.notebook?.uri?.toString() === document.uri.toString() };
   }
 
-  private async select(id: string, extension: string): Promise<Answer> {
-    const result = await vscode.commands.executeCommand('_notebook.selectKernel', { id, extension });
+  /** Selects the controller for the notebook's own editor (never whichever editor is active). */
+  private async select(uri: string, id: string, extension: string): Promise<Answer> {
+    const document = findDocument(uri);
+    const notebookEditor = vscode.window.visibleNotebookEditors?.find((editor) => editor.notebook === document);
+    if (!document || !notebookEditor) return { accepted: false };
+    const result = await vscode.commands.executeCommand('notebook.selectKernel', { notebookEditor, id, extension });
     return { accepted: result === true };
   }
 

@@ -120,6 +120,7 @@ const state = {
   extensions: {},
   activeEditor: undefined,
   reveals: [],
+  selectedThroughEditor: [],
   statusItems: [],
   outputLines: [],
   messages: [],
@@ -415,9 +416,13 @@ function controllerExtension(controller) {
 // Two controllers of the extension `ms-toolsai.jupyter`, its `kernels.getKernel` API and its
 // restart/interrupt commands. Its "kernel" runs a cell by writing the document as the Jupyter
 // extension does, a moment later: a start time, then outputs, an execution order and a success
-// mark. `raise` in a cell fails it; `hang` in a cell starts and never ends. `commandPromise`
-// says what `notebook.cell.execute` answers: `settle` (when the cell ends), `hang` (never) or
-// `reject` (at once, with an error whose message holds secret text, running nothing).
+// mark. `raise` in a cell fails it; `hang` in a cell starts and ends only when the kernel
+// restarts or dies. `commandPromise` says what `notebook.cell.execute` answers: `settle` (when
+// the cell ends), `hang` (never) or `reject` (at once, with an error whose message holds secret
+// text, running nothing). Each notebook's kernel is one object (as the API hands out) with a
+// status and `onDidChangeStatus`; `restartKernel`/`killKernel` restart it (a new Python process,
+// as the restart command does) or kill it (status `dead`, and the running cell marked failed,
+// as the Jupyter extension reports a kernel that died under a cell).
 
 /** A real ipykernel behind `executeCode`, through kernel-bridge.py (started on first use). */
 class BridgedKernel {
@@ -472,6 +477,8 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
     controllers: [],
   };
   const later = () => new Promise((resolve) => setImmediate(resolve));
+  // Cells hanging now, each with how to end it: (success) => void.
+  const hanging = new Set();
   async function runCell(cell) {
     const startTime = Date.now();
     cell.executionSummary = { timing: { startTime, endTime: undefined } };
@@ -479,7 +486,18 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
     cell.notebook.changed();
     await later();
     const source = cell.document.getText();
-    if (source.includes('hang')) return new Promise(() => {});
+    jupyter.cellsRun.push(source);
+    if (source.includes('hang')) {
+      // Ends when the kernel restarts (unmarked, as an interrupted execution) or dies (failed).
+      const died = await new Promise((resolve) => hanging.add(resolve));
+      if (died) {
+        order += 1;
+        cell.outputs = [outputFromIpynb({ output_type: 'error', ename: 'KernelDied', evalue: 'the kernel died', traceback: [] })];
+        cell.executionSummary = { executionOrder: order, success: false, timing: { startTime, endTime: Date.now() } };
+        cell.notebook.changed();
+      }
+      return false;
+    }
     order += 1;
     const failed = source.includes('raise');
     cell.outputs = failed
@@ -512,7 +530,49 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
     jupyter.controllers.push(controller);
   }
   const selected = (uri) => jupyter.controllers.find((controller) => controller.selectedFor.has(uri.toString()));
-  jupyter.commands.set('jupyter.restartkernel', (uri) => jupyter.requests.push(['restart', uri.toString()]));
+  // One kernel object per notebook, as the API hands out, for as long as its kernel lives.
+  const kernelObjects = new Map();
+  function kernelObject(uri, controller) {
+    let kernel = kernelObjects.get(uri);
+    if (!kernel) {
+      const listeners = new Set();
+      kernel = {
+        label: controller.label,
+        language: 'python',
+        status: 'idle',
+        executeCode,
+        onDidChangeStatus(listener) {
+          listeners.add(listener);
+          return { dispose: () => listeners.delete(listener) };
+        },
+        setStatus(status) {
+          this.status = status;
+          for (const listener of listeners) listener(status);
+        },
+      };
+      kernelObjects.set(uri, kernel);
+    }
+    return kernel;
+  }
+  jupyter.cellsRun = [];
+  jupyter.restartKernel = (uri) => {
+    const kernel = kernelObjects.get(uri.toString());
+    kernel?.setStatus('restarting');
+    jupyter.kernel.stop();
+    for (const end of hanging) end(false);
+    hanging.clear();
+    kernel?.setStatus('idle');
+  };
+  jupyter.killKernel = (uri) => {
+    kernelObjects.get(uri.toString())?.setStatus('dead');
+    jupyter.kernel.stop();
+    for (const end of hanging) end(true);
+    hanging.clear();
+  };
+  jupyter.commands.set('jupyter.restartkernel', (uri) => {
+    jupyter.requests.push(['restart', uri.toString()]);
+    jupyter.restartKernel(uri);
+  });
   jupyter.commands.set('jupyter.interruptkernel', (uri) => jupyter.requests.push(['interrupt', uri.toString()]));
   state.jupyter = jupyter;
   // The public API's `executeCode(code, token)`: an async iterable of outputs, each with its
@@ -532,7 +592,7 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
       kernels: {
         async getKernel(uri) {
           const controller = selected(uri);
-          return controller ? { label: controller.label, language: 'python', status: 'idle', executeCode } : undefined;
+          return controller ? kernelObject(uri.toString(), controller) : undefined;
         },
       },
     },
@@ -635,6 +695,9 @@ const vscode = {
     get activeNotebookEditor() {
       return state.activeEditor;
     },
+    get visibleNotebookEditors() {
+      return state.activeEditor ? [state.activeEditor] : [];
+    },
     async showWarningMessage(message) {
       state.messages.push(message);
     },
@@ -654,8 +717,11 @@ const vscode = {
         const controller = state.controllers.find(
           (candidate) => candidate.id === argument.id && (argument.extension === undefined || controllerExtension(candidate) === argument.extension || id === 'notebook.selectKernel'),
         );
-        if (!controller || !state.activeEditor) return false;
-        const document = state.activeEditor.notebook;
+        // The public command takes the notebook's editor; without one, the active editor's.
+        const editor = argument.notebookEditor ?? state.activeEditor;
+        state.selectedThroughEditor.push(argument.notebookEditor !== undefined);
+        if (!controller || !editor) return false;
+        const document = editor.notebook;
         for (const other of state.controllers) {
           if (other !== controller && other.selectedFor.has(document.uri.toString())) other.deselect(document);
         }
@@ -715,6 +781,7 @@ function reset({ folders = [], settings = {} } = {}) {
     settings,
     activeEditor: undefined,
     reveals: [],
+    selectedThroughEditor: [],
     statusItems: [],
     outputLines: [],
     messages: [],

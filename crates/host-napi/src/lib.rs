@@ -395,6 +395,7 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
         DispatchConfig {
             save_before_execute: options.save_before_execute,
         },
+        host_vscode::services_from_env(),
     );
     let transport = match options.transport.as_str() {
         "stdio" => Transport::Stdio,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use host_core::{BoxFuture, CallContext, NotebookHost, ToolDispatch, ToolOutput, Tools};
+use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, ToolOutput, Tools};
 use mcp_contract::catalog::ToolSpec;
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use serde_json::{Map, Value, json};
@@ -32,9 +32,10 @@ pub struct VsCodeDispatch {
 }
 
 impl VsCodeDispatch {
-    pub fn new(host: VsCodeHost, config: DispatchConfig) -> VsCodeDispatch {
+    /// The tools of `host`, using `services` (see [`crate::services_from_env`]).
+    pub fn new(host: VsCodeHost, config: DispatchConfig, services: Services) -> VsCodeDispatch {
         VsCodeDispatch {
-            tools: Tools::new(Arc::new(host)),
+            tools: Tools::with_services(Arc::new(host), services),
             config,
         }
     }

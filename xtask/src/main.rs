@@ -121,6 +121,31 @@ const LAYER_RULES: &[LayerRule] = &[
         why: "the JupyterLab host starts no local kernels, serves no MCP itself, never touches the notebook files and opens no connection of its own (its REST calls and WebSockets go through the kernels crate's transport: its rustls, never the system's OpenSSL)",
     },
     LayerRule {
+        crates: &["summarizer"],
+        packages: &[
+            "rmcp",
+            "napi",
+            "zeromq",
+            "jupyter-zmq-client",
+            "openssl",
+            "mcp-server",
+            "broker",
+            "host-files",
+            "host-kernels",
+        ],
+        source: &[
+            "std::fs",
+            "std::process",
+            "tokio::process",
+            "std::net",
+            "tokio::net",
+            "hyper_util",
+            "hyper_rustls",
+            "tokio_rustls",
+        ],
+        why: "the summarizer reaches the API only through the kernels crate's HttpClient (the trust of kernel servers, its rustls): no connection or TLS of its own, no files, no kernels, no MCP",
+    },
+    LayerRule {
         crates: &["mcp-server"],
         packages: &[],
         source: &["std::process", "tokio::process", "std::fs", "std::net"],
@@ -345,7 +370,7 @@ fn deps() -> Result<()> {
         );
     }
     eprintln!(
-        "deps: {} domain crates are pure; host-core, host-jupyter, mcp-server and broker keep their layers",
+        "deps: {} domain crates are pure; host-core, host-jupyter, summarizer, mcp-server and broker keep their layers",
         DOMAIN_CRATES.len()
     );
     Ok(())

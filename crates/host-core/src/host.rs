@@ -333,11 +333,6 @@ pub trait NotebookHost: Send + Sync + 'static {
     fn colab_environment(&self) -> Option<crate::environment::SharedEnvironment> {
         None
     }
-
-    /// A language model for `summarize_cells`; without one, summaries are deterministic.
-    fn summarizer(&self) -> Option<Arc<dyn crate::summary::Summarizer>> {
-        None
-    }
 }
 
 /// `time` as RFC 3339 UTC to the second (`2026-11-30T00:53:20Z`), as `undo_last` reports when

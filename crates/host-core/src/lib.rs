@@ -5,10 +5,11 @@
 //! using the pure domain crates. Where a host's notebooks run code, it hands out one
 //! [`NotebookKernels`] (the kernel seam, [`kernel`]); where transfers read and write files on
 //! its side, one [`HostFiles`] ([`files`]). The tools that are listed follow from what those
-//! can do. This crate knows no files, no processes, no sockets, no HTTP, no rmcp and no VS
-//! Code: the transports above it and the hosts beside it do. [`testing`] (feature `testing`)
-//! has an in-memory host and a scripted kernel for tests of tool logic, here and in other
-//! hosts.
+//! can do. Services that do not depend on the host (a language model for summaries,
+//! [`summary::Summarizer`]) are given to the tools once, as [`Services`]. This crate knows no
+//! files, no processes, no sockets, no HTTP, no rmcp and no VS Code: the transports above it
+//! and the hosts beside it do. [`testing`] (feature `testing`) has an in-memory host, a
+//! scripted kernel and a scripted summarizer for tests of tool logic, here and in other hosts.
 #![cfg_attr(
     feature = "testing",
     doc = r#"
@@ -79,6 +80,6 @@ pub use kernel::{
 };
 pub use mcp_contract::refs;
 pub use tools::{
-    BoxFuture, CallContext, ImageContent, ProgressSink, ToolDispatch, ToolOutput, Tools,
+    BoxFuture, CallContext, ImageContent, ProgressSink, Services, ToolDispatch, ToolOutput, Tools,
 };
 pub use undo::MAX_UNDO_STEPS;

@@ -87,7 +87,8 @@ pub struct SummaryRequest {
 pub struct SummaryResponse {
     /// The id of the cell summarised, as in the request.
     pub id: String,
-    /// What the cell does, in one short line (the standalone host asks for at most 12 words).
+    /// What the cell does, in one short line (the Anthropic summarizer asks for at most 12
+    /// words).
     pub tldr: String,
     /// What the cell does and why, in one to three sentences.
     pub description: String,
@@ -95,8 +96,9 @@ pub struct SummaryResponse {
     pub output_summary: String,
 }
 
-/// Something that summarises cells with a language model (the standalone host: the Anthropic
-/// Messages API). Errors are short, sanitised sentences.
+/// Something that summarises cells with a language model (the `summarizer` crate: the Anthropic
+/// Messages API), given to the tools in [`crate::Services`]. Errors are short, sanitised
+/// sentences.
 pub trait Summarizer: Send + Sync {
     /// The model name recorded with each summary.
     fn model(&self) -> &str;
@@ -106,6 +108,9 @@ pub trait Summarizer: Send + Sync {
         cells: &'a [SummaryRequest],
     ) -> crate::tools::BoxFuture<'a, Result<Vec<SummaryResponse>, String>>;
 }
+
+/// A summarizer as the tools hold it.
+pub type SharedSummarizer = std::sync::Arc<dyn Summarizer>;
 
 /// A short content hash of a cell's outputs, so that a cached output summary is used only while
 /// the outputs are the ones it describes.
@@ -234,7 +239,7 @@ impl<H: crate::host::NotebookHost> crate::tools::Tools<H> {
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
         let names = notebook_model::identity::effective_names(notebook);
-        let summarizer = self.host.summarizer();
+        let summarizer = self.services.summarizer.clone();
         let force = params.force.unwrap_or(false);
 
         // What is cached, and what must be asked for.

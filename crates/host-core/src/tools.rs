@@ -106,6 +106,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) files: Option<Arc<dyn HostFiles>>,
     /// The host's Colab runtime, taken once at the start.
     pub(crate) colab: Option<crate::colab::SharedColab>,
+    /// What the tools use besides the host, given at construction.
+    pub(crate) services: Services,
     /// The Colab setups of this host's notebooks.
     pub(crate) setups: crate::setups::Setups,
     specs: Vec<ToolSpec>,
@@ -177,10 +179,41 @@ impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
     }
 }
 
+/// What the tools use besides the host: services that do not depend on where the notebooks
+/// live, built once by the binary (from its environment and settings) and given to the tools of
+/// whichever host it serves. A host cannot forget one, because no host hands them out.
+#[derive(Clone, Default)]
+pub struct Services {
+    /// A language model for `summarize_cells`; without one, summaries are deterministic and
+    /// marked with `*`.
+    pub summarizer: Option<crate::summary::SharedSummarizer>,
+}
+
+impl std::fmt::Debug for Services {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Services")
+            .field(
+                "summarizer",
+                &self
+                    .summarizer
+                    .as_ref()
+                    .map(|summarizer| summarizer.model()),
+            )
+            .finish()
+    }
+}
+
 impl<H: NotebookHost> Tools<H> {
-    /// The tools for `host`, listing those its kernels and files can serve. Takes the host's
-    /// kernels and files once, here.
+    /// The tools for `host` without services (summaries are then deterministic); see
+    /// [`Tools::with_services`].
     pub fn new(host: Arc<H>) -> Tools<H> {
+        Tools::with_services(host, Services::default())
+    }
+
+    /// The tools for `host` using `services`, listing those its kernels and files can serve.
+    /// Takes the host's kernels and files once, here.
+    pub fn with_services(host: Arc<H>, services: Services) -> Tools<H> {
         let kernels = host.kernels();
         let files = host.files();
         let colab = host.colab();
@@ -220,6 +253,7 @@ impl<H: NotebookHost> Tools<H> {
                         .map_or_else(Default::default, |colab| colab.setup_config()),
                 ),
                 colab,
+                services,
                 specs,
                 input_schemas,
                 known_refs: Mutex::new(HashMap::new()),

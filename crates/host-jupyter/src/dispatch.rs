@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use host_core::{BoxFuture, CallContext, ToolDispatch, ToolOutput, Tools};
+use host_core::{BoxFuture, CallContext, Services, ToolDispatch, ToolOutput, Tools};
 use mcp_contract::catalog::ToolSpec;
 use serde_json::{Map, Value};
 
@@ -15,10 +15,10 @@ pub struct JupyterDispatch {
 }
 
 impl JupyterDispatch {
-    /// The tools of `host`.
-    pub fn new(host: Arc<JupyterHost>) -> JupyterDispatch {
+    /// The tools of `host`, using `services` (the summarizer).
+    pub fn new(host: Arc<JupyterHost>, services: Services) -> JupyterDispatch {
         JupyterDispatch {
-            tools: Tools::new(host),
+            tools: Tools::with_services(host, services),
         }
     }
 

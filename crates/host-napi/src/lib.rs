@@ -395,7 +395,7 @@ async fn start(options: ServerOptions, shell: Arc<dyn Shell>) -> Result<JupyterM
         },
         kernels,
     );
-    let dispatch = VsCodeDispatch::new(host);
+    let dispatch = VsCodeDispatch::new(host, host_vscode::services_from_env());
     let transport = match options.transport.as_str() {
         "stdio" => Transport::Stdio,
         _ => Transport::Http {

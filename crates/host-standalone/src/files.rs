@@ -130,15 +130,13 @@ pub struct FileHostConfig {
     pub snapshot_folder: PathBuf,
 }
 
-/// A file host, the kernels of its notebooks, and the model that summarises cells.
+/// A file host and the kernels of its notebooks.
 #[derive(Clone)]
 pub struct StandaloneHost {
     /// The notebooks.
     pub files: Arc<FileHost>,
     /// The notebooks' kernels, one per notebook file.
     pub kernels: Option<Arc<host_kernels::ManagedKernels>>,
-    /// Summaries by a language model, when one is configured.
-    pub summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
     /// The files transfers read and write: those under the root.
     transfers: host_files::ConfinedFiles,
     /// The Colab runtime the kernels run on, for the Colab tools.
@@ -147,26 +145,20 @@ pub struct StandaloneHost {
 
 impl StandaloneHost {
     /// The host of `files`, running code on the kernels of `manager` (none: documents only).
-    pub fn new(
-        files: Arc<FileHost>,
-        manager: Option<kernels::KernelManager>,
-        summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
-    ) -> StandaloneHost {
+    pub fn new(files: Arc<FileHost>, manager: Option<kernels::KernelManager>) -> StandaloneHost {
         let kernels = manager.map(|manager| Arc::new(files.kernels(manager)));
-        StandaloneHost::with_kernels(files, kernels, summarizer)
+        StandaloneHost::with_kernels(files, kernels)
     }
 
     /// The host of `files` with these kernels (see [`FileHost::kernels`]).
     pub fn with_kernels(
         files: Arc<FileHost>,
         kernels: Option<Arc<host_kernels::ManagedKernels>>,
-        summarizer: Option<Arc<dyn host_core::summary::Summarizer>>,
     ) -> StandaloneHost {
         let transfers = host_files::ConfinedFiles::from_roots(vec![files.root.clone()]);
         StandaloneHost {
             files,
             kernels,
-            summarizer,
             transfers,
             colab: None,
         }
@@ -179,13 +171,6 @@ impl std::fmt::Debug for StandaloneHost {
             .debug_struct("StandaloneHost")
             .field("files", &self.files)
             .field("kernels", &self.kernels.is_some())
-            .field(
-                "summarizer",
-                &self
-                    .summarizer
-                    .as_ref()
-                    .map(|summarizer| summarizer.model()),
-            )
             .finish()
     }
 }
@@ -890,10 +875,6 @@ impl NotebookHost for StandaloneHost {
 
     fn files(&self) -> Option<Arc<dyn host_core::HostFiles>> {
         Some(Arc::new(self.transfers.clone()))
-    }
-
-    fn summarizer(&self) -> Option<Arc<dyn host_core::summary::Summarizer>> {
-        self.summarizer.clone()
     }
 
     fn colab(&self) -> Option<host_core::colab::SharedColab> {

@@ -13,7 +13,6 @@ pub mod colab;
 pub mod files;
 pub mod server;
 pub mod snapshots;
-pub mod summarizer;
 
 pub use files::{FileHost, FileHostConfig, StandaloneHost};
 pub use server::{Auth, KernelServer, ServeConfig, Transport, serve};

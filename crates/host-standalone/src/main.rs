@@ -62,9 +62,9 @@ enum Command {
         /// again when it changes, and when the server refuses the token).
         #[arg(long, value_name = "PATH")]
         kernel_server_token_file: Option<PathBuf>,
-        /// Trust this certificate authority (a PEM file) for https:// kernel servers, hubs and
-        /// --jupyter servers, besides the system's (SSL_CERT_FILE replaces the system's).
-        /// Repeatable.
+        /// Trust this certificate authority (a PEM file) for https:// kernel servers, hubs,
+        /// --jupyter servers and ANTHROPIC_BASE_URL (summaries), besides the system's
+        /// (SSL_CERT_FILE replaces the system's). Repeatable.
         #[arg(long, value_name = "FILE")]
         kernel_server_ca: Vec<PathBuf>,
         /// Allow plain http:// to a kernel server, hub or --jupyter server that is not on
@@ -189,6 +189,11 @@ fn main() -> anyhow::Result<()> {
             let tls = kernels::TlsTrust {
                 extra_roots: kernel_server_ca,
             };
+            // One summarizer for whichever host is served, trusting what kernel servers are
+            // trusted with.
+            let services = host_core::Services {
+                summarizer: summarizer::from_env(&tls)?,
+            };
             // The same transport as for kernel servers: the token file read again when it
             // changes and when the server refuses the token, the same certificate authorities,
             // plain http:// on loopback only unless the network on the way is the user's.
@@ -306,6 +311,7 @@ fn main() -> anyhow::Result<()> {
                 runtime_dir: runtime_dir.unwrap_or_else(broker::secret::default_runtime_dir),
                 kernel_server,
                 jupyter,
+                services,
             };
             runtime()?.block_on(host_standalone::serve(config))
         }

@@ -41,6 +41,9 @@ pub struct ServeConfig {
     /// files under `root`, live beside the people who have them open in JupyterLab; `root` is
     /// then the folder transfers read and write.
     pub jupyter: Option<host_jupyter::ServerConnection>,
+    /// What the tools use besides the host (the summarizer of `ANTHROPIC_API_KEY`), the same
+    /// for files under the root and for `--jupyter`.
+    pub services: host_core::Services,
 }
 
 /// Where the notebooks' kernels run when not locally.
@@ -237,7 +240,7 @@ async fn jupyter_host(
         base.trim_start_matches("http://")
             .trim_start_matches("https://")
     );
-    let dispatch = host_jupyter::JupyterDispatch::new(Arc::new(host));
+    let dispatch = host_jupyter::JupyterDispatch::new(Arc::new(host), config.services.clone());
     let host = dispatch.host().clone();
     Ok((Arc::new(dispatch), window, served, Host::Jupyter(host)))
 }
@@ -278,12 +281,7 @@ fn files_host(
         }
         (true, None) => Some(local_kernels(&root, config.kernel_idle_ttl)),
     };
-    let mut standalone = StandaloneHost::new(
-        Arc::new(host),
-        kernels.clone(),
-        crate::summarizer::AnthropicSummarizer::from_env()
-            .map(|summarizer| Arc::new(summarizer) as Arc<dyn host_core::summary::Summarizer>),
-    );
+    let mut standalone = StandaloneHost::new(Arc::new(host), kernels.clone());
     if let (true, Some(KernelServer::Colab(runtime))) = (config.kernels, &config.kernel_server) {
         let mut setup = colab_setup::RegistryConfig::default();
         if let Some(deadline_ms) = std::env::var(crate::colab::SETUP_DEADLINE_ENV)
@@ -298,7 +296,10 @@ fn files_host(
         ));
     }
     let window = standalone.window();
-    let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::new(Arc::new(standalone)));
+    let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::with_services(
+        Arc::new(standalone),
+        config.services.clone(),
+    ));
     Ok((
         tools,
         window,

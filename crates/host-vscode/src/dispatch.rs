@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use host_core::{BoxFuture, CallContext, NotebookHost, ToolDispatch, ToolOutput, Tools};
+use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, ToolOutput, Tools};
 use mcp_contract::catalog::ToolSpec;
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use serde_json::{Map, Value, json};
@@ -22,9 +22,10 @@ pub struct VsCodeDispatch {
 }
 
 impl VsCodeDispatch {
-    pub fn new(host: VsCodeHost) -> VsCodeDispatch {
+    /// The tools of `host`, using `services` (see [`crate::services_from_env`]).
+    pub fn new(host: VsCodeHost, services: Services) -> VsCodeDispatch {
         VsCodeDispatch {
-            tools: Tools::new(Arc::new(host)),
+            tools: Tools::with_services(Arc::new(host), services),
         }
     }
 

@@ -52,6 +52,20 @@ pub fn local_kernels(
     )
 }
 
+/// What the window's tools use besides the window: the summarizer of the extension host's
+/// environment (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `JUPYTER_MCP_SUMMARY_MODEL`), as the
+/// standalone server builds it, trusting the platform's certificate authorities (or
+/// `SSL_CERT_FILE`). A window that cannot build one (an unusable `ANTHROPIC_BASE_URL`) still
+/// starts: it logs why and gives deterministic summaries.
+pub fn services_from_env() -> host_core::Services {
+    let summarizer =
+        summarizer::from_env(&summarizer::TlsTrust::default()).unwrap_or_else(|error| {
+            tracing::warn!(%error, "summaries stay deterministic");
+            None
+        });
+    host_core::Services { summarizer }
+}
+
 /// A random UUID (v4), for the window id made at each activation.
 pub fn random_uuid() -> String {
     uuid::Uuid::new_v4().to_string()

@@ -1,4 +1,4 @@
-//! A third-party host in under 150 lines: notebooks in memory, served to any MCP client over
+//! A third-party host in about 150 lines: notebooks in memory, served to any MCP client over
 //! stdio through jupyter-mcp's tools. A host implements `host_core::NotebookHost` (where
 //! notebooks live, how a change is committed); `host_core::Tools` does the rest. This one runs no
 //! code, so `tools/list` shows no kernel tools (hand out `NotebookHost::kernels` and `files` to
@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use host_core::{
-    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Tools,
-    WindowInfo,
+    Commit, Document, HostError, Listing, NotebookHost, NotebookLocation, OpenStatus, Services,
+    ToolDispatch, Tools, WindowInfo,
 };
 use notebook_model::Notebook;
 
@@ -133,6 +133,12 @@ async fn main() -> std::io::Result<()> {
     };
     let example = Notebook::parse(EXAMPLE.as_bytes()).expect("the example notebook parses");
     host.store(&MemoryNotebooks::location("hello.ipynb"), example);
-    let tools: Arc<dyn host_core::ToolDispatch> = Arc::new(Tools::new(Arc::new(host)));
+    // Services come from the embedder, not the host: summaries by the model of
+    // ANTHROPIC_API_KEY when it is set, as every jupyter-mcp binary gives them.
+    let summarizer = summarizer::from_env(&summarizer::TlsTrust::default());
+    let services = Services {
+        summarizer: summarizer.map_err(std::io::Error::other)?,
+    };
+    let tools: Arc<dyn ToolDispatch> = Arc::new(Tools::with_services(Arc::new(host), services));
     mcp_server::serve_stdio(mcp_server::McpHandler::new(tools)).await
 }

@@ -164,7 +164,7 @@ async fn notebook_model_bench(report: &mut String, quick: bool) -> anyhow::Resul
         root: folder.path().to_path_buf(),
         snapshot_folder: folder.path().join(".snapshots"),
     })?;
-    let tools = Tools::new(Arc::new(StandaloneHost::new(Arc::new(host), None, None)));
+    let tools = Tools::new(Arc::new(StandaloneHost::new(Arc::new(host), None)));
     // The whole outline (no reply budget), as the target was set for.
     let arguments = json!({"notebookRef": "large.ipynb", "maxResponseChars": 0})
         .as_object()
@@ -259,7 +259,6 @@ fn standalone_tools(root: &Path) -> anyhow::Result<Arc<Tools<StandaloneHost>>> {
     })?;
     Ok(Arc::new(Tools::new(Arc::new(StandaloneHost::new(
         Arc::new(host),
-        None,
         None,
     )))))
 }
@@ -469,7 +468,6 @@ async fn transfer_rows(
     let tools = Tools::new(Arc::new(StandaloneHost::with_kernels(
         host,
         Some(Arc::new(managed)),
-        None,
     )));
     let wire_label = match wire {
         Wire::CodeOnly => ", code only",
@@ -641,7 +639,6 @@ async fn trivial_run(
     let tools = Tools::new(Arc::new(StandaloneHost::new(
         Arc::new(host),
         Some(manager.clone()),
-        None,
     )));
     let arguments = json!({"notebookRef": "trivial.ipynb", "cellIds": [0], "waitMs": 30000})
         .as_object()

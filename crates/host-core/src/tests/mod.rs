@@ -7,6 +7,7 @@ mod listing;
 mod reads;
 mod runs;
 mod setups;
+mod summaries;
 mod transfers;
 mod undo;
 
@@ -35,9 +36,18 @@ impl World {
     }
 
     pub fn with_host_and_kernels(host: MemoryHost, kernels: ScriptedKernels) -> World {
+        World::with_services(host, kernels, crate::Services::default())
+    }
+
+    /// A host with these kernels and the tools over it, given `services`.
+    pub fn with_services(
+        host: MemoryHost,
+        kernels: ScriptedKernels,
+        services: crate::Services,
+    ) -> World {
         let host = Arc::new(host.with_kernels(kernels.clone()));
         World {
-            tools: Tools::new(host.clone()),
+            tools: Tools::with_services(host.clone(), services),
             host,
             kernels,
         }

@@ -93,6 +93,10 @@ export interface JsJupyterKernel {
   label?: string
   language?: string
   status?: string
+  /** The shell's number for the kernel object (a new number is another kernel). */
+  identity?: number
+  /** Restarts, deaths and terminations the shell saw of this kernel object. */
+  lifecycle?: number
 }
 
 /** Set one cell's VS Code metadata. */

@@ -335,9 +335,10 @@ test('stand-in vscode: create_notebook without a folder makes an untitled notebo
     const listing = await ok(client, 'list_notebooks', {});
     assert.equal(listing.windows[0].windowLabel, 'Empty window');
     assert.equal(listing.windows[0].notebooks[0].uri, created.uri);
-    const saved = await call(client, 'save_notebooks', { notebookRefs: [created.uri] });
-    assert.equal(saved.isError, true);
-    assert.match(saved.body.error.message, /Save As/);
+    // An untitled notebook has no file yet: skipped and reported, not a failure.
+    const saved = await ok(client, 'save_notebooks', { notebookRefs: [created.uri] });
+    assert.deepEqual(saved.saved, []);
+    assert.match(saved.skipped[0].reason, /Save As/);
   } finally {
     await client.close();
     await extension.deactivate();
@@ -365,12 +366,14 @@ test('stand-in vscode: create_notebook in a folder writes the file and opens it'
 
 // ---- With a STAND-IN of the Jupyter extension (ms-toolsai.jupyter) ----------------------------
 
+const DEFAULT_CELLS = [['a', 'print(1)'], ['b', 'raise ValueError()'], ['c', 'print(3)'], ['h', 'hang()']];
+
 /** A folder with a notebook of small code cells the stand-in Jupyter kernel understands. */
-function jupyterWorkspace() {
+function jupyterWorkspace(cells = DEFAULT_CELLS) {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-jup-'));
   const code = (id, source) => ({ cell_type: 'code', id, metadata: {}, execution_count: null, outputs: [], source: [source] });
   const notebook = {
-    cells: [code('a', 'print(1)'), code('b', 'raise ValueError()'), code('c', 'print(3)'), code('h', 'hang()')],
+    cells: cells.map(([id, source]) => code(id, source)),
     metadata: { kernelspec: { display_name: 'Python 3', language: 'python', name: 'python3' } },
     nbformat: 4,
     nbformat_minor: 5,
@@ -384,7 +387,7 @@ const STAND_IN_KERNEL = 'ms-toolsai.jupyter/python-stand-in';
 
 /** Activates with the stand-in Jupyter extension, opens the notebook and selects its kernel. */
 async function withJupyter(options, body) {
-  const { folder, uri } = jupyterWorkspace();
+  const { folder, uri } = jupyterWorkspace(options.cells);
   const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false }, jupyter: options });
   const client = await connect(api.url);
   try {
@@ -419,6 +422,7 @@ test('stand-in Jupyter extension: list_kernels and select_kernel use exact contr
 
     const selected = await ok(client, 'select_kernel', { notebookRef: uri, kernelId: STAND_IN_KERNEL });
     assert.equal(selected.kernel.id, STAND_IN_KERNEL);
+    assert.equal(state.selectedThroughEditor.at(-1), true, 'the notebook\'s own editor was passed');
     assert.ok(jupyter.controllers[0].selectedFor.has(uri));
     assert.ok(!jupyter.controllers[1].selectedFor.has(uri));
     const active = await ok(client, 'get_kernel_info', { notebookRef: uri });
@@ -509,4 +513,104 @@ test('stand-in Jupyter extension: restart_kernels is a request that invalidates 
     assert.equal(interrupt.results[0].outcome, 'interrupt-requested');
     assert.deepEqual(jupyter.requests.at(-1), ['interrupt', uri]);
   });
+});
+
+test('stand-in Jupyter extension: run_cells before a kernel is chosen answers no_kernel at once and runs nothing', async () => {
+  await withJupyter({ select: false }, async ({ client, uri, jupyter }) => {
+    const refused = await call(client, 'run_cells', { notebookRef: uri, cellIds: ['a'], waitMs: 30000 });
+    assert.equal(refused.isError, true, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'no_kernel');
+    assert.match(refused.body.error.message, /list_kernels/);
+    assert.match(refused.body.error.message, /select_kernel/);
+    assert.deepEqual(jupyter.cellsRun, [], 'nothing was dispatched, so no picker opened');
+    await ok(client, 'select_kernel', { notebookRef: uri, kernelId: STAND_IN_KERNEL });
+    const receipt = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['a'], waitMs: 30000 });
+    assert.equal(receipt.status, 'completed', JSON.stringify(receipt));
+  });
+});
+
+test('stand-in Jupyter extension: cells become fresh, and run_cells without cellIds runs exactly the stale set', { timeout: 120000 }, async () => {
+  const cells = [['load', 'x = 1'], ['double', 'y = x * 2'], ['other', 'z = 5']];
+  await withJupyter({ cells }, async ({ client, uri, jupyter }) => {
+    const stateOf = async () => (await ok(client, 'read_notebook', { notebookRef: uri })).cells.map((cell) => cell.state);
+    const first = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 60000 });
+    assert.equal(first.status, 'completed', JSON.stringify(first));
+    assert.deepEqual(jupyter.cellsRun, ['x = 1', 'y = x * 2', 'z = 5']);
+    assert.deepEqual(await stateOf(), ['fresh', 'fresh', 'fresh']);
+    const read = await ok(client, 'read_notebook', { notebookRef: uri });
+    // An edit right after the run is accepted: the outputs Jupyter wrote are no foreign change.
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: 'double', expectedRev: read.cells[1].rev, newCode: 'y = x * 3' }],
+    });
+    assert.deepEqual(await stateOf(), ['fresh', 'stale', 'fresh']);
+    const second = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 60000 });
+    assert.equal(second.status, 'completed', JSON.stringify(second));
+    assert.deepEqual(jupyter.cellsRun, ['x = 1', 'y = x * 2', 'z = 5', 'y = x * 3'], 'only the stale cell ran');
+    assert.deepEqual(await stateOf(), ['fresh', 'fresh', 'fresh']);
+    // Outputs Jupyter wrote reach the file: the run saved the file-backed notebook.
+    const onDisk = JSON.parse(fs.readFileSync(vscode.Uri.parse(uri).fsPath, 'utf8'));
+    assert.equal(onDisk.cells[1].outputs.length, 1, JSON.stringify(onDisk.cells[1]));
+    // A restart the person makes in VS Code: nothing is fresh any more.
+    jupyter.restartKernel(vscode.Uri.parse(uri));
+    assert.deepEqual(await stateOf(), ['stale', 'stale', 'stale']);
+  });
+});
+
+test('stand-in Jupyter extension: a kernel that dies mid-run ends the run unavailable, later cells not run', { timeout: 60000 }, async () => {
+  await withJupyter({}, async ({ client, uri, jupyter }) => {
+    await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['h', 'a'], waitMs: 0 });
+    await jupyter.executed;
+    const killed = Date.now();
+    jupyter.killKernel(vscode.Uri.parse(uri));
+    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 30000 });
+    assert.ok(Date.now() - killed < 5000, `ended within 5 s (${Date.now() - killed} ms)`);
+    assert.equal(ended.status, 'unavailable', JSON.stringify(ended));
+    assert.equal(ended.reasonCode, 'kernel_died', JSON.stringify(ended));
+    assert.deepEqual(ended.cells.map((cell) => cell.state), ['unavailable', 'not-run']);
+  });
+});
+
+test('stand-in Jupyter extension: a restart mid-run settles the pending command, so the next run is admitted', { timeout: 60000 }, async () => {
+  await withJupyter({}, async ({ client, uri, jupyter }) => {
+    await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['h', 'a'], waitMs: 0 });
+    await jupyter.executed;
+    const restart = await ok(client, 'restart_kernels', { notebookRefs: [uri] });
+    assert.equal(restart.results[0].outcome, 'restart-requested');
+    assert.match(restart.results[0].detail, /seen restarting/, JSON.stringify(restart));
+    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 30000 });
+    assert.equal(ended.reasonCode, 'invalidated_by_restart', JSON.stringify(ended));
+    const next = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['a'], waitMs: 30000 });
+    assert.equal(next.status, 'completed', JSON.stringify(next));
+    assert.equal(next.notebookCommandPending, false);
+  });
+});
+
+test('stand-in Jupyter extension: restart_kernels sends nothing when no kernel runs', async () => {
+  await withJupyter({ select: false }, async ({ client, uri, jupyter }) => {
+    const restart = await ok(client, 'restart_kernels', { notebookRefs: [uri] });
+    assert.equal(restart.results[0].outcome, 'not-running', JSON.stringify(restart));
+    assert.deepEqual(jupyter.requests, []);
+  });
+});
+
+test('stand-in vscode: save_notebooks skips an untitled notebook and saves the others', async () => {
+  const { uri, file } = workspace();
+  const api = await activate({ folders: [] });
+  const client = await connect(api.url);
+  try {
+    const created = await ok(client, 'create_notebook', { title: 'Scratch' });
+    assert.match(created.uri, /^untitled:/);
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    const before = fs.statSync(file).mtimeMs;
+    const saved = await ok(client, 'save_notebooks', { notebookRefs: [created.uri, uri] });
+    assert.deepEqual(saved.saved, [uri]);
+    assert.equal(saved.skipped.length, 1, JSON.stringify(saved));
+    assert.equal(saved.skipped[0].notebook, created.uri);
+    assert.match(saved.skipped[0].reason, /untitled/);
+    assert.ok(fs.statSync(file).mtimeMs >= before);
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
 });

@@ -792,6 +792,9 @@ impl<H: NotebookHost> Tools<H> {
         let notebook = &document.notebook;
         let indices = Self::resolve_cells(notebook, params.cell_ids.as_deref())?;
         let view = params.view.unwrap_or_default();
+        // The kernel is looked at first, so that freshness is judged against what its host
+        // reports now (a restart an editor saw since the last call).
+        let kernel = self.kernel_label(&location).await;
         let flow = self.flow_view(&location, &document);
         let derived = self.derived(&document);
         let names = &derived.names;
@@ -811,7 +814,7 @@ impl<H: NotebookHost> Tools<H> {
                         .map(|finding| lint_finding(finding, names))
                         .collect(),
                 ),
-                kernel: self.kernel_label(&location).await,
+                kernel: kernel.clone(),
                 images: Vec::new(),
                 notice: None,
                 next_cell_offset: None,
@@ -1027,7 +1030,7 @@ impl<H: NotebookHost> Tools<H> {
             cell_count: notebook.len(),
             cells,
             lint: (view == ReadView::Outline).then_some(lint),
-            kernel: self.kernel_label(&location).await,
+            kernel,
             images: image_refs,
             notice: (!notices.is_empty()).then(|| notices.join(" ")),
             next_cell_offset,

@@ -1,4 +1,4 @@
-//! A third-party host in about 150 lines: notebooks in memory, served to any MCP client over
+//! A third-party host in under 150 lines: notebooks in memory, served to any MCP client over
 //! stdio through jupyter-mcp's tools. A host implements `host_core::NotebookHost` (where
 //! notebooks live, how a change is committed); `host_core::Tools` does the rest. This one runs no
 //! code, so `tools/list` shows no kernel tools (hand out `NotebookHost::kernels` and `files` to

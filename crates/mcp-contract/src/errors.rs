@@ -62,7 +62,7 @@ error_codes! {
     PathOutsideRoot = "path_outside_root": "The path leaves the allowed root folder (.., absolute paths elsewhere, escaping symlinks).",
     NotANotebook = "not_a_notebook": "The path does not name an .ipynb file.",
     NotebookUnreadable = "notebook_unreadable": "The file could not be parsed as an nbformat 4.0-4.5 notebook; the message names the problem.",
-    NotebookChangedOnDisk = "notebook_changed_on_disk": "Someone else changed the file since it was read; it has been reloaded and nothing was written.",
+    NotebookChangedOnDisk = "notebook_changed_on_disk": "Someone else changed the notebook's cells since it was read; it has been reloaded and nothing was written.",
     AlreadyExists = "already_exists": "The destination exists and is never overwritten.",
     IoError = "io_error": "Reading or writing a file failed (disk full, permissions); the file on disk is intact.",
     CellNotFound = "cell_not_found": "No cell has that id or name.",

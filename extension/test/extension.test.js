@@ -529,7 +529,7 @@ test('stand-in Jupyter extension: run_cells before a kernel is chosen answers no
   });
 });
 
-test('stand-in Jupyter extension: cells become fresh, and run_cells without cellIds runs exactly the stale set', { timeout: 120000 }, async () => {
+test('stand-in Jupyter extension: cells become fresh, and run_cells without cellIds runs exactly the stale set [parity: an_edit_makes_exactly_its_cell_and_dependents_stale_and_a_stale_run_runs_them] [parity: a_background_runs_outputs_reach_the_file]', { timeout: 120000 }, async () => {
   const cells = [['load', 'x = 1'], ['double', 'y = x * 2'], ['other', 'z = 5']];
   await withJupyter({ cells }, async ({ client, uri, jupyter }) => {
     const stateOf = async () => (await ok(client, 'read_notebook', { notebookRef: uri })).cells.map((cell) => cell.state);
@@ -557,7 +557,7 @@ test('stand-in Jupyter extension: cells become fresh, and run_cells without cell
   });
 });
 
-test('stand-in Jupyter extension: a kernel that dies mid-run ends the run unavailable, later cells not run', { timeout: 60000 }, async () => {
+test('stand-in Jupyter extension: a kernel that dies mid-run ends the run unavailable, later cells not run [parity: a_kernel_killed_mid_run_ends_the_run_unavailable]', { timeout: 60000 }, async () => {
   await withJupyter({}, async ({ client, uri, jupyter }) => {
     await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['h', 'a'], waitMs: 0 });
     await jupyter.executed;
@@ -613,4 +613,53 @@ test('stand-in vscode: save_notebooks skips an untitled notebook and saves the o
     await client.close();
     await extension.deactivate();
   }
+});
+
+test('stand-in Jupyter extension: restart_kernels makes every cell stale [parity: a_restart_makes_every_cell_stale]', { timeout: 60000 }, async () => {
+  const cells = [['load', 'x = 1'], ['double', 'y = x * 2']];
+  await withJupyter({ cells }, async ({ client, uri }) => {
+    await ok(client, 'run_cells', { notebookRef: uri, waitMs: 60000 });
+    const stateOf = async () => (await ok(client, 'read_notebook', { notebookRef: uri })).cells.map((cell) => cell.state);
+    assert.deepEqual(await stateOf(), ['fresh', 'fresh']);
+    await ok(client, 'restart_kernels', { notebookRefs: [uri] });
+    assert.deepEqual(await stateOf(), ['stale', 'stale']);
+  });
+});
+
+test('stand-in Jupyter extension: undo_last restores the agent\'s change and refuses after the person changed the cell [parity: undo_restores_the_agents_last_change] [parity: undo_refuses_when_the_person_changed_the_cell_since]', async () => {
+  const cells = [['load', 'x = 1'], ['double', 'y = x * 2']];
+  await withJupyter({ cells }, async ({ client, uri, document }) => {
+    const read = await ok(client, 'read_notebook', { notebookRef: uri });
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: 'double', expectedRev: read.cells[1].rev, newCode: 'y = x * 3' }, { editType: 'insert', cellId: 'BOTTOM', newCode: 'z = 0' }],
+    });
+    assert.equal(document.cellCount, 3);
+    await ok(client, 'undo_last', { notebookRef: uri });
+    assert.equal(document.cellCount, 2);
+    assert.equal(document.cellAt(1).document.getText(), 'y = x * 2');
+    const again = await ok(client, 'read_notebook', { notebookRef: uri });
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: 'double', expectedRev: again.cells[1].rev, newCode: 'y = x * 4' }],
+    });
+    // The person changes the agent's cell in the editor: undo refuses and keeps it.
+    document.cellAt(1).document.text = 'y = x * 5  # the person';
+    document.changed();
+    const refused = await call(client, 'undo_last', { notebookRef: uri });
+    assert.equal(refused.isError, true, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'rev_mismatch');
+    assert.equal(document.cellAt(1).document.getText(), 'y = x * 5  # the person');
+  });
+});
+
+test('stand-in Jupyter extension: every listed tool answers something other than unknown_tool [parity: every_listed_tool_answers]', async () => {
+  await withJupyter({}, async ({ client }) => {
+    const { tools } = await client.listTools();
+    assert.ok(tools.length >= 10, JSON.stringify(tools.map((tool) => tool.name)));
+    for (const tool of tools) {
+      const answer = await call(client, tool.name, {});
+      if (answer.isError) assert.notEqual(answer.body.error.code, 'unknown_tool', `${tool.name}: ${JSON.stringify(answer.body)}`);
+    }
+  });
 });

@@ -26,6 +26,7 @@ pub mod colab;
 pub mod collab;
 pub mod hub;
 pub mod kernel_server;
+pub mod messages;
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -853,6 +854,15 @@ pub fn cell_texts(path: &Path) -> Vec<(String, String)> {
         .iter()
         .map(|cell| cell.id().to_owned())
         .zip(cells)
+        .collect()
+}
+
+/// The SHA-256 of `bytes` as lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
         .collect()
 }
 

@@ -10,17 +10,10 @@ use std::time::Duration;
 use jupyter_mcp_tests::colab::ColabStandIn;
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, sha256_hex,
+    write_code_notebook,
 };
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
-}
 
 const NB: &str = "colab.ipynb";
 

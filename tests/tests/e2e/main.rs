@@ -13,6 +13,7 @@ mod intelligence;
 mod jupyter;
 mod load;
 mod mcp_features;
+mod parity;
 mod remote;
 mod summaries;
 mod transfer;

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jupyter_mcp_tests::{
-    Call, Client, HttpServer, compressible_bytes, example_root, random_bytes, write_code_notebook,
+    Call, Client, HttpServer, compressible_bytes, example_root, random_bytes, sha256_hex,
+    write_code_notebook,
 };
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 const NB: &str = "transfer.ipynb";
 
@@ -139,13 +139,6 @@ fn collect_parts(folder: &Path, found: &mut Vec<PathBuf>) {
             found.push(path);
         }
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
 }
 
 const MIB: usize = 1024 * 1024;

@@ -1,0 +1,639 @@
+//! The host-parity suite: each scenario is written once and run against every host that lists
+//! the tools it needs, in the style of ripgrep's `rgtest!`. Hosts: the standalone server on
+//! local kernels (`local`), the standalone server with `--kernel-server` on a real Jupyter
+//! Server (`kernel_server`), `--jupyter` on a real Jupyter Server with jupyter-collaboration,
+//! the person played by a real Yjs client (`jupyter`), and the embedding example in memory
+//! (`embedded`, the document scenarios). The VS Code window runs the same scenarios in
+//! `cargo xtask extension-test` against the stand-in of the Jupyter extension (tests titled
+//! `[parity: NAME]`). README's "What each host can do" table is checked against [`PARITY`] and
+//! those titles by `the_readme_host_table_is_what_the_parity_suite_runs`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use jupyter_mcp_tests::collab::{CollabServer, Peer, shared_server};
+use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
+use jupyter_mcp_tests::messages::messages_stand_in;
+use jupyter_mcp_tests::{
+    Client, HttpServer, is_terminal, link_venv, random_bytes, sha256_hex, workspace_binary,
+    workspace_root, write_code_notebook,
+};
+use serde_json::{Value, json};
+
+/// Defines the scenarios, each as a module with one test per host, and [`PARITY`], the list
+/// the README table is checked against.
+macro_rules! parity {
+    ($($scenario:ident: [$($host:ident),+ $(,)?];)+) => {
+        $(
+            mod $scenario {
+                $(
+                    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                    async fn $host() {
+                        super::$scenario(super::Host::$host).await;
+                    }
+                )+
+            }
+        )+
+        /// Every scenario and the hosts it runs on.
+        const PARITY: &[(&str, &[&str])] = &[$((stringify!($scenario), &[$(stringify!($host)),+])),+];
+    };
+}
+
+parity! {
+    an_edit_makes_exactly_its_cell_and_dependents_stale_and_a_stale_run_runs_them:
+        [local, kernel_server, jupyter];
+    a_restart_makes_every_cell_stale: [local, kernel_server, jupyter];
+    a_kernel_killed_mid_run_ends_the_run_unavailable: [local, kernel_server, jupyter];
+    an_interrupt_ends_the_running_cell_and_a_new_run_is_admitted: [local, kernel_server, jupyter];
+    undo_restores_the_agents_last_change: [local, kernel_server, jupyter, embedded];
+    undo_refuses_when_the_person_changed_the_cell_since: [local, kernel_server, jupyter];
+    summaries_come_from_the_model_and_are_not_asked_again: [local, kernel_server, jupyter, embedded];
+    a_10_mib_file_goes_to_the_kernel_and_back_unchanged: [local, kernel_server, jupyter];
+    a_background_runs_outputs_reach_the_file: [local, kernel_server, jupyter];
+    every_listed_tool_answers: [local, kernel_server, jupyter, embedded];
+}
+
+/// Where the notebooks of a scenario live.
+#[allow(
+    non_camel_case_types,
+    reason = "the variants are the test names of the hosts"
+)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Host {
+    local,
+    kernel_server,
+    jupyter,
+    embedded,
+}
+
+/// A host serving one notebook, `parity.ipynb`, with a client connected.
+struct Fixture {
+    client: Client,
+    notebook: String,
+    /// The notebook's file, where the host has one the test can read and write.
+    file: Option<PathBuf>,
+    /// The folder transfers read and write.
+    files_root: PathBuf,
+    /// The person in JupyterLab's room, for `--jupyter`.
+    person: Option<Peer>,
+    _guards: Vec<Box<dyn std::any::Any + Send>>,
+}
+
+const NOTEBOOK: &str = "parity.ipynb";
+
+/// One Jupyter Server for the `kernel_server` tests running at the same time (as
+/// [`shared_server`] does for `--jupyter`), serving a folder of its own where each test makes a
+/// folder.
+fn shared_kernel_server() -> Arc<(KernelServer, tempfile::TempDir)> {
+    static SHARED: Mutex<Weak<(KernelServer, tempfile::TempDir)>> = Mutex::new(Weak::new());
+    let mut slot = SHARED.lock().unwrap_or_else(|poison| poison.into_inner());
+    if let Some(server) = slot.upgrade() {
+        return server;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[])
+        .expect("a Jupyter Server starts");
+    let shared = Arc::new((server, root));
+    *slot = Arc::downgrade(&shared);
+    shared
+}
+
+impl Fixture {
+    /// `host` serving a notebook of `sources`, its server started with `env`.
+    async fn start(host: Host, sources: &[&str], env: &[(&str, &str)]) -> Fixture {
+        let mut guards: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+        match host {
+            Host::local => {
+                let root = tempfile::tempdir().unwrap();
+                link_venv(root.path());
+                let file = write_code_notebook(root.path(), NOTEBOOK, sources);
+                let server = HttpServer::start_with_env(root.path(), &[], env).unwrap();
+                let client = Client::http(&server.url).await.unwrap();
+                let files_root = root.path().to_path_buf();
+                guards.push(Box::new(server));
+                guards.push(Box::new(root));
+                Fixture {
+                    client,
+                    notebook: NOTEBOOK.to_owned(),
+                    file: Some(file),
+                    files_root,
+                    person: None,
+                    _guards: guards,
+                }
+            }
+            Host::kernel_server => {
+                let shared = shared_kernel_server();
+                let root = tempfile::tempdir_in(shared.1.path()).unwrap();
+                let file = write_code_notebook(root.path(), NOTEBOOK, sources);
+                let token_file = shared.0.token_file();
+                let url = shared.0.url();
+                let server = HttpServer::start_with_env(
+                    root.path(),
+                    &[
+                        "--kernel-server",
+                        &url,
+                        "--kernel-server-token-file",
+                        token_file.to_str().unwrap(),
+                    ],
+                    env,
+                )
+                .unwrap();
+                let client = Client::http(&server.url).await.unwrap();
+                let files_root = root.path().to_path_buf();
+                guards.push(Box::new(server));
+                guards.push(Box::new(root));
+                guards.push(Box::new(shared));
+                Fixture {
+                    client,
+                    notebook: NOTEBOOK.to_owned(),
+                    file: Some(file),
+                    files_root,
+                    person: None,
+                    _guards: guards,
+                }
+            }
+            Host::jupyter => {
+                let server: Arc<CollabServer> = shared_server();
+                let name = format!("parity-{:x}.ipynb", rand_suffix());
+                let file = jupyter_mcp_tests::collab::write_notebook(&server, &name, sources);
+                let transfers = tempfile::tempdir().unwrap();
+                let url = server.url();
+                let token_file = server.token_file();
+                let mcp = HttpServer::start_with_env(
+                    transfers.path(),
+                    &[
+                        "--jupyter",
+                        &url,
+                        "--kernel-server-token-file",
+                        token_file.to_str().unwrap(),
+                    ],
+                    env,
+                )
+                .unwrap();
+                let client = Client::http(&mcp.url).await.unwrap();
+                let mut person = Peer::start(&server.url(), server.token()).unwrap();
+                person.open(&name).unwrap();
+                let files_root = transfers.path().to_path_buf();
+                guards.push(Box::new(mcp));
+                guards.push(Box::new(transfers));
+                guards.push(Box::new(server));
+                Fixture {
+                    client,
+                    notebook: name,
+                    file: Some(file),
+                    files_root,
+                    person: Some(person),
+                    _guards: guards,
+                }
+            }
+            Host::embedded => {
+                let binary = workspace_binary("embedded-host", "embedded-host");
+                let mut command = tokio::process::Command::new(binary);
+                command.envs(env.iter().copied());
+                let client = Client::stdio_command(command).await.unwrap();
+                let notebook = "parity.ipynb".to_owned();
+                let created = client
+                    .call(
+                        "create_notebook",
+                        json!({"path": notebook, "title": "Parity"}),
+                    )
+                    .await
+                    .ok();
+                let rev = created["cells"][1]["rev"].clone();
+                let mut edits = vec![json!({"editType": "edit", "cellId": 1,
+                                            "expectedRev": rev, "newCode": sources[0]})];
+                edits.extend(sources[1..].iter().map(
+                    |source| json!({"editType": "insert", "cellId": "BOTTOM", "newCode": source}),
+                ));
+                client
+                    .call(
+                        "edit_cells",
+                        json!({"notebookRef": notebook, "edits": edits}),
+                    )
+                    .await
+                    .ok();
+                // The embedding example keeps its notebooks in memory: no file, no transfers.
+                Fixture {
+                    client,
+                    notebook,
+                    file: None,
+                    files_root: PathBuf::new(),
+                    person: None,
+                    _guards: guards,
+                }
+            }
+        }
+    }
+
+    async fn call(&self, tool: &str, mut arguments: Value) -> Value {
+        arguments["notebookRef"] = json!(self.notebook);
+        self.client.call(tool, arguments).await.ok()
+    }
+
+    async fn outline(&self) -> Vec<Value> {
+        self.call("read_notebook", json!({})).await["cells"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The `state` of each code cell, in order.
+    async fn states(&self) -> Vec<String> {
+        self.outline()
+            .await
+            .iter()
+            .filter(|cell| cell["kind"] == "code")
+            .map(|cell| cell["state"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    /// Follows the latest run until it ended; panics when it has not within `patience`.
+    async fn finished(&self, patience: Duration) -> Value {
+        self.client
+            .follow(&self.notebook, patience, is_terminal)
+            .await
+    }
+
+    /// The person changes cell `index`'s source where they work: the file on disk, or their
+    /// copy of the shared document.
+    async fn person_sets_source(&mut self, index: usize, source: &str) {
+        if let Some(person) = self.person.take() {
+            let (person, answer) = person
+                .ask(json!({"cmd": "set_source", "cell": index, "source": source}))
+                .await;
+            answer.expect("the person's edit");
+            self.person = Some(person);
+            return;
+        }
+        let file = self.file.as_ref().expect("a notebook file");
+        let mut notebook: Value =
+            serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        notebook["cells"][index]["source"] = json!(source);
+        std::fs::write(file, serde_json::to_string_pretty(&notebook).unwrap()).unwrap();
+    }
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.finish()
+}
+
+const CHAIN: [&str; 4] = [
+    "# load\na = 1",
+    "# double\nb = a * 2",
+    "# report\nc = b + 1",
+    "# other\nd = 5",
+];
+
+async fn an_edit_makes_exactly_its_cell_and_dependents_stale_and_a_stale_run_runs_them(host: Host) {
+    let fixture = Fixture::start(host, &CHAIN, &[]).await;
+    let first = fixture.call("run_cells", json!({"waitMs": 120_000})).await;
+    assert_eq!(first["status"], "completed", "{first}");
+    assert_eq!(first["cells"].as_array().unwrap().len(), 4, "{first}");
+    assert_eq!(fixture.states().await, ["fresh"; 4]);
+    let outline = fixture.outline().await;
+    fixture
+        .call(
+            "edit_cells",
+            json!({"edits": [{"editType": "edit", "cellId": outline[1]["cell_id"],
+                   "expectedRev": outline[1]["rev"], "newCode": "# double\nb = a * 3"}]}),
+        )
+        .await;
+    assert_eq!(fixture.states().await, ["fresh", "stale", "stale", "fresh"]);
+    let second = fixture.call("run_cells", json!({"waitMs": 120_000})).await;
+    assert_eq!(second["status"], "completed", "{second}");
+    let ran: Vec<&Value> = second["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cell| &cell["cellId"])
+        .collect();
+    assert_eq!(
+        ran,
+        [&outline[1]["cell_id"], &outline[2]["cell_id"]],
+        "exactly the stale cells ran: {second}"
+    );
+    assert_eq!(fixture.states().await, ["fresh"; 4]);
+}
+
+async fn a_restart_makes_every_cell_stale(host: Host) {
+    let fixture = Fixture::start(host, &CHAIN, &[]).await;
+    let run = fixture.call("run_cells", json!({"waitMs": 120_000})).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(fixture.states().await, ["fresh"; 4]);
+    let restart = fixture
+        .client
+        .call(
+            "restart_kernels",
+            json!({"notebookRefs": [fixture.notebook]}),
+        )
+        .await
+        .ok();
+    assert_eq!(restart["results"][0]["outcome"], "restarted", "{restart}");
+    assert_eq!(fixture.states().await, ["stale"; 4]);
+}
+
+const SLEEPER: [&str; 2] = [
+    "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(120)",
+    "after = 1",
+];
+
+/// Starts a run of [`SLEEPER`] and waits until its first cell sleeps: the kernel's pid.
+async fn start_sleeper(fixture: &Fixture) -> u32 {
+    fixture
+        .call(
+            "run_cells",
+            json!({"cellIds": [0, 1], "waitMs": 0, "freshDeps": false}),
+        )
+        .await;
+    let receipt = fixture
+        .client
+        .follow(&fixture.notebook, Duration::from_secs(120), |receipt| {
+            receipt["cells"][0]["output"]
+                .as_str()
+                .is_some_and(|output| output.contains("pid "))
+        })
+        .await;
+    let output = receipt["cells"][0]["output"].as_str().unwrap();
+    output
+        .split("pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|pid| pid.parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {output}"))
+}
+
+async fn a_kernel_killed_mid_run_ends_the_run_unavailable(host: Host) {
+    let fixture = Fixture::start(host, &SLEEPER, &[]).await;
+    let pid = start_sleeper(&fixture).await;
+    let status = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "the kernel {pid} was killed");
+    // The run has ended within 5 s of the kill (the waits are the server's).
+    let ended = fixture
+        .call("get_execution", json!({"waitMs": 5_000}))
+        .await;
+    assert!(is_terminal(&ended), "not ended within 5 s: {ended}");
+    assert_eq!(ended["status"], "unavailable", "{ended}");
+    assert!(ended["reasonCode"].is_string(), "{ended}");
+    assert_eq!(ended["cells"][1]["state"], "not-run", "{ended}");
+}
+
+async fn an_interrupt_ends_the_running_cell_and_a_new_run_is_admitted(host: Host) {
+    let fixture = Fixture::start(host, &SLEEPER, &[]).await;
+    start_sleeper(&fixture).await;
+    let interrupt = fixture
+        .client
+        .call(
+            "interrupt_kernels",
+            json!({"notebookRefs": [fixture.notebook]}),
+        )
+        .await
+        .ok();
+    assert_eq!(
+        interrupt["results"][0]["outcome"], "interrupt-sent",
+        "{interrupt}"
+    );
+    let ended = fixture.finished(Duration::from_secs(60)).await;
+    assert_ne!(ended["status"], "completed", "{ended}");
+    assert_eq!(ended["cells"][1]["state"], "not-run", "{ended}");
+    let next = fixture
+        .call(
+            "run_cells",
+            json!({"cellIds": [1], "waitMs": 60_000, "freshDeps": false}),
+        )
+        .await;
+    assert_eq!(next["status"], "completed", "{next}");
+}
+
+async fn undo_restores_the_agents_last_change(host: Host) {
+    let fixture = Fixture::start(host, &CHAIN, &[]).await;
+    let before = fixture.outline().await;
+    fixture
+        .call(
+            "edit_cells",
+            json!({"edits": [
+                {"editType": "edit", "cellId": before[1]["cell_id"], "expectedRev": before[1]["rev"],
+                 "newCode": "# double\nb = a * 10"},
+                {"editType": "insert", "cellId": "BOTTOM", "newCode": "e = 6"}
+            ]}),
+        )
+        .await;
+    assert_eq!(fixture.outline().await.len(), before.len() + 1);
+    let undone = fixture.call("undo_last", json!({})).await;
+    assert_eq!(undone["cellCount"], before.len(), "{undone}");
+    let after = fixture.outline().await;
+    let revs = |cells: &[Value]| -> Vec<Value> { cells.iter().map(|c| c["rev"].clone()).collect() };
+    assert_eq!(revs(&after), revs(&before), "the notebook is as it was");
+}
+
+async fn undo_refuses_when_the_person_changed_the_cell_since(host: Host) {
+    let mut fixture = Fixture::start(host, &CHAIN, &[]).await;
+    let before = fixture.outline().await;
+    fixture
+        .call(
+            "edit_cells",
+            json!({"edits": [{"editType": "edit", "cellId": before[1]["cell_id"],
+                   "expectedRev": before[1]["rev"], "newCode": "# double\nb = a * 10"}]}),
+        )
+        .await;
+    fixture
+        .person_sets_source(1, "# double\nb = a * 100  # the person's")
+        .await;
+    // The person's change reaches the host (the file is read again; the room's update arrives).
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let read = fixture
+            .call("read_notebook", json!({"view": "source"}))
+            .await;
+        if read["cells"][1]["source"]
+            .as_str()
+            .is_some_and(|source| source.contains("the person's"))
+        {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never saw: {read}");
+    }
+    let mut arguments = json!({});
+    arguments["notebookRef"] = json!(fixture.notebook);
+    let refused = fixture.client.call("undo_last", arguments).await;
+    assert_eq!(refused.error_code(), "rev_mismatch", "{}", refused.text());
+    let read = fixture
+        .call("read_notebook", json!({"view": "source"}))
+        .await;
+    assert!(
+        read["cells"][1]["source"]
+            .as_str()
+            .unwrap()
+            .contains("the person's"),
+        "the person's change is kept: {read}"
+    );
+}
+
+async fn summaries_come_from_the_model_and_are_not_asked_again(host: Host) {
+    let (base, received) = messages_stand_in().await;
+    let env = [
+        ("ANTHROPIC_API_KEY", "parity-key"),
+        ("ANTHROPIC_BASE_URL", base.as_str()),
+    ];
+    let fixture = Fixture::start(host, &CHAIN, &env).await;
+    let first = fixture.call("summarize_cells", json!({})).await;
+    assert_eq!(first["modelRequests"], 1, "{first}");
+    assert!(
+        first["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|cell| cell["source"] == "model"),
+        "{first}"
+    );
+    let again = fixture.call("summarize_cells", json!({})).await;
+    assert_eq!(again["modelRequests"], 0, "{again}");
+    assert_eq!(received.lock().unwrap().len(), 1, "asked the model once");
+}
+
+async fn a_10_mib_file_goes_to_the_kernel_and_back_unchanged(host: Host) {
+    let fixture = Fixture::start(host, &["x = 1"], &[]).await;
+    let run = fixture.call("run_cells", json!({"waitMs": 120_000})).await;
+    assert_eq!(run["status"], "completed", "{run}");
+    let bytes = random_bytes(10 * 1024 * 1024, 37);
+    let digest = sha256_hex(&bytes);
+    std::fs::write(fixture.files_root.join("payload.bin"), &bytes).unwrap();
+    let kernel_dir = tempfile::tempdir().unwrap();
+    let kernel_path = kernel_dir.path().join("payload.bin");
+    let up = fixture
+        .call(
+            "upload_file",
+            json!({"hostPath": "payload.bin", "kernelPath": kernel_path}),
+        )
+        .await;
+    assert_eq!(up["sha256"], digest, "{up}");
+    let down = fixture
+        .call(
+            "download_file",
+            json!({"hostPath": "back/payload.bin", "kernelPath": kernel_path}),
+        )
+        .await;
+    assert_eq!(down["sha256"], digest, "{down}");
+    let back = std::fs::read(fixture.files_root.join("back/payload.bin")).unwrap();
+    assert_eq!(sha256_hex(&back), digest);
+}
+
+async fn a_background_runs_outputs_reach_the_file(host: Host) {
+    let fixture = Fixture::start(host, &["print('parity-output-' + str(6 * 7))"], &[]).await;
+    fixture.call("run_cells", json!({"waitMs": 0})).await;
+    let ended = fixture.finished(Duration::from_secs(120)).await;
+    assert_eq!(ended["status"], "completed", "{ended}");
+    let file = fixture.file.as_ref().expect("a notebook file");
+    // The standalone host has written the file before the receipt said so; Jupyter Server
+    // saves the room's document on its own schedule.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.contains("parity-output-42") {
+            break;
+        }
+        assert!(host == Host::jupyter, "written before the receipt: {text}");
+        assert!(std::time::Instant::now() < deadline, "never saved: {text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn every_listed_tool_answers(host: Host) {
+    let fixture = Fixture::start(host, &CHAIN, &[]).await;
+    let tools = fixture.client.tool_names().await.unwrap();
+    assert!(tools.len() >= 10, "{tools:?}");
+    for tool in tools {
+        let answer = fixture.client.call(&tool, json!({})).await;
+        if answer.is_error() {
+            assert_ne!(
+                answer.error_code(),
+                "unknown_tool",
+                "{tool} is listed but unknown: {}",
+                answer.text()
+            );
+        }
+    }
+}
+
+/// README's "What each host can do" table, between its markers, as (scenario, [marks]) rows.
+fn readme_host_table() -> Vec<(String, Vec<String>)> {
+    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
+    let start = readme
+        .find("<!-- hosts:start -->")
+        .expect("the table's start marker");
+    let end = readme
+        .find("<!-- hosts:end -->")
+        .expect("the table's end marker");
+    readme[start..end]
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<String> = line
+                .trim_matches('|')
+                .split('|')
+                .map(|cell| cell.trim().to_owned())
+                .collect();
+            (cells[0].trim_matches('`').to_owned(), cells[1..].to_vec())
+        })
+        .collect()
+}
+
+/// The scenarios the window's tests run, from their `[parity: NAME]` titles.
+fn window_scenarios(path: &Path) -> Vec<String> {
+    let tests = std::fs::read_to_string(path).unwrap();
+    tests
+        .split("[parity: ")
+        .skip(1)
+        .filter_map(|rest| rest.split(']').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The hosts, in the README table's column order.
+const COLUMNS: [&str; 5] = [
+    "local",
+    "kernel_server",
+    "jupyter",
+    "embedded",
+    "vscode_jupyter",
+];
+
+#[test]
+fn the_readme_host_table_is_what_the_parity_suite_runs() {
+    let window = window_scenarios(&workspace_root().join("extension/test/extension.test.js"));
+    let expected: Vec<(String, Vec<String>)> = PARITY
+        .iter()
+        .map(|(scenario, hosts)| {
+            let marks = COLUMNS
+                .iter()
+                .map(|column| {
+                    let runs = if *column == "vscode_jupyter" {
+                        window.iter().any(|name| name == scenario)
+                    } else {
+                        hosts.contains(column)
+                    };
+                    if runs { "yes" } else { "—" }.to_owned()
+                })
+                .collect();
+            ((*scenario).to_owned(), marks)
+        })
+        .collect();
+    assert!(
+        window
+            .iter()
+            .all(|name| PARITY.iter().any(|(scenario, _)| scenario == name)),
+        "a window test names a scenario the suite does not have: {window:?}"
+    );
+    assert_eq!(
+        readme_host_table(),
+        expected,
+        "README's \"What each host can do\" table must list exactly the parity scenarios and \
+         the hosts that run them (columns: {COLUMNS:?})"
+    );
+}

@@ -1132,6 +1132,19 @@ async fn the_readme_tool_table_matches_tools_list() {
         documented, listed,
         "README's tool table and tools/list differ"
     );
+    // The count README's MCP features give is this server's.
+    let claimed = readme
+        .split("- **Tools**: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|count| count.parse::<usize>().ok())
+        .expect("README's MCP features give a tool count");
+    assert_eq!(claimed, listed.len(), "README's tool count is stale");
+    let catalogue = mcp_contract::catalog::all_tools().len();
+    assert!(
+        readme.contains(&format!("up to\n  the catalogue's {catalogue} with Colab")),
+        "README's catalogue count is not {catalogue}"
+    );
 }
 
 #[tokio::test]

@@ -142,7 +142,7 @@ impl ManagedKernels {
 }
 
 /// How `list_kernels` shows a kernelspec that would run at `runs_on`.
-fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice {
+pub fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice {
     KernelChoice {
         id: spec.id.clone(),
         label: spec.display_name.clone(),
@@ -153,6 +153,25 @@ fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice
             .map(|folder| folder.display().to_string())
             .or_else(|| spec.argv.first().cloned()),
         runs_on: Some(place(runs_on)),
+    }
+}
+
+/// `select_kernel`'s refusal of `kernel_id`, which `discovery` does not list: the ids it does.
+pub fn unknown_kernel(kernel_id: &str, discovery: &kernels::Discovery) -> KernelError {
+    let available: Vec<&str> = discovery
+        .specs
+        .iter()
+        .map(|spec| spec.id.as_str())
+        .collect();
+    KernelError::UnknownKernel {
+        message: format!(
+            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
+            if available.is_empty() {
+                "(none)".to_owned()
+            } else {
+                available.join(", ")
+            }
+        ),
     }
 }
 
@@ -292,21 +311,7 @@ impl NotebookKernels for ManagedKernels {
             let key = self.key(location)?;
             let discovery = self.discover(&key).await?;
             let Some(spec) = discovery.find(&kernel_id) else {
-                let available: Vec<&str> = discovery
-                    .specs
-                    .iter()
-                    .map(|spec| spec.id.as_str())
-                    .collect();
-                return Err(KernelError::UnknownKernel {
-                    message: format!(
-                        "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-                        if available.is_empty() {
-                            "(none)".to_owned()
-                        } else {
-                            available.join(", ")
-                        }
-                    ),
-                });
+                return Err(unknown_kernel(&kernel_id, &discovery));
             };
             let replaces_running = self
                 .manager

@@ -383,7 +383,10 @@ impl NotebookKernels for JupyterKernels {
             let path = Self::path(location)?;
             let discovery = self.specs().await?;
             let Some(spec) = discovery.find(&kernel_id) else {
-                return Err(host_kernels::unknown_kernel(&kernel_id, &discovery));
+                return Err(KernelError::unknown_kernel(
+                    &kernel_id,
+                    discovery.specs.iter().map(|spec| spec.id.as_str()),
+                ));
             };
             let replaces_running = self.change_kernel(path, spec_name(spec)).await?;
             Ok(KernelSelection {

@@ -156,25 +156,6 @@ pub fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelCh
     }
 }
 
-/// `select_kernel`'s refusal of `kernel_id`, which `discovery` does not list: the ids it does.
-pub fn unknown_kernel(kernel_id: &str, discovery: &kernels::Discovery) -> KernelError {
-    let available: Vec<&str> = discovery
-        .specs
-        .iter()
-        .map(|spec| spec.id.as_str())
-        .collect();
-    KernelError::UnknownKernel {
-        message: format!(
-            "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-            if available.is_empty() {
-                "(none)".to_owned()
-            } else {
-                available.join(", ")
-            }
-        ),
-    }
-}
-
 /// Relays the `kernels` crate's start progress to a call's progress sink.
 fn reporter(sink: Arc<dyn ProgressSink>) -> kernels::ProgressReporter {
     Arc::new(move |progress: kernels::StartProgress| {
@@ -311,7 +292,10 @@ impl NotebookKernels for ManagedKernels {
             let key = self.key(location)?;
             let discovery = self.discover(&key).await?;
             let Some(spec) = discovery.find(&kernel_id) else {
-                return Err(unknown_kernel(&kernel_id, &discovery));
+                return Err(KernelError::unknown_kernel(
+                    &kernel_id,
+                    discovery.specs.iter().map(|spec| spec.id.as_str()),
+                ));
             };
             let replaces_running = self
                 .manager

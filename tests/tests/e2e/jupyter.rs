@@ -12,7 +12,7 @@ use jupyter_mcp_tests::collab::{
 };
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
-    CLIENT_TITLE, Client, HttpServer, is_terminal, nbformat_problems, python, server_binary,
+    CLIENT_TITLE, Call, Client, HttpServer, is_terminal, nbformat_problems, python, server_binary,
 };
 use serde_json::{Value, json};
 
@@ -363,6 +363,40 @@ fn session_kernel(server: &CollabServer, path: &str) -> Option<Value> {
 const PRINT_CHOICE: &str =
     "import os\nprint('kernel=' + os.environ.get('JMCP_KERNEL_CHOICE', 'default'), flush=True)";
 
+/// Runs `c0` of `notebook` (a [`PRINT_CHOICE`] cell) to its end; which kernelspec's environment
+/// the kernel it ran on has (`default` or `second`).
+async fn kernel_choice_of_a_run(client: &Client, notebook: &str) -> &'static str {
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": notebook, "cellIds": ["c0"], "waitMs": 60_000}),
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    let printed = receipt.to_string();
+    ["default", "second"]
+        .into_iter()
+        .find(|choice| printed.contains(&format!("kernel={choice}")))
+        .unwrap_or_else(|| panic!("the run printed its kernel: {receipt}"))
+}
+
+async fn list_kernels(client: &Client, notebook: &str) -> Value {
+    client
+        .call("list_kernels", json!({"notebookRef": notebook}))
+        .await
+        .ok()
+}
+
+async fn select_kernel(client: &Client, notebook: &str, kernel_id: &str) -> Call {
+    client
+        .call(
+            "select_kernel",
+            json!({"notebookRef": notebook, "kernelId": kernel_id}),
+        )
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyterlab_does() {
     let server = shared_server();
@@ -393,10 +427,7 @@ async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyter
     person.open("choice.ipynb").unwrap();
 
     // The server's kernelspecs, its default first; the notebook's (python3) is selected.
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": "choice.ipynb"}))
-        .await
-        .ok();
+    let listed = list_kernels(&client, "choice.ipynb").await;
     let kernels = listed["kernels"].as_array().unwrap();
     assert_eq!(kernels[0]["id"], "remote:python3", "{listed}");
     let second = kernels
@@ -409,25 +440,15 @@ async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyter
     assert_eq!(listed["selected"], "remote:python3", "{listed}");
 
     // A run starts the notebook's session on the default kernel.
-    let receipt = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": "choice.ipynb", "cellIds": ["c0"], "waitMs": 60_000}),
-        )
-        .await
-        .ok();
-    assert_eq!(receipt["status"], "completed", "{receipt}");
-    assert!(receipt.to_string().contains("kernel=default"), "{receipt}");
+    assert_eq!(
+        kernel_choice_of_a_run(&client, "choice.ipynb").await,
+        "default"
+    );
     let before = session_kernel(&server, "choice.ipynb").expect("the run started a session");
     assert_eq!(before["name"], "python3", "{before}");
 
     // An id the server does not list changes nothing and names the ids that exist.
-    let refused = client
-        .call(
-            "select_kernel",
-            json!({"notebookRef": "choice.ipynb", "kernelId": "jmcp-second"}),
-        )
-        .await;
+    let refused = select_kernel(&client, "choice.ipynb", "jmcp-second").await;
     assert_eq!(
         refused.error_code(),
         "kernel_not_found",
@@ -445,11 +466,7 @@ async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyter
     );
 
     // Selecting the second kernelspec changes the session's kernel, as Change Kernel does.
-    let selected = client
-        .call(
-            "select_kernel",
-            json!({"notebookRef": "choice.ipynb", "kernelId": "remote:jmcp-second"}),
-        )
+    let selected = select_kernel(&client, "choice.ipynb", "remote:jmcp-second")
         .await
         .ok();
     assert_eq!(selected["kernel"]["id"], "remote:jmcp-second", "{selected}");
@@ -467,22 +484,14 @@ async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyter
     // Nothing that ran on the old kernel is fresh on the new one.
     let outline = client.outline_cells("choice.ipynb").await;
     assert_eq!(cell(&outline, "c0")["state"], "stale", "{outline:?}");
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": "choice.ipynb"}))
-        .await
-        .ok();
+    let listed = list_kernels(&client, "choice.ipynb").await;
     assert_eq!(listed["selected"], "remote:jmcp-second", "{listed}");
 
     // The next run is on the new kernel, and counts on it.
-    let receipt = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": "choice.ipynb", "cellIds": ["c0"], "waitMs": 60_000}),
-        )
-        .await
-        .ok();
-    assert_eq!(receipt["status"], "completed", "{receipt}");
-    assert!(receipt.to_string().contains("kernel=second"), "{receipt}");
+    assert_eq!(
+        kernel_choice_of_a_run(&client, "choice.ipynb").await,
+        "second"
+    );
     let outline = client.outline_cells("choice.ipynb").await;
     assert_eq!(cell(&outline, "c0")["state"], "fresh", "{outline:?}");
     let (_person, seen) = person
@@ -507,11 +516,7 @@ async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyter
 
     // A notebook without a session gets one with the chosen kernel; nothing was replaced.
     assert_eq!(session_kernel(&server, "unopened.ipynb"), None);
-    let selected = client
-        .call(
-            "select_kernel",
-            json!({"notebookRef": "unopened.ipynb", "kernelId": "remote:jmcp-second"}),
-        )
+    let selected = select_kernel(&client, "unopened.ipynb", "remote:jmcp-second")
         .await
         .ok();
     assert_eq!(selected["replacedRunningKernel"], false, "{selected}");

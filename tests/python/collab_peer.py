@@ -11,7 +11,8 @@ the document's own change events with a deadline (no polling sleeps). Times are
 
 Commands: open {path}; cells; wait {cell, contains?, output?, count?, timeout}; type {cell,
 after?, text}; type_offline {cell, after, text} then deliver_offline {after: a wait}; set_source
-{cell, source}; awareness; collaborators {name?}; cursors; baseline {path, rounds}; close.
+{cell, source}; kernelspec {name, timeout} (waits for the document's metadata.kernelspec to
+name it); awareness; collaborators {name?}; cursors; baseline {path, rounds}; close.
 """
 
 import asyncio
@@ -22,7 +23,7 @@ import time
 import httpx
 from httpx_ws import aconnect_ws
 from jupyter_ydoc import YNotebook
-from pycrdt import Awareness, Doc, Provider, read_message
+from pycrdt import Awareness, Doc, Map, Provider, read_message
 from pycrdt.websocket.websocket import HttpxWebsocket
 
 BASE = sys.argv[1].rstrip("/")
@@ -238,6 +239,16 @@ class Peer:
             source.clear()
             source += command["source"]
             return {"cells": cells(room)}
+        if name == "kernelspec":
+
+            def kernelspec():
+                meta = room.doc.get("meta", type=Map).to_py() or {}
+                return (meta.get("metadata") or {}).get("kernelspec") or {}
+
+            at = await wait_until(
+                room, lambda: kernelspec().get("name") == command["name"], command.get("timeout", 60)
+            )
+            return {"at_ns": at, "kernelspec": kernelspec()}
         if name == "awareness":
             return {"states": list(room.awareness.states.values())}
         if name == "collaborators":

@@ -260,6 +260,15 @@ impl KernelServer {
         std::fs::read_to_string(self.home.path().join("server.log")).unwrap_or_default()
     }
 
+    /// Installs the kernelspec `name` (`spec` is its `kernel.json`) in the server's own Jupyter
+    /// data folder, where it looks for kernelspecs again at every listing.
+    pub fn install_kernelspec(&self, name: &str, spec: &serde_json::Value) -> Result<()> {
+        let folder = self.home.path().join("data/kernels").join(name);
+        std::fs::create_dir_all(&folder)?;
+        std::fs::write(folder.join("kernel.json"), serde_json::to_vec_pretty(spec)?)?;
+        Ok(())
+    }
+
     /// SIGTERM (the server shuts its kernels down), then waits for the exit.
     pub fn stop(&mut self) -> Result<()> {
         let Some(mut child) = self.child.take() else {

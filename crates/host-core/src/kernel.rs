@@ -382,6 +382,25 @@ impl KernelError {
             message: message.into(),
         }
     }
+
+    /// `UnknownKernel` for a selection of `kernel_id`, which is not among the `available` ids
+    /// the host lists: nothing was selected, and these are the ids that exist.
+    pub fn unknown_kernel<'a>(
+        kernel_id: &str,
+        available: impl IntoIterator<Item = &'a str>,
+    ) -> KernelError {
+        let available: Vec<&str> = available.into_iter().collect();
+        KernelError::UnknownKernel {
+            message: format!(
+                "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
+                if available.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    available.join(", ")
+                }
+            ),
+        }
+    }
 }
 
 impl From<KernelError> for mcp_contract::ToolError {

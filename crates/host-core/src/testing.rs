@@ -784,12 +784,9 @@ impl NotebookKernels for ScriptedKernels {
         kernel_id: String,
     ) -> BoxFuture<'a, Result<KernelSelection, KernelError>> {
         Box::pin(async move {
-            if !["python3", "other"].contains(&kernel_id.as_str()) {
-                return Err(KernelError::UnknownKernel {
-                    message: format!(
-                        "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: python3, other"
-                    ),
-                });
+            const IDS: [&str; 2] = ["python3", "other"];
+            if !IDS.contains(&kernel_id.as_str()) {
+                return Err(KernelError::unknown_kernel(&kernel_id, IDS));
             }
             let replaces_running = self
                 .session(&location.uri)

@@ -6,9 +6,14 @@
 //! JupyterLab renders only outputs that are in the document.
 //!
 //! The kernel belongs to the notebook's session: the agent never shuts it down (leaving closes
-//! only its connection), a restart restarts it for everyone as JupyterLab's restart does, and
-//! the choice of kernel is the person's (JupyterLab's kernel menu), so the kernel-choice tools
-//! are not offered.
+//! only its connection), and a restart restarts it for everyone as JupyterLab's restart does.
+//! The kernel is chosen as JupyterLab's kernel menu chooses it, by the agent or the person:
+//! the choices are the server's kernelspecs (`remote:<name>`, as remote kernels of the
+//! standalone host are named), and selecting one changes the session's kernel (`PATCH
+//! /api/sessions/<id>`; a new session when there is none), so the person's tab shows it. The
+//! document's `metadata.kernelspec` follows through the tools' ordinary edit (the server does
+//! not write it; JupyterLab would, with the same values). A kernel replaced either way is let
+//! go of and the new one attached, with a new epoch, so every cell is stale on it.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -17,13 +22,14 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt as _;
 use host_core::kernel::{
     CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvent,
-    KernelEvents, KernelListing, KernelLookup, KernelPreference, KernelSelection, KernelSession,
-    KernelStatus, NotebookKernels, ObservedRun, RequestOutcome, SessionFeatures, SessionInfo,
-    SharedSession,
+    KernelEvents, KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord,
+    KernelSelection, KernelSession, KernelStatus, NotebookKernels, ObservedRun, RequestOutcome,
+    SessionFeatures, SessionInfo, SharedSession,
 };
 use host_core::{BoxFuture, NotebookLocation};
-use kernels::{KernelHandle as _, KernelSpecInfo, RemoteKernel, RemoteProvider};
-use mcp_contract::results::KernelChoice;
+use kernels::{
+    KernelHandle as _, KernelSpecInfo, REMOTE_SPEC_PREFIX, RemoteKernel, RemoteProvider,
+};
 use tokio::sync::watch;
 
 use crate::error::JupyterError;
@@ -89,8 +95,6 @@ impl JupyterKernels {
             })
     }
 
-    /// The attached session of `path`, while its kernel is alive and still the server
-    /// session's.
     /// Sends `request` (a restart or an interrupt) to the notebook's attached kernel, if any.
     async fn on_attached(
         &self,
@@ -109,6 +113,7 @@ impl JupyterKernels {
         })
     }
 
+    /// The attached session of `path`, while its kernel is alive.
     fn attached(&self, path: &str) -> Option<Arc<JupyterSession>> {
         let sessions = self
             .sessions
@@ -167,16 +172,77 @@ impl JupyterKernels {
             .insert(path.to_owned(), session.clone());
         if let Some(replaced) = replaced {
             // The person changed the notebook's kernel: let go of the old one.
-            tokio::spawn(async move {
-                let _ = replaced.kernel.shutdown().await;
-            });
+            release(replaced);
         }
         Ok(Some(session))
     }
 
+    /// Lets go of the attached session of `path` (its kernel was replaced), so that the next
+    /// use attaches to the session's new kernel.
+    fn let_go(&self, path: &str) {
+        let replaced = self
+            .sessions
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .remove(path);
+        if let Some(replaced) = replaced {
+            release(replaced);
+        }
+    }
+
+    /// The server's kernelspecs as `remote:<name>` choices, its default first.
+    async fn specs(&self) -> Result<kernels::Discovery, KernelError> {
+        self.provider
+            .discover_specs()
+            .await
+            .map_err(|failure| host_kernels::kernel_error(&failure))
+    }
+
+    /// Gives the notebook's server session a kernel of `kernel_name`, as JupyterLab's Change
+    /// Kernel does, or starts a session with one when there is none; whether a running kernel
+    /// was replaced. The old kernel is the server's to shut down (it does, before answering).
+    async fn change_kernel(&self, path: &str, kernel_name: &str) -> Result<bool, KernelError> {
+        let _one_at_a_time = self.attaching.lock().await;
+        match self.rest.find_session(path).await.map_err(kernel_error)? {
+            Some(session) if session.kernel_name == kernel_name => Ok(false),
+            Some(session) => {
+                self.rest
+                    .change_session_kernel(&session.id, kernel_name)
+                    .await
+                    .map_err(kernel_error)?;
+                self.let_go(path);
+                Ok(true)
+            }
+            None => {
+                self.rest
+                    .create_session(path, Some(kernel_name))
+                    .await
+                    .map_err(kernel_error)?;
+                Ok(false)
+            }
+        }
+    }
+
+    /// The notebook's attached session, attaching to its server session's kernel (created,
+    /// with the kernel `preference` names, when there is none) as `run_cells` needs it.
+    async fn start_session(
+        &self,
+        location: &NotebookLocation,
+        preference: &KernelPreference,
+    ) -> Result<Arc<JupyterSession>, KernelError> {
+        let path = Self::path(location)?;
+        if let Some(session) = self.attached(path) {
+            return Ok(session);
+        }
+        match self.connect(path, Some(wanted_kernel(preference))).await? {
+            Some(session) => Ok(session),
+            None => Err(KernelError::unavailable(NOT_RUNNING)),
+        }
+    }
+
     /// The server's kernelspec `name` as a `remote:` choice.
     async fn spec(&self, name: &str) -> KernelSpecInfo {
-        let id = format!("{}{name}", kernels::REMOTE_SPEC_PREFIX);
+        let id = format!("{REMOTE_SPEC_PREFIX}{name}");
         if let Ok(discovery) = self.provider.discover_specs().await
             && let Some(spec) = discovery.find(&id)
         {
@@ -231,7 +297,7 @@ impl NotebookKernels for JupyterKernels {
             execute: true,
             interrupt: true,
             restart: true,
-            choose: false,
+            choose: true,
             transfer: true,
         }
     }
@@ -268,20 +334,8 @@ impl NotebookKernels for JupyterKernels {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
         Box::pin(async move {
-            let path = Self::path(location)?;
-            if let Some(session) = self.attached(path) {
-                return Ok(session as SharedSession);
-            }
-            let kernel_name = preference
-                .kernel_id
-                .as_deref()
-                .map(|id| id.strip_prefix(kernels::REMOTE_SPEC_PREFIX).unwrap_or(id))
-                .map(str::to_owned)
-                .or(preference.kernel_name);
-            match self.connect(path, Some(kernel_name)).await? {
-                Some(session) => Ok(session as SharedSession),
-                None => Err(KernelError::unavailable(NOT_RUNNING)),
-            }
+            let session = self.start_session(location, &preference).await?;
+            Ok(session as SharedSession)
         })
     }
 
@@ -290,11 +344,32 @@ impl NotebookKernels for JupyterKernels {
         location: &'a NotebookLocation,
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<KernelListing, KernelError>> {
-        let _ = (location, preference);
-        Box::pin(async {
-            Err(KernelError::NotSupported {
-                message: "the notebook's kernel is chosen in JupyterLab (Kernel > Change Kernel)"
-                    .to_owned(),
+        Box::pin(async move {
+            let path = Self::path(location)?;
+            let discovery = self.specs().await?;
+            let session = self.rest.find_session(path).await.map_err(kernel_error)?;
+            let ids: Vec<&str> = discovery
+                .specs
+                .iter()
+                .map(|spec| spec.id.as_str())
+                .collect();
+            let (selected, hint) = selected_choice(
+                session.as_ref().map(|session| session.kernel_name.as_str()),
+                &preference,
+                &ids,
+            );
+            let runs_on = self.provider.kernel_place();
+            Ok(KernelListing {
+                kernels: discovery
+                    .specs
+                    .iter()
+                    .map(|spec| KernelOption {
+                        choice: host_kernels::choice(spec, &runs_on),
+                        record: Some(record(spec)),
+                    })
+                    .collect(),
+                selected,
+                hint,
             })
         })
     }
@@ -304,11 +379,20 @@ impl NotebookKernels for JupyterKernels {
         location: &'a NotebookLocation,
         kernel_id: String,
     ) -> BoxFuture<'a, Result<KernelSelection, KernelError>> {
-        let _ = (location, kernel_id);
-        Box::pin(async {
-            Err(KernelError::NotSupported {
-                message: "the notebook's kernel is chosen in JupyterLab (Kernel > Change Kernel)"
-                    .to_owned(),
+        Box::pin(async move {
+            let path = Self::path(location)?;
+            let discovery = self.specs().await?;
+            let Some(spec) = discovery.find(&kernel_id) else {
+                return Err(KernelError::unknown_kernel(
+                    &kernel_id,
+                    discovery.specs.iter().map(|spec| spec.id.as_str()),
+                ));
+            };
+            let replaces_running = self.change_kernel(path, spec_name(spec)).await?;
+            Ok(KernelSelection {
+                kernel: host_kernels::choice(spec, &self.provider.kernel_place()),
+                record: Some(record(spec)),
+                replaces_running,
             })
         })
     }
@@ -319,17 +403,9 @@ impl NotebookKernels for JupyterKernels {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<Configured, KernelError>> {
         Box::pin(async move {
-            let session = self.start(location, preference).await?;
-            let info = session.info();
+            let session = self.start_session(location, &preference).await?;
             Ok(Configured {
-                kernel: KernelChoice {
-                    id: info.id,
-                    label: info.label,
-                    language: info.language,
-                    source: "remote".to_owned(),
-                    detail: None,
-                    runs_on: info.runs_on,
-                },
+                kernel: host_kernels::choice(session.kernel.spec(), &session.kernel.place()),
             })
         })
     }
@@ -402,6 +478,89 @@ impl NotebookKernels for JupyterKernels {
                 ok: run.ok,
             })
             .collect()
+    }
+}
+
+/// Closes our connection to a session's kernel, in the background (the kernel is the
+/// session's and keeps running, or the server already shut it down).
+fn release(session: Arc<JupyterSession>) {
+    tokio::spawn(async move {
+        let _ = session.kernel.shutdown().await;
+    });
+}
+
+/// The server's kernelspec name of a `remote:` choice.
+fn spec_name(spec: &KernelSpecInfo) -> &str {
+    spec.id.strip_prefix(REMOTE_SPEC_PREFIX).unwrap_or(&spec.id)
+}
+
+/// How the notebook's metadata records a kernelspec of the server: `kernelspec.name` is the
+/// server's name, as JupyterLab writes it.
+fn record(spec: &KernelSpecInfo) -> KernelRecord {
+    KernelRecord {
+        kernel_id: spec.id.clone(),
+        kernelspec_name: spec_name(spec).to_owned(),
+        display_name: spec.display_name.clone(),
+        language: spec.language.clone(),
+    }
+}
+
+/// The kernelspec a new session of the notebook gets (`None`: the server's default). The
+/// document's `kernelspec.name` comes first: JupyterLab keeps it up to date when the person
+/// changes the kernel, which our own `jupyter_mcp.kernel_id` does not follow; that one counts
+/// only as a `remote:` id (a local choice of the standalone host names no kernelspec here). An
+/// empty name is none (jupyter-ydoc writes one into notebooks without a kernelspec), and a
+/// `remote:` prefix is dropped from either (kernelspec names have no `:`, and the standalone
+/// host's remote kernels recorded it there).
+fn wanted_kernel(preference: &KernelPreference) -> Option<String> {
+    let from_document = preference
+        .kernel_name
+        .as_deref()
+        .map(|name| name.strip_prefix(REMOTE_SPEC_PREFIX).unwrap_or(name));
+    let from_ours = || {
+        preference
+            .kernel_id
+            .as_deref()?
+            .strip_prefix(REMOTE_SPEC_PREFIX)
+    };
+    from_document
+        .filter(|name| !name.is_empty())
+        .or_else(|| from_ours().filter(|name| !name.is_empty()))
+        .map(str::to_owned)
+}
+
+/// The choice `list_kernels` shows as the notebook's (of the listed `ids`, the server's default
+/// first), and a hint when there is none: the kernel of the notebook's server session, else the
+/// kernelspec a new session would get, else the server's default.
+fn selected_choice(
+    session_kernel: Option<&str>,
+    preference: &KernelPreference,
+    ids: &[&str],
+) -> (Option<String>, Option<String>) {
+    if let Some(name) = session_kernel {
+        return (Some(format!("{REMOTE_SPEC_PREFIX}{name}")), None);
+    }
+    match wanted_kernel(preference) {
+        Some(name) => {
+            let id = format!("{REMOTE_SPEC_PREFIX}{name}");
+            if ids.contains(&id.as_str()) {
+                (Some(id), None)
+            } else {
+                (
+                    None,
+                    Some(format!(
+                        "the notebook names the kernelspec `{name}`, which this Jupyter server does not have; call select_kernel with one of the listed ids"
+                    )),
+                )
+            }
+        }
+        None => match ids.first() {
+            Some(default) => (Some((*default).to_owned()), None),
+            None => (
+                None,
+                Some("this Jupyter server has no kernelspecs; install a kernel there".to_owned()),
+            ),
+        },
     }
 }
 
@@ -543,5 +702,100 @@ impl RunWriter {
 impl Drop for RunWriter {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn preference(kernel_id: Option<&str>, kernel_name: Option<&str>) -> KernelPreference {
+        KernelPreference {
+            kernel_id: kernel_id.map(str::to_owned),
+            kernel_name: kernel_name.map(str::to_owned),
+            language: None,
+        }
+    }
+
+    const IDS: &[&str] = &["remote:python3", "remote:second"];
+
+    #[test]
+    fn a_new_session_gets_the_kernelspec_the_document_names_before_our_own_record() {
+        // JupyterLab rewrote kernelspec.name after the agent's select_kernel: the person's wins.
+        assert_eq!(
+            wanted_kernel(&preference(Some("remote:second"), Some("python3"))),
+            Some("python3".to_owned())
+        );
+        assert_eq!(
+            wanted_kernel(&preference(Some("remote:second"), None)),
+            Some("second".to_owned())
+        );
+        // jupyter-ydoc's empty kernelspec names nothing.
+        assert_eq!(
+            wanted_kernel(&preference(Some("remote:second"), Some(""))),
+            Some("second".to_owned())
+        );
+        assert_eq!(wanted_kernel(&preference(None, Some(""))), None);
+        assert_eq!(wanted_kernel(&preference(Some("remote:"), None)), None);
+        // A local choice of the standalone host is no kernelspec of the server.
+        assert_eq!(
+            wanted_kernel(&preference(Some("venv:/p/.venv"), None)),
+            None
+        );
+        // The standalone host's remote kernels wrote their id as the kernelspec name.
+        assert_eq!(
+            wanted_kernel(&preference(None, Some("remote:python3"))),
+            Some("python3".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_selected_choice_is_the_sessions_kernel_then_the_documents_then_the_default() {
+        let none = preference(None, None);
+        assert_eq!(
+            selected_choice(Some("second"), &preference(None, Some("python3")), IDS),
+            (Some("remote:second".to_owned()), None)
+        );
+        assert_eq!(
+            selected_choice(None, &preference(None, Some("second")), IDS),
+            (Some("remote:second".to_owned()), None)
+        );
+        assert_eq!(
+            selected_choice(None, &none, IDS),
+            (Some("remote:python3".to_owned()), None)
+        );
+        let (selected, hint) = selected_choice(None, &preference(None, Some("julia-1.10")), IDS);
+        assert_eq!(selected, None);
+        assert!(
+            hint.as_deref()
+                .is_some_and(|hint| hint.contains("`julia-1.10`") && hint.contains("select_kernel")),
+            "{hint:?}"
+        );
+        let (selected, hint) = selected_choice(None, &none, &[]);
+        assert_eq!(selected, None);
+        assert!(hint.is_some());
+    }
+
+    #[test]
+    fn the_document_records_the_servers_kernelspec_name_and_the_exact_id() {
+        let spec = KernelSpecInfo {
+            id: "remote:second".to_owned(),
+            display_name: "Second Python".to_owned(),
+            language: "python".to_owned(),
+            argv: Vec::new(),
+            env: Default::default(),
+            interrupt_mode: kernels::InterruptMode::Message,
+            resource_dir: None,
+            source: kernels::SpecSource::Remote,
+        };
+        assert_eq!(
+            record(&spec),
+            KernelRecord {
+                kernel_id: "remote:second".to_owned(),
+                kernelspec_name: "second".to_owned(),
+                display_name: "Second Python".to_owned(),
+                language: "python".to_owned(),
+            }
+        );
     }
 }

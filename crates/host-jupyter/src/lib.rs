@@ -10,7 +10,8 @@
 //! characters. Saving is the server's (its save request); `undo_last` is the tools' own, committed
 //! here like any edit.
 //! The kernel is the notebook's server session, shared with the JupyterLab tab, through the
-//! remote-kernel client; the agent's runs stream their outputs into the document. The agent
+//! remote-kernel client; the agent's runs stream their outputs into the document, and its kernel
+//! is chosen among the server's kernelspecs as JupyterLab's kernel menu does. The agent
 //! shows in JupyterLab's collaborator list and as a cursor in the cell it works on.
 //!
 //! [`ydoc`] and [`protocol`] are pure (no sockets, no clocks, no tasks). This crate never

@@ -6,7 +6,7 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::connection::{ServerConnection, encode_path};
+use crate::connection::{ServerConnection, encode_path, encode_segment};
 use crate::error::JupyterError;
 
 /// Listing stops after this many folders (a huge server root), and this deep.
@@ -236,6 +236,26 @@ impl Rest {
             ));
         }
         server_session(&value).ok_or_else(|| Self::malformed("starting a session"))
+    }
+
+    /// Gives the server session `session_id` a new kernel of `kernel_name`, as JupyterLab's
+    /// Change Kernel does (`PATCH /api/sessions/<id>`): the server starts the new kernel and
+    /// shuts the old one down before it answers.
+    pub(crate) async fn change_session_kernel(
+        &self,
+        session_id: &str,
+        kernel_name: &str,
+    ) -> Result<ServerSession, JupyterError> {
+        let request = format!("api/sessions/{}", encode_segment(session_id));
+        let body = json!({"kernel": {"name": kernel_name}});
+        let (status, value) = self.call(Method::PATCH, &request, Some(body)).await?;
+        if !status.is_success() {
+            return Err(Self::status(
+                "changing the notebook session's kernel",
+                status,
+            ));
+        }
+        server_session(&value).ok_or_else(|| Self::malformed("changing a session's kernel"))
     }
 }
 

@@ -142,7 +142,7 @@ impl ManagedKernels {
 }
 
 /// How `list_kernels` shows a kernelspec that would run at `runs_on`.
-fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice {
+pub fn choice(spec: &KernelSpecInfo, runs_on: &kernels::KernelPlace) -> KernelChoice {
     KernelChoice {
         id: spec.id.clone(),
         label: spec.display_name.clone(),
@@ -292,21 +292,10 @@ impl NotebookKernels for ManagedKernels {
             let key = self.key(location)?;
             let discovery = self.discover(&key).await?;
             let Some(spec) = discovery.find(&kernel_id) else {
-                let available: Vec<&str> = discovery
-                    .specs
-                    .iter()
-                    .map(|spec| spec.id.as_str())
-                    .collect();
-                return Err(KernelError::UnknownKernel {
-                    message: format!(
-                        "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-                        if available.is_empty() {
-                            "(none)".to_owned()
-                        } else {
-                            available.join(", ")
-                        }
-                    ),
-                });
+                return Err(KernelError::unknown_kernel(
+                    &kernel_id,
+                    discovery.specs.iter().map(|spec| spec.id.as_str()),
+                ));
             };
             let replaces_running = self
                 .manager

@@ -187,18 +187,10 @@ impl NotebookKernels for WindowKernels {
             }
             let offered = self.jupyter.list(location).await.map_err(host_failure)?;
             let Some(kernel) = offered.iter().find(|kernel| kernel.id == kernel_id) else {
-                let available: Vec<&str> =
-                    offered.iter().map(|kernel| kernel.id.as_str()).collect();
-                return Err(KernelError::UnknownKernel {
-                    message: format!(
-                        "no kernel has the id `{kernel_id}`; nothing was selected. Available ids: {}",
-                        if available.is_empty() {
-                            "(none)".to_owned()
-                        } else {
-                            available.join(", ")
-                        }
-                    ),
-                });
+                return Err(KernelError::unknown_kernel(
+                    &kernel_id,
+                    offered.iter().map(|kernel| kernel.id.as_str()),
+                ));
             };
             self.jupyter
                 .select(location, &kernel.id)

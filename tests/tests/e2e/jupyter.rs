@@ -12,7 +12,7 @@ use jupyter_mcp_tests::collab::{
 };
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
-    CLIENT_TITLE, Client, HttpServer, is_terminal, nbformat_problems, server_binary,
+    CLIENT_TITLE, Call, Client, HttpServer, is_terminal, nbformat_problems, python, server_binary,
 };
 use serde_json::{Value, json};
 
@@ -343,6 +343,186 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
             .any(|session| session["path"] == "run.ipynb"),
         "{sessions}"
     );
+}
+
+/// The kernel of the server session of `path` (`{"id", "name", …}`), if it has a session; panics
+/// when it has more than one.
+fn session_kernel(server: &CollabServer, path: &str) -> Option<Value> {
+    let sessions = api_get(server, "/api/sessions").unwrap();
+    let matching: Vec<&Value> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|session| session["path"] == path)
+        .collect();
+    assert!(matching.len() <= 1, "one session per notebook: {sessions}");
+    matching.first().map(|session| session["kernel"].clone())
+}
+
+/// A cell that prints which kernelspec's environment its kernel has.
+const PRINT_CHOICE: &str =
+    "import os\nprint('kernel=' + os.environ.get('JMCP_KERNEL_CHOICE', 'default'), flush=True)";
+
+/// Runs `c0` of `notebook` (a [`PRINT_CHOICE`] cell) to its end; which kernelspec's environment
+/// the kernel it ran on has (`default` or `second`).
+async fn kernel_choice_of_a_run(client: &Client, notebook: &str) -> &'static str {
+    let receipt = client
+        .call(
+            "run_cells",
+            json!({"notebookRef": notebook, "cellIds": ["c0"], "waitMs": 60_000}),
+        )
+        .await
+        .ok();
+    assert_eq!(receipt["status"], "completed", "{receipt}");
+    let printed = receipt.to_string();
+    ["default", "second"]
+        .into_iter()
+        .find(|choice| printed.contains(&format!("kernel={choice}")))
+        .unwrap_or_else(|| panic!("the run printed its kernel: {receipt}"))
+}
+
+async fn list_kernels(client: &Client, notebook: &str) -> Value {
+    client
+        .call("list_kernels", json!({"notebookRef": notebook}))
+        .await
+        .ok()
+}
+
+async fn select_kernel(client: &Client, notebook: &str, kernel_id: &str) -> Call {
+    client
+        .call(
+            "select_kernel",
+            json!({"notebookRef": notebook, "kernelId": kernel_id}),
+        )
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_changes_the_notebooks_kernel_to_another_kernelspec_as_jupyterlab_does() {
+    let server = shared_server();
+    // A second kernelspec on the server, told apart by the environment its kernels get.
+    let second_label = "Second Python (jupyter-mcp tests)";
+    server
+        .server
+        .install_kernelspec(
+            "jmcp-second",
+            &json!({
+                "argv": [python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": second_label,
+                "language": "python",
+                "env": {"JMCP_KERNEL_CHOICE": "second"},
+            }),
+        )
+        .unwrap();
+    let transfers = tempfile::tempdir().unwrap();
+    write_notebook(&server, "choice.ipynb", &[PRINT_CHOICE, "y = 2"]);
+    write_notebook(&server, "unopened.ipynb", &["z = 3"]);
+    let mcp = serve(&server, transfers.path(), &[]);
+    let client = Client::http(&mcp.url).await.unwrap();
+    let tools = client.tool_names().await.unwrap();
+    for tool in ["list_kernels", "select_kernel", "configure_kernel"] {
+        assert!(tools.iter().any(|name| name == tool), "{tool}: {tools:?}");
+    }
+    let mut person = Peer::start(&server.url(), server.token()).unwrap();
+    person.open("choice.ipynb").unwrap();
+
+    // The server's kernelspecs, its default first; the notebook's (python3) is selected.
+    let listed = list_kernels(&client, "choice.ipynb").await;
+    let kernels = listed["kernels"].as_array().unwrap();
+    assert_eq!(kernels[0]["id"], "remote:python3", "{listed}");
+    let second = kernels
+        .iter()
+        .find(|kernel| kernel["id"] == "remote:jmcp-second")
+        .unwrap_or_else(|| panic!("the second kernelspec is listed: {listed}"));
+    assert_eq!(second["label"], second_label, "{second}");
+    assert_eq!(second["language"], "python", "{second}");
+    assert_eq!(second["source"], "remote", "{second}");
+    assert_eq!(listed["selected"], "remote:python3", "{listed}");
+
+    // A run starts the notebook's session on the default kernel.
+    assert_eq!(
+        kernel_choice_of_a_run(&client, "choice.ipynb").await,
+        "default"
+    );
+    let before = session_kernel(&server, "choice.ipynb").expect("the run started a session");
+    assert_eq!(before["name"], "python3", "{before}");
+
+    // An id the server does not list changes nothing and names the ids that exist.
+    let refused = select_kernel(&client, "choice.ipynb", "jmcp-second").await;
+    assert_eq!(
+        refused.error_code(),
+        "kernel_not_found",
+        "{}",
+        refused.text()
+    );
+    let message = refused.error()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.contains("remote:python3") && message.contains("remote:jmcp-second"),
+        "{message}"
+    );
+    assert_eq!(
+        session_kernel(&server, "choice.ipynb").unwrap()["id"],
+        before["id"]
+    );
+
+    // Selecting the second kernelspec changes the session's kernel, as Change Kernel does.
+    let selected = select_kernel(&client, "choice.ipynb", "remote:jmcp-second")
+        .await
+        .ok();
+    assert_eq!(selected["kernel"]["id"], "remote:jmcp-second", "{selected}");
+    assert_eq!(selected["replacedRunningKernel"], true, "{selected}");
+    let after = session_kernel(&server, "choice.ipynb").expect("the session stays");
+    assert_eq!(after["name"], "jmcp-second", "{after}");
+    assert_ne!(after["id"], before["id"], "a new kernel: {after}");
+    // The person's document names it as JupyterLab would.
+    let (person, seen) = person
+        .ask(json!({"cmd": "kernelspec", "name": "jmcp-second", "timeout": 20}))
+        .await;
+    let seen = seen.expect("the person's document records the new kernelspec");
+    assert_eq!(seen["kernelspec"]["display_name"], second_label, "{seen}");
+    assert_eq!(seen["kernelspec"]["language"], "python", "{seen}");
+    // Nothing that ran on the old kernel is fresh on the new one.
+    let outline = client.outline_cells("choice.ipynb").await;
+    assert_eq!(cell(&outline, "c0")["state"], "stale", "{outline:?}");
+    let listed = list_kernels(&client, "choice.ipynb").await;
+    assert_eq!(listed["selected"], "remote:jmcp-second", "{listed}");
+
+    // The next run is on the new kernel, and counts on it.
+    assert_eq!(
+        kernel_choice_of_a_run(&client, "choice.ipynb").await,
+        "second"
+    );
+    let outline = client.outline_cells("choice.ipynb").await;
+    assert_eq!(cell(&outline, "c0")["state"], "fresh", "{outline:?}");
+    let (_person, seen) = person
+        .ask(json!({"cmd": "wait", "cell": "c0", "output": "kernel=second", "timeout": 20}))
+        .await;
+    seen.expect("the person sees the run on the new kernel");
+    let configured = client
+        .call("configure_kernel", json!({"notebookRef": "choice.ipynb"}))
+        .await
+        .ok();
+    assert_eq!(configured["ready"], true, "{configured}");
+    assert_eq!(
+        configured["kernel"]["id"], "remote:jmcp-second",
+        "{configured}"
+    );
+    assert_eq!(configured["kernel"]["label"], second_label, "{configured}");
+    assert_eq!(
+        session_kernel(&server, "choice.ipynb").unwrap()["id"],
+        after["id"],
+        "configure_kernel attaches to the session's kernel"
+    );
+
+    // A notebook without a session gets one with the chosen kernel; nothing was replaced.
+    assert_eq!(session_kernel(&server, "unopened.ipynb"), None);
+    let selected = select_kernel(&client, "unopened.ipynb", "remote:jmcp-second")
+        .await
+        .ok();
+    assert_eq!(selected["replacedRunningKernel"], false, "{selected}");
+    let started = session_kernel(&server, "unopened.ipynb").expect("a session was started");
+    assert_eq!(started["name"], "jmcp-second", "{started}");
+    client.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

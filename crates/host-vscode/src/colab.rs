@@ -337,10 +337,13 @@ impl WindowColab {
         }
     }
 
-    fn file_uri(&self, path: &str) -> Option<String> {
-        let roots = self.roots();
-        let root = roots.first()?;
-        Some(format!("{}{}", root.uri(), path.trim_start_matches('/')))
+    /// The `colab:` URI of `path` under `root`, which must be a mounted folder's root now (a
+    /// root proven before its folder was removed is refused, not served by another folder).
+    fn file_uri(&self, root: &FileServiceRoot, path: &str) -> Result<String, String> {
+        if !self.roots().contains(root) {
+            return Err(format!("{} is not mounted in this window", root.uri()));
+        }
+        Ok(format!("{}{}", root.uri(), path.trim_start_matches('/')))
     }
 
     async fn fs(
@@ -737,9 +740,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn file_size<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>> {
+    fn file_size<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Stat, uri, None).await?;
             match (reply.exists, reply.error_name) {
                 (true, None) => Ok(reply.size),
@@ -751,13 +758,14 @@ impl ColabRuntimes for WindowColab {
 
     fn write_chunk<'a>(
         &'a self,
+        root: &'a FileServiceRoot,
         path: &'a str,
         chunk: u32,
         last: bool,
         bytes: Vec<u8>,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let whole = {
                 let mut uploads = self
                     .uploads
@@ -783,9 +791,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn read_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Read, uri, None).await?;
             if let Some(name) = reply.error_name {
                 return Err(name);
@@ -796,9 +808,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn delete_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Delete, uri, None).await?;
             match reply.error_name.as_deref() {
                 None | Some("FileNotFound" | "EntryNotFound") => Ok(()),

@@ -423,6 +423,11 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         _ => Reply::Failed(Failure::Unavailable),
                     }
                 }
+                // A runtime this server already uses under the alias is reused as it is.
+                CommandKind::FindMountedServer { alias } => match self.slot.use_alias(alias) {
+                    Some(root) => Reply::FileService { root },
+                    None => Reply::NotMounted,
+                },
                 CommandKind::MountServer { alias } => {
                     if let Some(root) = self.slot.use_alias(alias) {
                         return Reply::FileService { root };

@@ -340,6 +340,19 @@ fn hex_sha256(bytes: &[u8]) -> String {
 
 const MIB: usize = 1024 * 1024;
 
+/// Calls `tool`, which must fail with `code` and a message that mentions `hint`.
+async fn refused_with(
+    world: &World,
+    tool: &str,
+    arguments: serde_json::Value,
+    code: ErrorCode,
+    hint: &str,
+) {
+    let refused = world.call(tool, arguments).await;
+    assert_eq!(refused.error_code(), Some(code), "{tool}: {}", refused.text);
+    assert!(refused.text.contains(hint), "{tool}: {}", refused.text);
+}
+
 /// A host with a Colab side (`runtime`), a 5 MiB host file `big.bin` and a running kernel on
 /// `a.ipynb`, which runs on the runtime when `on_colab`.
 async fn colab_world(runtime: &Arc<FakeRuntime>, on_colab: bool) -> (World, Arc<MemoryFiles>) {
@@ -392,20 +405,15 @@ async fn a_kernel_not_proven_on_colab_moves_files_through_itself_and_refuses_col
     assert!(world.kernels.log().iter().any(|code| is_transfer(code)));
 
     let steps = world.kernels.log().len();
-    let explicit = world
-        .call(
-            "upload_file",
-            json!({"notebookRef": "a.ipynb", "hostPath": "big.bin", "kernelPath": "/content/big.bin",
-                   "colabFileUri": "colab://m0123abcd/content/big.bin"}),
-        )
-        .await;
-    assert_eq!(
-        explicit.error_code(),
-        Some(ErrorCode::NotSupported),
-        "{}",
-        explicit.text
-    );
-    assert!(explicit.text.contains("check_colab"), "{}", explicit.text);
+    refused_with(
+        &world,
+        "upload_file",
+        json!({"notebookRef": "a.ipynb", "hostPath": "big.bin", "kernelPath": "/content/big.bin",
+               "colabFileUri": "colab://m0123abcd/content/big.bin"}),
+        ErrorCode::NotSupported,
+        "check_colab",
+    )
+    .await;
     assert_eq!(
         world.kernels.log().len(),
         steps,
@@ -506,33 +514,20 @@ async fn the_colab_file_service_refuses_a_file_above_max_bytes_before_anything_m
         .insert("/content/remote.bin".to_owned(), vec![1; 5 * MIB]);
     let calls = runtime.calls().len();
     let steps = world.kernels.log().len();
-    let upload = world
-        .call(
-            "upload_file",
-            json!({"notebookRef": "a.ipynb", "hostPath": "big.bin", "kernelPath": "/content/big.bin",
+    for (tool, host_path, kernel_path) in [
+        ("upload_file", "big.bin", "/content/big.bin"),
+        ("download_file", "back.bin", "/content/remote.bin"),
+    ] {
+        refused_with(
+            &world,
+            tool,
+            json!({"notebookRef": "a.ipynb", "hostPath": host_path, "kernelPath": kernel_path,
                    "maxBytes": 4 * MIB + MIB / 2}),
+            ErrorCode::TooLarge,
+            "maxBytes",
         )
         .await;
-    assert_eq!(
-        upload.error_code(),
-        Some(ErrorCode::TooLarge),
-        "{}",
-        upload.text
-    );
-    assert!(upload.text.contains("maxBytes"), "{}", upload.text);
-    let download = world
-        .call(
-            "download_file",
-            json!({"notebookRef": "a.ipynb", "hostPath": "back.bin", "kernelPath": "/content/remote.bin",
-                   "maxBytes": 4 * MIB + MIB / 2}),
-        )
-        .await;
-    assert_eq!(
-        download.error_code(),
-        Some(ErrorCode::TooLarge),
-        "{}",
-        download.text
-    );
+    }
     // Only the download's size was asked: no proof, no chunk, no kernel code.
     assert_eq!(
         runtime.calls()[calls..].to_vec(),

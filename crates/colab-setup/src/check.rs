@@ -168,6 +168,9 @@ fn decode_world(bytes: &mut ByteSource<'_>) -> (Route, SimHost) {
     if existing & 64 != 0 {
         sim.kernel_labels.push("Python 3 (ipykernel)".into());
     }
+    if existing & 128 != 0 {
+        sim.mounted.insert(REUSED.into());
+    }
     (route, sim)
 }
 
@@ -240,6 +243,7 @@ fn decode_reply(bytes: &mut ByteSource<'_>) -> Reply {
         4 => Reply::AssignmentFound {
             endpoint: "found-endpoint".into(),
         },
+        5 if bytes.flag() => Reply::NotMounted,
         5 => Reply::NoAssignment,
         6 => Reply::AssignmentCreated {
             endpoint: format!("random-endpoint-{}", bytes.next()),

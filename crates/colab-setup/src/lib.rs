@@ -17,7 +17,9 @@
 //! tunnel assignment, or the picker path) → `awaiting_kernel_selection` → `starting_kernel` →
 //! `mounting` (the runtime's file service) → `verifying` (the [`ColabCheck`] nonce proof) →
 //! `complete`. Routes skip what they do not need: the sessions-file and runtime-URL routes have
-//! no `preparing`; `mount_server` goes from `preparing` straight to `mounting`. The picker path's
+//! no `preparing`; `mount_server` first looks for a server already mounted under its alias (reused
+//! as it is, straight to `verifying`, with no picker), else goes from `preparing` straight to
+//! `mounting`. The picker path's
 //! position is the [`ProviderStep`]: `kernel_picker` → (`colab_source`) → `server_prompt` →
 //! (`provider_handoff`, at most once, only after a new empty prompt) → `server_selection` → for a
 //! new server `accelerator_selection` (CPU only) → (`machine_shape_selection`,

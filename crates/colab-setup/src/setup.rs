@@ -245,6 +245,14 @@ pub enum CommandKind {
         /// The source it must still have.
         source: &'static str,
     },
+    /// `mount_colab_server`, before anything else: find the one file-service root already
+    /// mounted for exactly this alias, without opening any picker (in VS Code, a `colab://`
+    /// workspace folder of that server). Answer [`Reply::FileService`] with it, or
+    /// [`Reply::NotMounted`] when there is none; several for one alias fail the setup.
+    FindMountedServer {
+        /// The alias.
+        alias: ServerAlias,
+    },
     /// VS Code: `colab.mountServer`, choosing exactly this alias; require one newly added
     /// matching root (or reuse the one workspace folder already mounted for it). Answer
     /// [`Reply::FileService`].
@@ -325,6 +333,8 @@ pub enum Reply {
     },
     /// No assignment exists.
     NoAssignment,
+    /// No file-service root is mounted for the alias yet.
+    NotMounted,
     /// A new assignment was created.
     AssignmentCreated {
         /// Its endpoint.
@@ -935,7 +945,13 @@ impl Setup {
                 self.enter_acquiring(ProviderStep::RuntimeProbe);
                 self.flow_command(CommandKind::ProbeRuntime, now_ms, out);
             }
-            Route::Tunnel { .. } | Route::Picker { .. } | Route::MountServer { .. } => {
+            // A server mounted already is reused before the provider is touched: reuse needs
+            // no picker, no driver and no sign-in.
+            Route::MountServer { alias } => {
+                self.stage = Stage::Preparing;
+                self.flow_command(CommandKind::FindMountedServer { alias }, now_ms, out);
+            }
+            Route::Tunnel { .. } | Route::Picker { .. } => {
                 self.stage = Stage::Preparing;
                 self.flow_command(CommandKind::CheckProvider, now_ms, out);
             }
@@ -1356,6 +1372,11 @@ impl Setup {
             },
             // Removed or retained (and reported): the setup goes on either way.
             CommandKind::RemoveTemporaryCell { .. } => self.enter_mounting(now_ms, out),
+            CommandKind::FindMountedServer { .. } => match reply {
+                Reply::FileService { root } => self.enter_verifying(root, now_ms, out),
+                Reply::NotMounted => self.flow_command(CommandKind::CheckProvider, now_ms, out),
+                _ => self.fail(SetupError::MountFailed, now_ms, out),
+            },
             CommandKind::MountServer { .. } | CommandKind::ConnectFileService => match reply {
                 Reply::FileService { root } => self.enter_verifying(root, now_ms, out),
                 _ => self.fail(SetupError::MountFailed, now_ms, out),
@@ -1445,9 +1466,9 @@ impl Setup {
                         self.enter_mounting(now_ms, out);
                         return;
                     }
-                    CommandKind::MountServer { .. } | CommandKind::ConnectFileService => {
-                        SetupError::MountFailed
-                    }
+                    CommandKind::FindMountedServer { .. }
+                    | CommandKind::MountServer { .. }
+                    | CommandKind::ConnectFileService => SetupError::MountFailed,
                     CommandKind::ReleaseRuntime { .. }
                     | CommandKind::DismissPicker
                     | CommandKind::Check { .. } => SetupError::CommandFailed { stage: self.stage },

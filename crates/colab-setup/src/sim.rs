@@ -67,6 +67,8 @@ pub(crate) struct SimHost {
     pub sessions: Vec<ServerRow>,
     /// Tunnel assignments by alias.
     pub assignments: BTreeMap<String, String>,
+    /// Aliases whose file service is mounted already (a `colab://` workspace folder).
+    pub mounted: BTreeSet<String>,
 
     // State.
     pub screen: Screen,
@@ -93,6 +95,7 @@ impl Default for SimHost {
             picker_servers: Vec::new(),
             sessions: Vec::new(),
             assignments: BTreeMap::new(),
+            mounted: BTreeSet::new(),
             screen: Screen::Closed,
             chose_colab_once: false,
             files: BTreeMap::new(),
@@ -320,11 +323,25 @@ impl SimHost {
                 self.cells.remove(cell_id);
                 Reply::CellRemoved
             }
-            CommandKind::MountServer { alias } => Reply::FileService {
-                root: crate::names::FileServiceRoot::ColabFs {
-                    authority: alias.to_string(),
-                },
-            },
+            CommandKind::FindMountedServer { alias } => {
+                if self.mounted.contains(alias.as_str()) {
+                    Reply::FileService {
+                        root: crate::names::FileServiceRoot::ColabFs {
+                            authority: alias.to_string(),
+                        },
+                    }
+                } else {
+                    Reply::NotMounted
+                }
+            }
+            CommandKind::MountServer { alias } => {
+                self.mounted.insert(alias.to_string());
+                Reply::FileService {
+                    root: crate::names::FileServiceRoot::ColabFs {
+                        authority: alias.to_string(),
+                    },
+                }
+            }
             CommandKind::ConnectFileService => Reply::FileService {
                 root: crate::names::FileServiceRoot::Contents {
                     base_url: "https://8080-sim.prod.colab.dev/".to_owned(),

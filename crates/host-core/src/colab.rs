@@ -33,25 +33,39 @@ pub trait ColabRuntimes: Send + Sync + 'static {
     /// [`CheckCommandKind::ExecuteKernel`].
     fn perform_check<'a>(&'a self, command: &'a CheckCommandKind) -> BoxFuture<'a, CheckReply>;
 
-    /// The size of the file at `path` (relative to the root, e.g. `content/data.bin`) through
-    /// the file service: `None` when it has none there. `Err` says why it could not tell.
-    fn file_size<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>>;
+    /// The size of the file at `path` (relative to `root`, e.g. `content/data.bin`) through
+    /// the file service behind `root`: `None` when it has none there. `Err` says why it could
+    /// not tell (a `root` that is not registered now is refused, never served by another one).
+    fn file_size<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>>;
 
-    /// Writes one chunk of a chunked upload to `path`: `chunk` 1 creates (or replaces) the
-    /// file, later ones append, `last` closes it.
+    /// Writes one chunk of a chunked upload to `path` under `root`: `chunk` 1 creates (or
+    /// replaces) the file, later ones append, `last` closes it.
     fn write_chunk<'a>(
         &'a self,
+        root: &'a FileServiceRoot,
         path: &'a str,
         chunk: u32,
         last: bool,
         bytes: Vec<u8>,
     ) -> BoxFuture<'a, Result<(), String>>;
 
-    /// Reads the whole file at `path`.
-    fn read_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+    /// Reads the whole file at `path` under `root`.
+    fn read_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, String>>;
 
-    /// Deletes the file at `path`; a missing file counts as deleted.
-    fn delete_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    /// Deletes the file at `path` under `root`; a missing file counts as deleted.
+    fn delete_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>>;
 
     /// The route `configure_kernel` with `runtime: "colab"` takes on this host, reusing the
     /// server `alias` names when given. `Err` says why the request cannot be served here (for
@@ -117,9 +131,79 @@ pub const CONTENTS_ROUTE_ABOVE_BYTES: u64 = 4 * 1024 * 1024;
 /// One chunk of an upload through the file service.
 const CONTENTS_CHUNK_BYTES: usize = 4 * 1024 * 1024;
 
-/// A transfer through the runtime's file service: the file's path there.
+/// A transfer through the runtime's file service: the root it goes through, the file's path
+/// under it, and its size when known before anything moves.
 pub(crate) struct ContentsRoute {
+    root: FileServiceRoot,
     service_path: String,
+    size: Option<u64>,
+}
+
+impl ContentsRoute {
+    /// The file's size, when known before anything moves.
+    pub(crate) fn size(&self) -> Option<u64> {
+        self.size
+    }
+}
+
+/// The kernels a nonce proof showed to run on a Colab runtime, each with the file-service root
+/// it was proven through (by `check_colab`, a setup that ended `ready`, or the fresh proof of a
+/// transfer through the file service).
+///
+/// This is what decides a transfer's route, because it is the one honest signal a host has: a
+/// host with a Colab side (a VS Code window with the Colab extension, a server started with a
+/// Colab source) may also run local kernels, `SessionInfo::runs_on` names a server but not that
+/// it is Colab's (and an editor's kernels report none), and a setup's record names the notebook
+/// but not which kernel it holds now. A proof names this kernel object: a proof holds only for
+/// the session it ran on, at the epoch and lifecycle count it ran at, so a restart or a kernel
+/// the editor swapped in needs a new one (until then its transfers take the kernel route, which
+/// works everywhere).
+#[derive(Default)]
+pub(crate) struct ProvenKernels {
+    proofs: std::sync::Mutex<std::collections::HashMap<usize, Proof>>,
+}
+
+struct Proof {
+    kernel: std::sync::Weak<dyn crate::kernel::KernelSession>,
+    epoch: Option<u64>,
+    lifecycle: u64,
+    root: FileServiceRoot,
+}
+
+impl ProvenKernels {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<usize, Proof>> {
+        self.proofs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records that a proof through `root` verified on `kernel` as it is now.
+    pub(crate) fn record(&self, kernel: &crate::kernel::SharedSession, root: FileServiceRoot) {
+        let mut proofs = self.lock();
+        proofs.retain(|_, proof| proof.kernel.strong_count() > 0);
+        proofs.insert(
+            Arc::as_ptr(kernel).cast::<()>() as usize,
+            Proof {
+                kernel: Arc::downgrade(kernel),
+                epoch: kernel.epoch(),
+                lifecycle: kernel.lifecycle_changes(),
+                root,
+            },
+        );
+    }
+
+    /// The root `kernel` was proven through, if a proof holds for it as it is now.
+    pub(crate) fn root_of(&self, kernel: &crate::kernel::SharedSession) -> Option<FileServiceRoot> {
+        let proofs = self.lock();
+        let proof = proofs.get(&(Arc::as_ptr(kernel).cast::<()>() as usize))?;
+        let same = proof
+            .kernel
+            .upgrade()
+            .is_some_and(|held| Arc::ptr_eq(&held, kernel))
+            && proof.epoch == kernel.epoch()
+            && proof.lifecycle == kernel.lifecycle_changes();
+        same.then(|| proof.root.clone())
+    }
 }
 
 fn now_ms() -> u64 {
@@ -201,48 +285,68 @@ impl<H: NotebookHost> Tools<H> {
         check.receipt()
     }
 
-    /// Whether a transfer takes the runtime's file service: with `colabFileUri` (which must
-    /// name a registered root and exactly `kernelPath`), or on a Colab runtime for a file above
-    /// 4 MiB. Never a silent fallback: a `colabFileUri` that cannot be used is an error.
+    /// Whether a transfer takes the runtime's file service. Only a kernel proven to run on a
+    /// Colab runtime ([`ProvenKernels`]) has one: any other kernel's transfer takes the kernel
+    /// route, and a `colabFileUri` for it is refused. On a proven kernel: with `colabFileUri`
+    /// (which must name a registered root and exactly `kernelPath`) through that root, else
+    /// through the root the kernel was proven through for a file above 4 MiB. Never a silent
+    /// fallback: a `colabFileUri` that cannot be used, or a file service that does not answer,
+    /// is an error. A file above `maxBytes` is refused here, before anything is sent.
     pub(crate) async fn contents_route(
         &self,
         direction: transfer::Direction,
         params: &mcp_contract::params::TransferParams,
         files: &Arc<dyn crate::files::HostFiles>,
         host_path: &str,
+        kernel: &crate::kernel::SharedSession,
     ) -> Result<Option<ContentsRoute>, ToolError> {
         let Some(colab) = &self.colab else {
             // `transfer` refused a colabFileUri before this on a host without Colab.
             return Ok(None);
         };
+        let Some(proven) = self.colab_kernels.root_of(kernel) else {
+            if params.colab_file_uri.is_some() {
+                return Err(error(
+                    ErrorCode::NotSupported,
+                    "colabFileUri moves the file through a Colab runtime's file service, and this notebook's kernel is not proven to run on a Colab runtime (no check_colab or Colab setup verified it since it last started): run check_colab on it first, or omit colabFileUri to move the file through the kernel",
+                ));
+            }
+            return Ok(None);
+        };
         let service_path = params.kernel_path.trim_start_matches('/').to_owned();
         colab.refresh_roots().await;
-        if let Some(uri) = &params.colab_file_uri {
-            let roots = colab.roots();
-            return match roots
-                .iter()
-                .find_map(|root| uri.strip_prefix(root.uri().as_str()))
-            {
-                Some(rest) if rest == service_path => Ok(Some(ContentsRoute { service_path })),
-                Some(_) => Err(error(
-                    ErrorCode::InvalidArgument,
-                    format!(
-                        "colabFileUri must be the Colab root followed by kernelPath without its leading '/' ({}{service_path})",
-                        roots.first().map(FileServiceRoot::uri).unwrap_or_default()
-                    ),
-                )),
-                None => Err(error(
-                    ErrorCode::InvalidArgument,
-                    "colabFileUri names no registered Colab root (check_colab reports the root)",
-                )),
-            };
-        }
+        let roots = colab.roots();
+        let explicit = match &params.colab_file_uri {
+            Some(uri) => Some(
+                match roots
+                    .iter()
+                    .find_map(|root| Some((root, uri.strip_prefix(root.uri().as_str())?)))
+                {
+                    Some((root, rest)) if rest == service_path => root.clone(),
+                    Some((root, _)) => {
+                        return Err(error(
+                            ErrorCode::InvalidArgument,
+                            format!(
+                                "colabFileUri must be the Colab root followed by kernelPath without its leading '/' ({}{service_path})",
+                                root.uri()
+                            ),
+                        ));
+                    }
+                    None => {
+                        return Err(error(
+                            ErrorCode::InvalidArgument,
+                            "colabFileUri names no registered Colab root (check_colab reports the root)",
+                        ));
+                    }
+                },
+            ),
+            None => None,
+        };
+        let root = explicit.clone().unwrap_or(proven);
         let size = match direction {
-            transfer::Direction::Upload => files.open(host_path).await?.size(),
-            transfer::Direction::Download => match colab.file_size(&service_path).await {
-                Ok(Some(size)) => size,
-                // Not visible through the file service: the kernel route says what it finds.
-                Ok(None) => return Ok(None),
+            transfer::Direction::Upload => Some(files.open(host_path).await?.size()),
+            transfer::Direction::Download => match colab.file_size(&root, &service_path).await {
+                Ok(size) => size,
                 Err(reason) => {
                     return Err(error(
                         ErrorCode::TransferFailed,
@@ -254,7 +358,20 @@ impl<H: NotebookHost> Tools<H> {
                 }
             },
         };
-        Ok((size > CONTENTS_ROUTE_ABOVE_BYTES).then_some(ContentsRoute { service_path }))
+        let route = ContentsRoute {
+            root,
+            service_path,
+            size,
+        };
+        if explicit.is_some() {
+            return Ok(Some(route));
+        }
+        match size {
+            Some(size) if size > CONTENTS_ROUTE_ABOVE_BYTES => Ok(Some(route)),
+            // Small, or (a download) not visible through the file service: the kernel route
+            // says what it finds.
+            _ => Ok(None),
+        }
     }
 
     /// A transfer through the runtime's file service, after a fresh nonce proof that the
@@ -276,17 +393,20 @@ impl<H: NotebookHost> Tools<H> {
                 format!("the transfer through the Colab file service failed ({phase}): {reason}"),
             )
         };
-        colab.refresh_roots().await;
-        let roots = colab.roots();
-        let root = colab_setup::select_root(&roots, None)
-            .map_err(|setup| failed("root", setup.to_string()))?;
-        let proof = self.prove(&colab, kernel, root).await;
+        let ContentsRoute {
+            root, service_path, ..
+        } = route;
+        // The root the route chose (the caller's colabFileUri, else the one this kernel was
+        // proven through), proven afresh: the file service and the kernel must see the same
+        // `/content` now.
+        let proof = self.prove(&colab, kernel, root.clone()).await;
         if !proof.verified {
             return Err(failed(
                 "route check",
                 "the file service and the kernel did not prove the same /content (run check_colab for the details); nothing was moved".to_owned(),
             ));
         }
+        self.colab_kernels.record(kernel, root.clone());
         let overwrite = params.overwrite.unwrap_or(false);
         let max_bytes = params.max_bytes.unwrap_or(transfer::DEFAULT_MAX_BYTES);
         let nonce = uuid::Uuid::new_v4().simple().to_string();
@@ -295,14 +415,11 @@ impl<H: NotebookHost> Tools<H> {
                 let mut reader = files.open(host_path).await?;
                 let size = reader.size();
                 if size > max_bytes {
-                    return Err(failed(
-                        "size",
-                        format!("{size} bytes is above maxBytes {max_bytes}"),
-                    ));
+                    return Err(crate::transfer_tools::too_large(direction, size, max_bytes));
                 }
                 // The bytes land next to the destination under a temporary name, and the kernel
                 // promotes them once its hash matches ours.
-                let temp = format!("{}.jupyter-mcp-{nonce}.part", route.service_path);
+                let temp = format!("{service_path}.jupyter-mcp-{nonce}.part");
                 let mut hasher = sha2::Sha256::new();
                 let (mut offset, mut chunk) = (0u64, 1u32);
                 loop {
@@ -313,8 +430,8 @@ impl<H: NotebookHost> Tools<H> {
                     offset += bytes.len() as u64;
                     let last = offset >= size;
                     hasher.update(&bytes);
-                    if let Err(reason) = colab.write_chunk(&temp, chunk, last, bytes).await {
-                        let _ = colab.delete_file(&temp).await;
+                    if let Err(reason) = colab.write_chunk(&root, &temp, chunk, last, bytes).await {
+                        let _ = colab.delete_file(&root, &temp).await;
                         return Err(failed("write", reason));
                     }
                     if last {
@@ -332,7 +449,7 @@ impl<H: NotebookHost> Tools<H> {
                     overwrite = if overwrite { "True" } else { "False" },
                 );
                 let answer = kernel_json(kernel, code).await;
-                let _ = colab.delete_file(&temp).await;
+                let _ = colab.delete_file(&root, &temp).await;
                 let answer = answer.map_err(|reason| failed("promote", reason))?;
                 if answer["promoted"] != true {
                     return Err(failed(
@@ -366,13 +483,11 @@ impl<H: NotebookHost> Tools<H> {
                     ));
                 };
                 if size > max_bytes {
-                    return Err(failed(
-                        "size",
-                        format!("{size} bytes is above maxBytes {max_bytes}"),
-                    ));
+                    // It grew since the route was chosen.
+                    return Err(crate::transfer_tools::too_large(direction, size, max_bytes));
                 }
                 let bytes = colab
-                    .read_file(&route.service_path)
+                    .read_file(&root, &service_path)
                     .await
                     .map_err(|reason| failed("read", reason))?;
                 let sha256 = hex(&sha2::Sha256::digest(&bytes));
@@ -447,7 +562,10 @@ impl<H: NotebookHost> Tools<H> {
                 }
             },
         )?;
-        let receipt = self.prove(&colab, &session, root).await;
+        let receipt = self.prove(&colab, &session, root.clone()).await;
+        if receipt.verified {
+            self.colab_kernels.record(&session, root);
+        }
         Ok((
             serde_json::to_value(&receipt).expect("a receipt serialises"),
             Vec::new(),

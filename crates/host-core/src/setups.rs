@@ -270,11 +270,39 @@ impl<H: NotebookHost> Tools<H> {
             notebook: location.uri.clone(),
             route,
         };
-        let admitted = self
-            .setups
-            .registry()
-            .admit(request, entropy(), now_ms())
-            .map_err(|refused| setup_tool_error(&refused))?;
+        let admitted = {
+            // A setup stops the notebook's kernel (or runs its proof on it), so it waits for
+            // the notebook's run and for any execute request still in the kernel, as a run does.
+            // The run registry stays locked until the setup is admitted, after which the setup
+            // guard refuses new runs.
+            let runs = self.registry.lock().expect("registry lock");
+            if let Some(run) = runs.active_run(&location.uri) {
+                let mut refused = error(
+                    ErrorCode::RunActive,
+                    format!(
+                        "run {} is active on this notebook, and a Colab setup would stop or use its kernel under it: wait for the run (get_execution with waitMs) or interrupt it (interrupt_kernels), then retry",
+                        run.id().as_str()
+                    ),
+                );
+                refused.details = Some(serde_json::json!({"activeExecutionId": run.id().as_str()}));
+                return Err(refused);
+            }
+            if let Some(pending) = runs.pending_command(&location.uri) {
+                let mut refused = error(
+                    ErrorCode::CommandPending,
+                    format!(
+                        "an execute request of run {} is still pending in this notebook's kernel, and a Colab setup would stop or use the kernel under it: wait for it to settle (get_execution with waitMs) or interrupt it (interrupt_kernels), then retry",
+                        pending.as_str()
+                    ),
+                );
+                refused.details = Some(serde_json::json!({"pendingExecutionId": pending.as_str()}));
+                return Err(refused);
+            }
+            self.setups
+                .registry()
+                .admit(request, entropy(), now_ms())
+                .map_err(|refused| setup_tool_error(&refused))?
+        };
         let setup_id = admitted.setup_id.to_string();
         self.setups
             .locations
@@ -460,12 +488,48 @@ impl<H: NotebookHost> Tools<H> {
                     command: command.id,
                     reply,
                 };
+                let was_ready = tools.setup_ready(&location, &setup_id);
                 if let Ok(next) = tools.apply_setup(&location, &setup_id, event) {
                     tools.drive(&setup_id, next);
+                }
+                if !was_ready {
+                    tools.note_proven_kernel(&location, &setup_id).await;
                 }
             });
         }
         self.setups.bump();
+    }
+
+    fn setup_ready(&self, location: &NotebookLocation, setup_id: &str) -> bool {
+        self.setups
+            .registry()
+            .get(&location.uri, setup_id)
+            .is_ok_and(|setup| setup.status() == SetupStatus::Ready)
+    }
+
+    /// A setup that has just become `ready` proved the notebook's kernel on its runtime, through
+    /// the root its receipt names: the kernel's transfers may take that file service from now
+    /// on. (The setup still guards the notebook here, so the kernel is the one it proved.)
+    async fn note_proven_kernel(&self, location: &NotebookLocation, setup_id: &str) {
+        let root = {
+            let registry = self.setups.registry();
+            let Ok(setup) = registry.get(&location.uri, setup_id) else {
+                return;
+            };
+            if setup.status() != SetupStatus::Ready {
+                return;
+            }
+            setup
+                .receipt()
+                .verification
+                .filter(|proof| proof.verified)
+                .and_then(|proof| colab_setup::FileServiceRoot::parse(&proof.root).ok())
+        };
+        if let Some(root) = root
+            && let Some(kernel) = self.running_session(location).await
+        {
+            self.colab_kernels.record(&kernel, root);
+        }
     }
 
     /// Ticks the setups while any is unsettled.

@@ -136,6 +136,8 @@ pub struct Inner<H: NotebookHost> {
     pub(crate) transfers: crate::transfer_tools::TransferState,
     /// Epochs derived from stamps, for kernels whose host reports none.
     pub(crate) epochs: crate::epoch::DerivedEpochs,
+    /// The kernels proven to run on a Colab runtime, which decide a transfer's route.
+    pub(crate) colab_kernels: crate::colab::ProvenKernels,
     /// The changes clients made, per notebook, for `undo_last`.
     pub(crate) undo_history: crate::undo::UndoHistory,
 }
@@ -269,6 +271,7 @@ impl<H: NotebookHost> Tools<H> {
                 transfers: Default::default(),
                 epochs: Default::default(),
                 undo_history: Default::default(),
+                colab_kernels: Default::default(),
             }),
         }
     }

@@ -281,11 +281,16 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             });
         }
-        // A Colab runtime's file service carries large files (and any with colabFileUri).
+        // The file service of the Colab runtime this kernel was proven on carries its large
+        // files (and any with colabFileUri), under the same maxBytes as the kernel route.
         if let Some(route) = self
-            .contents_route(direction, &params, &files, &host_path)
+            .contents_route(direction, &params, &files, &host_path, &kernel)
             .await?
         {
+            let max_bytes = params.max_bytes.unwrap_or(transfer::DEFAULT_MAX_BYTES);
+            if let Some(size) = route.size().filter(|&size| size > max_bytes) {
+                return Err(too_large(direction, size, max_bytes));
+            }
             let moved = self
                 .contents_transfer(direction, &params, route, &files, &host_path, &kernel)
                 .await;
@@ -658,6 +663,20 @@ fn execute_failure(failure: &KernelError) -> KernelFailure {
         // The request was not sent.
         _ => KernelFailure::Busy,
     }
+}
+
+/// The refusal of a file above `maxBytes`, as the kernel route words it (`too_large`), for a
+/// transfer through a Colab file service, which judges the size itself before anything moves.
+pub(crate) fn too_large(direction: Direction, bytes: u64, max_bytes: u64) -> ToolError {
+    transfer_error(&TransferError::Failed {
+        direction,
+        phase: match direction {
+            Direction::Upload => Phase::ValidateSource,
+            Direction::Download => Phase::InspectRemoteSource,
+        },
+        cause: Cause::TooLarge { bytes, max_bytes },
+        leftover: None,
+    })
 }
 
 /// The contract error for a transfer that did not succeed. `details` carry the direction,

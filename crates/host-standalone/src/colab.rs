@@ -306,6 +306,20 @@ impl RuntimeFiles {
         self
     }
 
+    /// Refuses a file-service call for `root` unless it is the runtime in use now: after a
+    /// setup moved to another runtime, a root proven earlier names the old one, and its files
+    /// must not be read or written on the new one.
+    fn serving(&self, root: &colab_setup::FileServiceRoot) -> Result<(), String> {
+        if host_core::colab::ColabRuntimes::roots(self).contains(root) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is not the Colab runtime in use now; run check_colab on the kernel again",
+                root.uri()
+            ))
+        }
+    }
+
     /// `GET <path>` of the runtime's API: the status and the JSON body, `None` when the
     /// runtime did not answer.
     async fn get_json(&self, path: &str) -> Option<(u16, serde_json::Value)> {
@@ -409,6 +423,11 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                         _ => Reply::Failed(Failure::Unavailable),
                     }
                 }
+                // A runtime this server already uses under the alias is reused as it is.
+                CommandKind::FindMountedServer { alias } => match self.slot.use_alias(alias) {
+                    Some(root) => Reply::FileService { root },
+                    None => Reply::NotMounted,
+                },
                 CommandKind::MountServer { alias } => {
                     if let Some(root) = self.slot.use_alias(alias) {
                         return Reply::FileService { root };
@@ -519,9 +538,11 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn file_size<'a>(
         &'a self,
+        root: &'a colab_setup::FileServiceRoot,
         path: &'a str,
     ) -> host_core::BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
+            self.serving(root)?;
             match self
                 .get_json(&format!("api/contents/{path}?content=0"))
                 .await
@@ -536,6 +557,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn write_chunk<'a>(
         &'a self,
+        root: &'a colab_setup::FileServiceRoot,
         path: &'a str,
         chunk: u32,
         last: bool,
@@ -543,6 +565,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         use base64::Engine as _;
         Box::pin(async move {
+            self.serving(root)?;
             // Jupyter's chunked save: 1 starts the file, later ones append, -1 appends and
             // closes it (a one-chunk file is a single -1 into a fresh temporary name).
             let number: i64 = if last { -1 } else { i64::from(chunk) };
@@ -571,9 +594,14 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         })
     }
 
-    fn read_file<'a>(&'a self, path: &'a str) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(
+        &'a self,
+        root: &'a colab_setup::FileServiceRoot,
+        path: &'a str,
+    ) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
         use base64::Engine as _;
         Box::pin(async move {
+            self.serving(root)?;
             match self
                 .get_json(&format!(
                     "api/contents/{path}?content=1&format=base64&type=file"
@@ -594,8 +622,13 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         })
     }
 
-    fn delete_file<'a>(&'a self, path: &'a str) -> host_core::BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(
+        &'a self,
+        root: &'a colab_setup::FileServiceRoot,
+        path: &'a str,
+    ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
+            self.serving(root)?;
             match self
                 .call(
                     http::Method::DELETE,

@@ -337,10 +337,13 @@ impl WindowColab {
         }
     }
 
-    fn file_uri(&self, path: &str) -> Option<String> {
-        let roots = self.roots();
-        let root = roots.first()?;
-        Some(format!("{}{}", root.uri(), path.trim_start_matches('/')))
+    /// The `colab:` URI of `path` under `root`, which must be a mounted folder's root now (a
+    /// root proven before its folder was removed is refused, not served by another folder).
+    fn file_uri(&self, root: &FileServiceRoot, path: &str) -> Result<String, String> {
+        if !self.roots().contains(root) {
+            return Err(format!("{} is not mounted in this window", root.uri()));
+        }
+        Ok(format!("{}{}", root.uri(), path.trim_start_matches('/')))
     }
 
     async fn fs(
@@ -409,30 +412,46 @@ impl WindowColab {
         }
     }
 
-    async fn mount(&self, alias: &ServerAlias) -> Reply {
-        let Ok(driver) = self.native() else {
+    /// The root of the one `colab://` workspace folder mounted for `alias`, read from the
+    /// window's folders only (no picker, no driver): [`Reply::FileService`], else
+    /// [`Reply::NotMounted`]; several folders for one alias, or no answer, fail. `before` gets
+    /// the folders seen.
+    async fn find_mounted(&self, alias: &ServerAlias, before: &mut Vec<Folder>) -> Reply {
+        let Ok(state) = self.ask::<StateReply>(ColabOp::State).await else {
             return Reply::Failed(Failure::Unavailable);
         };
-        // A folder already mounted for this alias is reused: mounting it again would add a
-        // second root for the same server.
-        let Ok(before) = self.ask::<StateReply>(ColabOp::State).await else {
-            return Reply::Failed(Failure::Unavailable);
-        };
-        let mounted: Vec<&Folder> = before
+        let mounted: Vec<&Folder> = state
             .folders
             .iter()
             .filter(|folder| folder.uri.starts_with("colab://"))
             .filter(|folder| folder.name.contains(alias.as_str()))
             .collect();
-        if let [folder] = mounted.as_slice()
-            && let Some(root) = colab_root(&folder.uri)
-        {
-            self.refresh_roots_now().await;
-            return Reply::FileService { root };
+        let reply = match mounted.as_slice() {
+            [] => Reply::NotMounted,
+            [folder] => match colab_root(&folder.uri) {
+                Some(root) => {
+                    self.refresh_roots_now().await;
+                    Reply::FileService { root }
+                }
+                None => Reply::Failed(Failure::NotPerformed),
+            },
+            _ => Reply::Failed(Failure::NotPerformed),
+        };
+        *before = state.folders;
+        reply
+    }
+
+    async fn mount(&self, alias: &ServerAlias) -> Reply {
+        // A folder already mounted for this alias is reused: mounting it again would add a
+        // second root for the same server.
+        let mut folders = Vec::new();
+        match self.find_mounted(alias, &mut folders).await {
+            Reply::NotMounted => {}
+            found_or_failed => return found_or_failed,
         }
-        if mounted.len() > 1 {
-            return Reply::Failed(Failure::NotPerformed);
-        }
+        let Ok(driver) = self.native() else {
+            return Reply::Failed(Failure::Unavailable);
+        };
         if driver.bind().await.is_err() {
             return Reply::Failed(Failure::Unavailable);
         }
@@ -455,11 +474,7 @@ impl WindowColab {
             }
         }
         // Exactly one new `colab:` folder must appear for the alias.
-        let known: Vec<String> = before
-            .folders
-            .iter()
-            .map(|folder| folder.uri.clone())
-            .collect();
+        let known: Vec<String> = folders.iter().map(|folder| folder.uri.clone()).collect();
         let deadline = Instant::now() + MOUNT_FOLDER_WAIT;
         loop {
             if let Ok(now) = self.ask::<StateReply>(ColabOp::State).await {
@@ -737,9 +752,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn file_size<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>> {
+    fn file_size<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Stat, uri, None).await?;
             match (reply.exists, reply.error_name) {
                 (true, None) => Ok(reply.size),
@@ -751,13 +770,14 @@ impl ColabRuntimes for WindowColab {
 
     fn write_chunk<'a>(
         &'a self,
+        root: &'a FileServiceRoot,
         path: &'a str,
         chunk: u32,
         last: bool,
         bytes: Vec<u8>,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let whole = {
                 let mut uploads = self
                     .uploads
@@ -783,9 +803,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn read_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Read, uri, None).await?;
             if let Some(name) = reply.error_name {
                 return Err(name);
@@ -796,9 +820,13 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn delete_file<'a>(&'a self, path: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(
+        &'a self,
+        root: &'a FileServiceRoot,
+        path: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(path).ok_or("no Colab root is mounted")?;
+            let uri = self.file_uri(root, path)?;
             let reply = self.fs(FsAction::Delete, uri, None).await?;
             match reply.error_name.as_deref() {
                 None | Some("FileNotFound" | "EntryNotFound") => Ok(()),
@@ -993,6 +1021,10 @@ impl ColabRuntimes for WindowColab {
                     },
                     Err(blocker) => self.noted(notebook, &blocker, unavailable),
                 },
+                // Before the provider check: a mounted server is reused without the driver.
+                CommandKind::FindMountedServer { alias } => {
+                    self.find_mounted(alias, &mut Vec::new()).await
+                }
                 CommandKind::MountServer { alias } => self.mount(alias).await,
                 // Sessions files, runtime URLs and tunnel assignments are the standalone host's.
                 _ => Reply::Failed(Failure::NotPerformed),
@@ -1018,12 +1050,9 @@ impl ColabRuntimes for WindowColab {
     }
 
     fn mount_route(&self, alias: &ServerAlias) -> Result<Route, String> {
-        if self.native.is_none() {
-            return Err(format!(
-                "mount_colab_server {alias}: mounting chooses the server in Colab's picker through \
-                 a Chromium debugging connection, and none is configured (jupyterMcp.nativeDebugPort)"
-            ));
-        }
+        // Allowed without a debugging connection: a server mounted already is reused without
+        // the picker. Mounting a new one fails at the provider check, whose blocker
+        // (`not_configured`) the receipt's `hostBlocker` names.
         Ok(Route::MountServer {
             alias: alias.clone(),
         })
@@ -1569,6 +1598,8 @@ mod window_tests {
         /// recorded when it arrived.
         updated: Mutex<Option<(Vec<Folder>, bool)>>,
         notebooks_open: usize,
+        /// Every Colab request's op, in order.
+        asked: Mutex<Vec<String>>,
     }
 
     impl Shell for FakeWindow {
@@ -1601,7 +1632,9 @@ mod window_tests {
         }
         fn colab(&self, request: Value) -> BoxFuture<'_, Result<Value, ShellError>> {
             Box::pin(async move {
-                Ok(match request["op"].as_str().unwrap_or_default() {
+                let op = request["op"].as_str().unwrap_or_default();
+                self.asked.lock().unwrap().push(op.to_owned());
+                Ok(match op {
                     "state" => match &*self.updated.lock().unwrap() {
                         // The window after the conversion: an untitled workspace.
                         Some((folders, _)) => json!({
@@ -1667,6 +1700,65 @@ mod window_tests {
 
     fn window(shell: Arc<FakeWindow>, native: Option<NativeDriver>) -> WindowColab {
         WindowColab::new(shell, native, "w1".to_owned(), "project".to_owned())
+    }
+
+    #[tokio::test]
+    async fn a_server_mounted_already_is_reused_without_the_picker_or_a_debugging_port() {
+        let shell = Arc::new(FakeWindow {
+            folders: vec![
+                Folder {
+                    uri: "file:///home/me/project".to_owned(),
+                    name: "project".to_owned(),
+                },
+                Folder {
+                    uri: "colab://m0123abcd-srv/content".to_owned(),
+                    name: "Colab m0123abcd".to_owned(),
+                },
+            ],
+            ..FakeWindow::default()
+        });
+        // No native driver: nothing here may need the picker.
+        let colab = window(shell.clone(), None);
+        let notebook = NotebookLocation {
+            uri: "file:///home/me/project/a.ipynb".to_owned(),
+            path: Some("a.ipynb".into()),
+        };
+        let alias = ServerAlias::parse("m0123abcd").unwrap();
+        assert_eq!(
+            colab.mount_route(&alias),
+            Ok(Route::MountServer {
+                alias: alias.clone()
+            })
+        );
+        let root = FileServiceRoot::parse("colab://m0123abcd-srv/").unwrap();
+        for command in [
+            CommandKind::FindMountedServer {
+                alias: alias.clone(),
+            },
+            CommandKind::MountServer {
+                alias: alias.clone(),
+            },
+        ] {
+            assert_eq!(
+                colab.perform_setup(&notebook, &command).await,
+                Reply::FileService { root: root.clone() },
+                "{command:?}"
+            );
+        }
+        assert_eq!(colab.roots(), vec![root]);
+        assert!(
+            shell.asked.lock().unwrap().iter().all(|op| op == "state"),
+            "only the folders were read: {:?}",
+            shell.asked.lock().unwrap()
+        );
+        // Another alias is not mounted: the setup goes on to the provider and the picker.
+        let other = ServerAlias::parse("m99999999").unwrap();
+        assert_eq!(
+            colab
+                .perform_setup(&notebook, &CommandKind::FindMountedServer { alias: other })
+                .await,
+            Reply::NotMounted
+        );
     }
 
     #[tokio::test]

@@ -100,6 +100,7 @@ fn describe(kind: &CommandKind) -> String {
         CommandKind::RemoveTemporaryCell { cell_id, .. } => {
             format!("remove_temporary_cell {cell_id}")
         }
+        CommandKind::FindMountedServer { alias } => format!("find_mounted_server {alias}"),
         CommandKind::MountServer { alias } => format!("mount_server {alias}"),
         CommandKind::ConnectFileService => "connect_file_service".into(),
         CommandKind::Check { step, command } => {
@@ -1314,14 +1315,42 @@ fn mounting_an_existing_server_selects_and_starts_nothing() {
     assert_snapshot(
         &trace(&checker),
         expect![[r#"
-        c0 check_provider (+60000 ms)
-        c1 mount_server m0123abcd (+60100 ms)
-        c2 check write_probe execute_kernel (+60200 ms)
-        c3 check build_info read_build_info (+15300 ms)
-        c4 check read_nonce read_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+15400 ms)
-        c5 check remove_probe execute_kernel (+5500 ms)
-        c6 check confirm_absent stat_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+5600 ms)
-    "#]],
+            c0 find_mounted_server m0123abcd (+60000 ms)
+            c1 check_provider (+60100 ms)
+            c2 mount_server m0123abcd (+60200 ms)
+            c3 check write_probe execute_kernel (+60300 ms)
+            c4 check build_info read_build_info (+15400 ms)
+            c5 check read_nonce read_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+15500 ms)
+            c6 check remove_probe execute_kernel (+5600 ms)
+            c7 check confirm_absent stat_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+5700 ms)
+        "#]],
+    );
+    let receipt = checker.setup.receipt();
+    assert!(receipt.ready && !receipt.server_created);
+}
+
+#[test]
+fn a_server_mounted_already_is_reused_before_the_provider_or_any_picker() {
+    let mut checker = checker(
+        Route::MountServer {
+            alias: alias("m0123abcd"),
+        },
+        SimHost {
+            mounted: ["m0123abcd".to_owned()].into(),
+            ..SimHost::default()
+        },
+    );
+    drive(&mut checker);
+    assert_snapshot(
+        &trace(&checker),
+        expect![[r#"
+            c0 find_mounted_server m0123abcd (+60000 ms)
+            c1 check write_probe execute_kernel (+60100 ms)
+            c2 check build_info read_build_info (+15200 ms)
+            c3 check read_nonce read_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+15300 ms)
+            c4 check remove_probe execute_kernel (+5400 ms)
+            c5 check confirm_absent stat_file colab://m0123abcd/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+5500 ms)
+        "#]],
     );
     let receipt = checker.setup.receipt();
     assert!(receipt.ready && !receipt.server_created);

@@ -46,12 +46,17 @@ impl ColabRuntimes for ScriptedTunnel {
         Box::pin(async { CheckReply::ServiceUnavailable })
     }
 
-    fn file_size<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<u64>, String>> {
+    fn file_size<'a>(
+        &'a self,
+        _: &'a FileServiceRoot,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
     fn write_chunk<'a>(
         &'a self,
+        _: &'a FileServiceRoot,
         _: &'a str,
         _: u32,
         _: bool,
@@ -60,11 +65,19 @@ impl ColabRuntimes for ScriptedTunnel {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
-    fn read_file<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(
+        &'a self,
+        _: &'a FileServiceRoot,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
-    fn delete_file<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(
+        &'a self,
+        _: &'a FileServiceRoot,
+        _: &'a str,
+    ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
@@ -309,4 +322,49 @@ async fn a_stuck_setup_fails_at_its_deadline_with_the_stage_it_stopped_in() {
     // The assignment was never confirmed either way: it may exist.
     assert_eq!(receipt["serverMayRemain"], true, "{receipt}");
     assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_setup_waits_for_the_notebooks_run_and_its_pending_command() {
+    let tunnel = Arc::new(ScriptedTunnel::default());
+    let world = World::with_host(MemoryHost::new().with_colab(tunnel.clone()));
+    world.host.insert("a.ipynb", &["#> stubborn"]);
+    let running = world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "waitMs": 100}),
+        )
+        .await;
+    assert_eq!(running["status"], "running", "{running}");
+    let setup = json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 60000});
+    let refused = world.call("configure_kernel", setup.clone()).await;
+    assert_eq!(
+        refused.error_code(),
+        Some(ErrorCode::RunActive),
+        "{}",
+        refused.text
+    );
+    assert!(
+        refused.text.contains("interrupt_kernels") && refused.text.contains("wait"),
+        "{}",
+        refused.text
+    );
+
+    // Interrupted but ignored: the run ends, and its execute request stays in the kernel.
+    world
+        .ok("interrupt_kernels", json!({"notebookRefs": ["a.ipynb"]}))
+        .await;
+    let ended = world.finish("a.ipynb").await;
+    assert_eq!(ended["notebookCommandPending"], true, "{ended}");
+    let pending = world.call("configure_kernel", setup).await;
+    assert_eq!(
+        pending.error_code(),
+        Some(ErrorCode::CommandPending),
+        "{}",
+        pending.text
+    );
+    assert!(pending.text.contains("pending"), "{}", pending.text);
+    // Nothing was admitted or created, and the kernel was never stopped under the run.
+    assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);
+    assert_eq!(world.kernels.starts(), 1);
 }

@@ -88,6 +88,8 @@ impl<H: NotebookHost> Tools<H> {
         let location = self.resolve(&params.notebook_ref).await?;
         let lock = self.lock_for(&location.uri);
         let _guard = lock.lock().await;
+        // A notebook that cannot be read says so first, whatever its history holds.
+        self.host.load(&location).await?;
         let Some(change) = self.undo_history.newest(&location.uri) else {
             return Err(error(
                 ErrorCode::NothingToUndo,

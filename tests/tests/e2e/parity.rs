@@ -103,126 +103,99 @@ impl Fixture {
     /// `host` serving a notebook of `sources`, its server started with `env`.
     async fn start(host: Host, sources: &[&str], env: &[(&str, &str)]) -> Fixture {
         let mut guards: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
-        match host {
+        // The server-backed hosts: the notebook's file, the folder `jupyter-mcp` serves (its
+        // notebooks, or its transfer files with `--jupyter`), its arguments, and the person.
+        let (notebook, file, root, args, person) = match host {
+            Host::embedded => return Fixture::embedded(sources, env).await,
             Host::local => {
                 let root = tempfile::tempdir().unwrap();
                 link_venv(root.path());
                 let file = write_code_notebook(root.path(), NOTEBOOK, sources);
-                let server = HttpServer::start_with_env(root.path(), &[], env).unwrap();
-                let client = Client::http(&server.url).await.unwrap();
-                let files_root = root.path().to_path_buf();
-                guards.push(Box::new(server));
-                guards.push(Box::new(root));
-                Fixture {
-                    client,
-                    notebook: NOTEBOOK.to_owned(),
-                    file: Some(file),
-                    files_root,
-                    person: None,
-                    _guards: guards,
-                }
+                (NOTEBOOK.to_owned(), file, root, Vec::new(), None)
             }
             Host::kernel_server => {
                 let shared = shared_kernel_server();
                 let root = tempfile::tempdir_in(shared.1.path()).unwrap();
                 let file = write_code_notebook(root.path(), NOTEBOOK, sources);
-                let token_file = shared.0.token_file();
-                let url = shared.0.url();
-                let server = HttpServer::start_with_env(
-                    root.path(),
-                    &[
-                        "--kernel-server",
-                        &url,
-                        "--kernel-server-token-file",
-                        token_file.to_str().unwrap(),
-                    ],
-                    env,
-                )
-                .unwrap();
-                let client = Client::http(&server.url).await.unwrap();
-                let files_root = root.path().to_path_buf();
-                guards.push(Box::new(server));
-                guards.push(Box::new(root));
+                let args = vec![
+                    "--kernel-server".to_owned(),
+                    shared.0.url(),
+                    "--kernel-server-token-file".to_owned(),
+                    shared.0.token_file().display().to_string(),
+                ];
                 guards.push(Box::new(shared));
-                Fixture {
-                    client,
-                    notebook: NOTEBOOK.to_owned(),
-                    file: Some(file),
-                    files_root,
-                    person: None,
-                    _guards: guards,
-                }
+                (NOTEBOOK.to_owned(), file, root, args, None)
             }
             Host::jupyter => {
                 let server: Arc<CollabServer> = shared_server();
                 let name = format!("parity-{:x}.ipynb", rand_suffix());
                 let file = jupyter_mcp_tests::collab::write_notebook(&server, &name, sources);
-                let transfers = tempfile::tempdir().unwrap();
-                let url = server.url();
-                let token_file = server.token_file();
-                let mcp = HttpServer::start_with_env(
-                    transfers.path(),
-                    &[
-                        "--jupyter",
-                        &url,
-                        "--kernel-server-token-file",
-                        token_file.to_str().unwrap(),
-                    ],
-                    env,
-                )
-                .unwrap();
-                let client = Client::http(&mcp.url).await.unwrap();
+                let args = vec![
+                    "--jupyter".to_owned(),
+                    server.url(),
+                    "--kernel-server-token-file".to_owned(),
+                    server.token_file().display().to_string(),
+                ];
                 let mut person = Peer::start(&server.url(), server.token()).unwrap();
                 person.open(&name).unwrap();
-                let files_root = transfers.path().to_path_buf();
-                guards.push(Box::new(mcp));
-                guards.push(Box::new(transfers));
                 guards.push(Box::new(server));
-                Fixture {
-                    client,
-                    notebook: name,
-                    file: Some(file),
-                    files_root,
-                    person: Some(person),
-                    _guards: guards,
-                }
+                (name, file, tempfile::tempdir().unwrap(), args, Some(person))
             }
-            Host::embedded => {
-                let binary = workspace_binary("embedded-host", "embedded-host");
-                let mut command = tokio::process::Command::new(binary);
-                command.envs(env.iter().copied());
-                let client = Client::stdio_command(command).await.unwrap();
-                let notebook = "parity.ipynb".to_owned();
-                let created = client
-                    .call(
-                        "create_notebook",
-                        json!({"path": notebook, "title": "Parity"}),
-                    )
-                    .await
-                    .ok();
-                let rev = created["cells"][1]["rev"].clone();
-                let mut edits = vec![json!({"editType": "edit", "cellId": 1,
-                                            "expectedRev": rev, "newCode": sources[0]})];
-                edits.extend(sources[1..].iter().map(
-                    |source| json!({"editType": "insert", "cellId": "BOTTOM", "newCode": source}),
-                ));
-                client
-                    .call(
-                        "edit_cells",
-                        json!({"notebookRef": notebook, "edits": edits}),
-                    )
-                    .await
-                    .ok();
-                // The embedding example keeps its notebooks in memory: no file, no transfers.
-                Fixture {
-                    client,
-                    notebook,
-                    file: None,
-                    files_root: PathBuf::new(),
-                    person: None,
-                    _guards: guards,
-                }
-            }
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let server = HttpServer::start_with_env(root.path(), &args, env).unwrap();
+        let client = Client::http(&server.url).await.unwrap();
+        let files_root = root.path().to_path_buf();
+        // The server stops before the folders and shared servers it uses go.
+        guards.insert(0, Box::new(root));
+        guards.insert(0, Box::new(server));
+        Fixture {
+            client,
+            notebook,
+            file: Some(file),
+            files_root,
+            person,
+            _guards: guards,
+        }
+    }
+
+    /// The embedding example, its notebook made through the tools (it keeps notebooks in
+    /// memory: no file, no transfers).
+    async fn embedded(sources: &[&str], env: &[(&str, &str)]) -> Fixture {
+        let binary = workspace_binary("embedded-host", "embedded-host");
+        let mut command = tokio::process::Command::new(binary);
+        command.envs(env.iter().copied());
+        let client = Client::stdio_command(command).await.unwrap();
+        let notebook = NOTEBOOK.to_owned();
+        let created = client
+            .call(
+                "create_notebook",
+                json!({"path": notebook, "title": "Parity"}),
+            )
+            .await
+            .ok();
+        let rev = created["cells"][1]["rev"].clone();
+        let mut edits = vec![json!({"editType": "edit", "cellId": 1,
+                                    "expectedRev": rev, "newCode": sources[0]})];
+        edits.extend(
+            sources[1..]
+                .iter()
+                .map(|source| json!({"editType": "insert", "cellId": "BOTTOM", "newCode": source})),
+        );
+        client
+            .call(
+                "edit_cells",
+                json!({"notebookRef": notebook, "edits": edits}),
+            )
+            .await
+            .ok();
+        Fixture {
+            client,
+            notebook,
+            file: None,
+            files_root: PathBuf::new(),
+            person: None,
+            _guards: Vec::new(),
         }
     }
 

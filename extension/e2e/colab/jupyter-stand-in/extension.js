@@ -363,12 +363,20 @@ function createJupyterServerCollection(id, label, serverProvider) {
   return collection;
 }
 
+/** One API object per kernel, as the real extension keeps them (a WeakMap by kernel). */
+const apiKernels = new WeakMap();
+
 /** What the real extension's `kernels.getKernel(uri)` returns, for our controllers only. */
 async function getKernel(uri) {
   const selected = selections.get(uri.toString());
   if (!selected) return undefined;
   const kernel = await selected.kernel.catch(() => undefined);
   if (!kernel) return undefined;
+  if (!apiKernels.has(kernel)) apiKernels.set(kernel, apiKernel(selected, kernel));
+  return apiKernels.get(kernel);
+}
+
+function apiKernel(selected, kernel) {
   return {
     get label() {
       return selected.entry.spec.display_name;

@@ -5,3 +5,14 @@ mod corpus;
 mod plan;
 mod properties;
 mod undo;
+
+use proptest::test_runner::{Config, FileFailurePersistence};
+
+/// `cases` cases, with failures kept in `regressions` (under `proptest-regressions/`, committed).
+fn config(cases: u32, regressions: &'static str) -> Config {
+    Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(regressions))),
+        ..Config::default()
+    }
+}

@@ -7,18 +7,7 @@ use notebook_model::{
     Cell, CellKind, CellRef, DocChange, EditOp, EditPolicy, Notebook, apply_edits,
 };
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
-
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/plan.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
 
 fn source() -> impl Strategy<Value = String> {
     prop::collection::vec(
@@ -227,7 +216,7 @@ fn longest_increasing(values: &[usize]) -> usize {
 }
 
 proptest! {
-    #![proptest_config(config(1024))]
+    #![proptest_config(crate::config(1024, "proptest-regressions/plan.txt"))]
 
     #[test]
     fn carrying_out_the_plan_gives_the_result((cells, ops, kind_change) in case(), by_line in any::<bool>(), strict in any::<bool>()) {

@@ -1,16 +1,17 @@
-//! From a batch of [`DocChange`]s to one edit of the live document.
+//! From a batch of [`DocChange`]s to one edit of the live document: a translation of
+//! `notebook_model::plan`.
 //!
-//! The changes are replayed over the document's cells to learn which live cell each resulting
-//! cell came from. Cells that stay in order and keep their kind and language are *kept*: their
-//! source changes become the smallest text edit (so the cell, its editor state and its undo
-//! history survive), their metadata an `updateCellMetadata`, their outputs a write through the
-//! shell's controller. Everything else (inserted cells, moved cells, cells whose kind or language
-//! changed, and outputs the shell cannot write) becomes `replaceCells` of ranges of the original
-//! document, all in the coordinates of the document the plan was made against, as VS Code
-//! applies the edits of one workspace edit.
+//! notebook-model decides which live cell each resulting cell comes from and which cells are
+//! *kept*: those that stay in order and, as VS Code asks here, keep their kind and language
+//! (and whose outputs, if they change, the shell's controller can write). A kept cell's source
+//! change becomes its one smallest text edit (so the cell, its editor state and its undo
+//! history survive), its metadata an `updateCellMetadata`, its outputs a write through the
+//! shell's controller. Everything else (inserted, moved and replaced cells) becomes
+//! `replaceCells` of the plan's splices, all in the coordinates of the document the plan was
+//! made against, as VS Code applies the edits of one workspace edit. Text offsets stay bytes;
+//! `host-napi` converts them to VS Code's UTF-16 positions.
 
-use std::sync::Arc;
-
+use notebook_model::plan::{self as shared, CellChanges, PlanConfig, TextCut};
 use notebook_model::{Cell, DocChange, Notebook};
 use serde_json::Value;
 
@@ -64,134 +65,71 @@ impl EditPlan {
     }
 }
 
-/// A cell of the result and the live cell it came from.
-struct Slot {
-    origin: Option<usize>,
-    cell: Arc<Cell>,
-}
-
 /// Plans `changes` (made to `base_notebook`, which is `base` as nbformat) as one edit of `base`.
 pub fn plan(base: &Snapshot, base_notebook: &Notebook, changes: &[DocChange]) -> EditPlan {
-    let mut slots: Vec<Slot> = base_notebook
-        .cells()
-        .iter()
-        .enumerate()
-        .map(|(index, cell)| Slot {
-            origin: Some(index),
-            cell: Arc::clone(cell),
-        })
-        .collect();
-    let mut notebook_metadata = None;
-    for change in changes {
-        match change {
-            DocChange::InsertCell { index, cell } => slots.insert(
-                (*index).min(slots.len()),
-                Slot {
-                    origin: None,
-                    cell: Arc::new(cell.clone()),
-                },
-            ),
-            DocChange::DeleteCell { index } => {
-                if *index < slots.len() {
-                    slots.remove(*index);
-                }
-            }
-            DocChange::UpdateCell { index, cell } => {
-                if let Some(slot) = slots.get_mut(*index) {
-                    slot.cell = Arc::new(cell.clone());
-                }
-            }
-            DocChange::Reorder { order } => {
-                let mut reordered = Vec::with_capacity(slots.len());
-                for id in order {
-                    if let Some(position) = slots.iter().position(|slot| slot.cell.id() == id) {
-                        reordered.push(slots.remove(position));
-                    }
-                }
-                reordered.append(&mut slots);
-                slots = reordered;
-            }
-            DocChange::SetNotebookMetadata { metadata } => {
-                notebook_metadata = Some(metadata.clone());
-            }
-        }
-    }
-
+    let notebook_metadata = shared::notebook_metadata_set(changes);
     let mut result_notebook = base_notebook.clone();
-    if let Some(metadata) = &notebook_metadata {
+    if let Some(metadata) = notebook_metadata {
         *result_notebook.metadata_mut() = metadata.clone();
     }
-    let keepable: Vec<Option<usize>> = slots
-        .iter()
-        .map(|slot| {
-            let origin = slot.origin?;
-            let before = base_notebook.cell(origin)?;
-            let same_shape = convert::vscode_kind(base_notebook, before)
-                == convert::vscode_kind(&result_notebook, &slot.cell);
-            let outputs_changed = outputs_differ(before, &slot.cell);
-            (same_shape && (base.can_write_outputs || !outputs_changed)).then_some(origin)
-        })
-        .collect();
-    let kept = notebook_model::cells_kept_in_place(&keepable);
+    // A VS Code cell keeps its kind and language for life, and only the selected controller
+    // writes outputs.
+    let keeps_in_place = |before: &Cell, after: &Cell| {
+        convert::vscode_kind(base_notebook, before) == convert::vscode_kind(&result_notebook, after)
+            && (base.can_write_outputs || !outputs_differ(before, after))
+    };
+    let shared = shared::plan(
+        base_notebook,
+        changes,
+        &PlanConfig {
+            text_cut: TextCut::Whole,
+            keeps_in_place: &keeps_in_place,
+        },
+    );
 
     let mut plan = EditPlan {
         notebook_metadata: notebook_metadata
-            .as_ref()
             .map(|_| convert::vscode_notebook_metadata(&result_notebook, Some(&base.metadata))),
         ..EditPlan::default()
     };
-    for &position in &kept {
-        let slot = &slots[position];
-        let origin = slot.origin.expect("kept cells have an origin");
+    for planned in &shared.cells {
+        let Some((origin, changes)) = planned.kept() else {
+            continue;
+        };
         let live = &base.cells[origin];
         let before = base_notebook.cell(origin).expect("origin in range");
-        if before.source() != slot.cell.source() {
-            plan.text_edits
-                .push(text_edit(origin, &live.source, slot.cell.source()));
+        if let Some(edit) = text_edit(origin, &live.source, before, &planned.cell, changes) {
+            plan.text_edits.push(edit);
         }
-        let metadata = convert::vscode_cell_metadata(&slot.cell, Some(&live.metadata));
+        let metadata = convert::vscode_cell_metadata(&planned.cell, Some(&live.metadata));
         if metadata != live.metadata {
             plan.metadata_edits.push((origin, metadata));
         }
-        if outputs_differ(before, &slot.cell) {
+        if changes.outputs || changes.execution_count {
             plan.output_edits.push(OutputEdit {
                 cell: origin,
-                outputs: slot
+                outputs: planned
                     .cell
                     .outputs()
                     .iter()
                     .map(convert::vscode_output)
                     .collect(),
-                execution_summary: convert::execution_summary(&slot.cell),
+                execution_summary: convert::execution_summary(&planned.cell),
             });
         }
     }
-
-    // Between consecutive kept cells, the original range is replaced by the new cells there.
-    let mut previous: Option<(usize, usize)> = None;
-    let anchors = kept
-        .iter()
-        .map(|&position| (position, slots[position].origin.expect("kept")))
-        .chain(std::iter::once((slots.len(), base.cells.len())));
-    for (position, origin) in anchors {
-        let (first_slot, first_origin) = match previous {
-            Some((slot, origin)) => (slot + 1, origin + 1),
-            None => (0, 0),
-        };
-        if first_origin < origin || first_slot < position {
-            plan.replacements.push(CellReplacement {
-                start: first_origin,
-                end: origin,
-                cells: slots[first_slot..position]
-                    .iter()
-                    .map(|slot| {
-                        let live = slot.origin.map(|origin| &base.cells[origin]);
-                        convert::cell_data(&result_notebook, &slot.cell, live)
-                    })
-                    .collect(),
-            });
-        }
-        previous = Some((position, origin));
+    for splice in shared.splices() {
+        plan.replacements.push(CellReplacement {
+            start: splice.base.start,
+            end: splice.base.end,
+            cells: shared.cells[splice.result]
+                .iter()
+                .map(|planned| {
+                    let live = planned.origin().map(|origin| &base.cells[origin]);
+                    convert::cell_data(&result_notebook, &planned.cell, live)
+                })
+                .collect(),
+        });
     }
     plan
 }
@@ -200,29 +138,29 @@ fn outputs_differ(before: &Cell, after: &Cell) -> bool {
     before.outputs() != after.outputs() || before.execution_count() != after.execution_count()
 }
 
-/// The smallest replacement turning `old` into `new`: common prefix and suffix kept, on
-/// character boundaries.
-fn text_edit(cell: usize, old: &str, new: &str) -> TextEdit {
-    let prefix: usize = old
-        .chars()
-        .zip(new.chars())
-        .take_while(|(left, right)| left == right)
-        .map(|(character, _)| character.len_utf8())
-        .sum();
-    let suffix: usize = old[prefix..]
-        .chars()
-        .rev()
-        .zip(new[prefix..].chars().rev())
-        .take_while(|(left, right)| left == right)
-        .map(|(character, _)| character.len_utf8())
-        .sum();
-    TextEdit {
+/// The planned source edit of the kept cell `cell`, against the text the editor holds: where
+/// that text has CRLF line ends (which the model reads as LF) the one replacement is made
+/// against it instead.
+fn text_edit(
+    cell: usize,
+    live: &str,
+    before: &Cell,
+    after: &Cell,
+    changes: &CellChanges,
+) -> Option<TextEdit> {
+    let planned = changes.source.first()?;
+    let edit = if live == before.source() {
+        planned.clone()
+    } else {
+        shared::text::replacement(live, after.source())?
+    };
+    Some(TextEdit {
         cell,
-        old_source: old.to_owned(),
-        start: prefix,
-        end: old.len() - suffix,
-        text: new[prefix..new.len() - suffix].to_owned(),
-    }
+        old_source: live.to_owned(),
+        start: edit.range.start,
+        end: edit.range.end,
+        text: edit.inserted,
+    })
 }
 
 #[cfg(test)]
@@ -429,13 +367,6 @@ mod tests {
                 .execution_order,
             Some(4)
         );
-    }
-
-    #[test]
-    fn text_edits_keep_utf8_boundaries() {
-        let edit = text_edit(0, "naïve 🐍 x", "naïve 🐢 x");
-        assert_eq!(&"naïve 🐍 x"[edit.start..edit.end], "🐍");
-        assert_eq!(edit.text, "🐢");
     }
 
     fn op_strategy(cells: usize) -> impl Strategy<Value = EditOp> {

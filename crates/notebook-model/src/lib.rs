@@ -3,7 +3,8 @@
 //! Layer 1 (domain). This crate knows nbformat 4 and nothing else: no tokio, no MCP, no VS Code,
 //! no filesystem and no clock. Bytes come in, a typed [`Notebook`] comes out, and it is written
 //! back exactly as Python's nbformat writes it. Cell identity (ids, kebab-case names, revs), cell
-//! references, read views, search, edit transactions, undo steps and exports are pure functions over it.
+//! references, read views, search, edit transactions, undo steps, the plan a live document's host
+//! follows to apply an edit ([`plan`]) and exports are pure functions over it.
 //!
 //! ```
 //! use notebook_model::{CellRef, Notebook, Resolver};
@@ -42,6 +43,7 @@ pub mod export;
 pub mod identity;
 mod notebook;
 pub mod outputs;
+pub mod plan;
 pub mod pyjson;
 pub mod refs;
 pub mod search;

@@ -1,17 +1,15 @@
 //! A batch of `DocChange`s as the smallest Yjs operations on the live document, in one
-//! transaction.
+//! transaction: a translation of `notebook_model::plan`.
 //!
-//! The changes are replayed over the document's cells to learn which live cell each resulting
-//! cell came from. Cells that stay in order and keep their type are *kept*: their source
-//! becomes minimal text edits ([`super::text`]), their metadata and other fields per-key
-//! writes, so the cell map, its text and the characters a person types into it concurrently
-//! survive. Every other resulting cell is inserted as a new map, and live cells that no
-//! resulting cell keeps are deleted (a move is a deletion and an insertion: Yjs arrays have no
-//! move). Outputs that changed are replaced as a whole.
+//! notebook-model decides which live cell each resulting cell comes from and which cells are
+//! *kept*: those that stay in order and keep their type. Here their source changes become
+//! minimal text edits, cut by lines and converted to UTF-16 ([`super::text`]), their metadata
+//! and other fields per-key writes, so the cell map, its text and the characters a person types
+//! into it concurrently survive. Every other resulting cell is inserted as a new map, and live
+//! cells that no resulting cell keeps are deleted (a move is a deletion and an insertion: Yjs
+//! arrays have no move). Outputs that changed are replaced as a whole.
 
-use std::collections::HashSet;
-use std::sync::Arc;
-
+use notebook_model::plan::{self, CellChanges, PlanConfig, TextCut};
 use notebook_model::{Cell, DocChange, Notebook};
 use serde_json::{Map, Value};
 use yrs::{
@@ -38,12 +36,6 @@ pub struct Applied {
     pub focus: Option<Focus>,
 }
 
-/// A cell of the result and the live cell it came from.
-struct Slot {
-    origin: Option<usize>,
-    cell: Arc<Cell>,
-}
-
 /// Applies `changes`, made to `base` (which is what the document holds now) and leading to
 /// `result`, to the document in `txn`.
 pub fn apply(
@@ -53,117 +45,69 @@ pub fn apply(
     result: &Notebook,
     changes: &[DocChange],
 ) -> Applied {
-    let mut slots: Vec<Slot> = base
-        .cells()
-        .iter()
-        .enumerate()
-        .map(|(index, cell)| Slot {
-            origin: Some(index),
-            cell: Arc::clone(cell),
-        })
-        .collect();
-    let mut touched: Vec<String> = Vec::new();
-    for change in changes {
-        match change {
-            DocChange::InsertCell { index, cell } => {
-                touched.push(cell.id().to_owned());
-                slots.insert(
-                    (*index).min(slots.len()),
-                    Slot {
-                        origin: None,
-                        cell: Arc::new(cell.clone()),
-                    },
-                );
-            }
-            DocChange::DeleteCell { index } => {
-                if *index < slots.len() {
-                    slots.remove(*index);
-                }
-            }
-            DocChange::UpdateCell { index, cell } => {
-                if let Some(slot) = slots.get_mut(*index) {
-                    touched.push(cell.id().to_owned());
-                    slot.cell = Arc::new(cell.clone());
-                }
-            }
-            DocChange::Reorder { order } => {
-                let mut reordered = Vec::with_capacity(slots.len());
-                for id in order {
-                    if let Some(position) = slots.iter().position(|slot| slot.cell.id() == id) {
-                        reordered.push(slots.remove(position));
-                    }
-                }
-                reordered.append(&mut slots);
-                slots = reordered;
-            }
-            // Read from `result` below, once, whatever the order of the batch.
-            DocChange::SetNotebookMetadata { .. } => {}
-        }
-    }
-    let keepable: Vec<Option<usize>> = slots
-        .iter()
-        .map(|slot| {
-            let origin = slot.origin?;
-            (base.cell(origin)?.kind() == slot.cell.kind()).then_some(origin)
-        })
-        .collect();
-    let kept = notebook_model::cells_kept_in_place(&keepable);
-    let kept_origins: HashSet<usize> = kept.iter().filter_map(|&slot| keepable[slot]).collect();
-
+    let plan = plan::plan(
+        base,
+        changes,
+        &PlanConfig {
+            text_cut: TextCut::ByLine,
+            keeps_in_place: &plan::same_kind,
+        },
+    );
     // Deletions from the end, so indices of the document before the plan stay valid.
-    for origin in (0..base.len()).rev() {
-        if !kept_origins.contains(&origin) {
-            roots.cells.remove(txn, origin as u32);
-        }
+    for origin in plan.deleted().into_iter().rev() {
+        roots.cells.remove(txn, origin as u32);
     }
     let mut focus: Option<Focus> = None;
-    let first_touched = touched.first().cloned();
-    let kept_slots: HashSet<usize> = kept.into_iter().collect();
-    for (position, slot) in slots.iter().enumerate() {
+    let first_touched = plan.first_touched.as_deref();
+    for (position, planned) in plan.cells.iter().enumerate() {
         let index = position as u32;
-        if kept_slots.contains(&position) {
-            let origin = slot.origin.expect("kept slots have an origin");
+        if let Some((origin, changes)) = planned.kept() {
             let before = base.cell(origin).expect("kept origins exist");
             let Some(Out::YMap(live)) = roots.cells.get(txn, index) else {
                 // Not a map (a document no client of ours made): replace it.
                 roots.cells.remove(txn, index);
-                roots.cells.insert(txn, index, cell_prelim(&slot.cell));
+                roots.cells.insert(txn, index, cell_prelim(&planned.cell));
                 continue;
             };
-            let offset = update_cell(txn, &live, before, &slot.cell);
-            if focus.is_none() && first_touched.as_deref() == Some(slot.cell.id()) {
+            let offset = update_cell(txn, &live, before, &planned.cell, changes);
+            if focus.is_none() && first_touched == Some(planned.cell.id()) {
                 focus = Some(Focus {
-                    cell_id: slot.cell.id().to_owned(),
+                    cell_id: planned.cell.id().to_owned(),
                     offset: offset.unwrap_or(0),
                 });
             }
         } else {
-            roots.cells.insert(txn, index, cell_prelim(&slot.cell));
-            if focus.is_none() && first_touched.as_deref() == Some(slot.cell.id()) {
+            roots.cells.insert(txn, index, cell_prelim(&planned.cell));
+            if focus.is_none() && first_touched == Some(planned.cell.id()) {
                 focus = Some(Focus {
-                    cell_id: slot.cell.id().to_owned(),
-                    offset: slot.cell.source().encode_utf16().count() as u32,
+                    cell_id: planned.cell.id().to_owned(),
+                    offset: planned.cell.source().encode_utf16().count() as u32,
                 });
             }
         }
     }
-    update_notebook(txn, roots, base, result);
+    let metadata = plan
+        .notebook_metadata
+        .as_ref()
+        .filter(|metadata| *metadata != base.metadata());
+    update_notebook(txn, roots, base, result, metadata);
     Applied { focus }
 }
 
-/// Brings the live cell `live` (which holds `before`) to `after`; the end of the first text
-/// edit, for the cursor.
+/// Brings the live cell `live` (which holds `before`) to `after` by `changes`; the end of the
+/// first text edit, for the cursor.
 fn update_cell(
     txn: &mut TransactionMut,
     live: &MapRef,
     before: &Cell,
     after: &Cell,
+    changes: &CellChanges,
 ) -> Option<u32> {
     let mut cursor = None;
-    if before.source() != after.source() {
+    if !changes.source.is_empty() {
         match live.get(txn, "source") {
             Some(Out::YText(source)) => {
-                let edits = text::diff(before.source(), after.source());
+                let edits = text::utf16_edits(before.source(), &changes.source);
                 cursor = edits
                     .last()
                     .map(|first| first.start + first.inserted.encode_utf16().count() as u32);
@@ -174,7 +118,7 @@ fn update_cell(
             }
         }
     }
-    if before.metadata() != after.metadata() {
+    if changes.metadata {
         match live.get(txn, "metadata") {
             Some(Out::YMap(metadata)) => {
                 update_map(txn, &metadata, before.metadata(), after.metadata());
@@ -184,7 +128,7 @@ fn update_cell(
             }
         }
     }
-    if before.outputs() != after.outputs() {
+    if changes.outputs {
         match live.get(txn, "outputs") {
             Some(Out::YArray(outputs)) => {
                 let count = outputs.len(txn);
@@ -198,17 +142,19 @@ fn update_cell(
             }
         }
     }
-    if before.execution_count() != after.execution_count() {
+    if changes.execution_count {
         live.insert(
             txn,
             "execution_count",
             execution_count(after.execution_count()),
         );
     }
-    if before.id() != after.id() {
+    if changes.id {
         live.insert(txn, "id", after.id());
     }
-    update_map(txn, live, before.extra(), after.extra());
+    if changes.extra {
+        update_map(txn, live, before.extra(), after.extra());
+    }
     cursor
 }
 
@@ -244,16 +190,22 @@ fn update_map(
     }
 }
 
-fn update_notebook(txn: &mut TransactionMut, roots: &Roots, base: &Notebook, result: &Notebook) {
-    if base.metadata() != result.metadata() {
+fn update_notebook(
+    txn: &mut TransactionMut,
+    roots: &Roots,
+    base: &Notebook,
+    result: &Notebook,
+    metadata: Option<&Map<String, Value>>,
+) {
+    if let Some(metadata) = metadata {
         match roots.meta.get(txn, "metadata") {
-            Some(Out::YMap(metadata)) => {
-                update_map(txn, &metadata, base.metadata(), result.metadata());
+            Some(Out::YMap(live)) => {
+                update_map(txn, &live, base.metadata(), metadata);
             }
             _ => {
                 roots
                     .meta
-                    .insert(txn, "metadata", metadata_prelim(result.metadata()));
+                    .insert(txn, "metadata", metadata_prelim(metadata));
             }
         }
     }

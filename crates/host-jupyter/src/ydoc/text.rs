@@ -1,9 +1,11 @@
-//! The smallest text edits that turn one source into another, in UTF-16 offsets.
+//! Source edits in UTF-16 offsets, as yrs counts them in documents shared with JavaScript.
 //!
-//! Lines are compared first (a longest common subsequence), so that an edit of two lines of a
-//! cell leaves the lines between them alone: a person typing in one of those lines keeps every
-//! character, because a Yjs insertion that races a deletion of other characters survives it.
-//! Inside each changed run of lines the common prefix and suffix are trimmed to characters.
+//! `notebook_model::plan::text` decides the edits (lines first, so that an edit of two lines
+//! of a cell leaves the lines between them alone: a person typing in one of those lines keeps
+//! every character, because a Yjs insertion that races a deletion of other characters survives
+//! it) in byte ranges; this module converts them to UTF-16 units, once, at the host's boundary.
+
+use notebook_model::plan::text as byte_text;
 
 /// Replace `removed` UTF-16 units at `start` with `inserted`. Offsets of one edit list refer to
 /// the text before any of them; [`diff`] returns them from the end backwards, so applying them
@@ -18,146 +20,34 @@ pub struct TextEdit {
     pub inserted: String,
 }
 
-/// Above this many line pairs the line comparison is skipped and one edit covers the span
-/// between the common prefix and suffix (a bound on time and memory for huge cells).
-const MAX_LINE_PAIRS: usize = 4_000_000;
-
 fn utf16_len(text: &str) -> u32 {
     text.encode_utf16().count() as u32
 }
 
-/// Lines with their line breaks.
-fn lines(text: &str) -> Vec<&str> {
-    text.split_inclusive('\n').collect()
-}
-
-/// The edits that turn `old` into `new`, last first; empty when they are equal.
+/// The edits that turn `old` into `new` line by line, last first; empty when they are equal.
 pub fn diff(old: &str, new: &str) -> Vec<TextEdit> {
-    if old == new {
-        return Vec::new();
-    }
-    let old_lines = lines(old);
-    let new_lines = lines(new);
-    let hunks = if old_lines.len().saturating_mul(new_lines.len()) <= MAX_LINE_PAIRS {
-        line_hunks(&old_lines, &new_lines)
-    } else {
-        vec![Hunk {
-            old: 0..old_lines.len(),
-            new: 0..new_lines.len(),
-        }]
-    };
-    // UTF-16 offset of each old line's start.
-    let mut starts = Vec::with_capacity(old_lines.len() + 1);
-    let mut offset = 0;
-    for line in &old_lines {
-        starts.push(offset);
-        offset += utf16_len(line);
-    }
-    starts.push(offset);
-    let mut edits: Vec<TextEdit> = hunks
-        .into_iter()
-        .filter_map(|hunk| {
-            let old_text: String = old_lines[hunk.old.clone()].concat();
-            let new_text: String = new_lines[hunk.new.clone()].concat();
-            trimmed(starts[hunk.old.start], &old_text, &new_text)
-        })
-        .collect();
-    edits.reverse();
-    edits
+    utf16_edits(old, &byte_text::by_lines(old, new))
 }
 
-/// One replacement of `old` by `new` at `base`, with the common prefix and suffix left out.
-fn trimmed(base: u32, old: &str, new: &str) -> Option<TextEdit> {
-    let prefix: usize = old
-        .chars()
-        .zip(new.chars())
-        .take_while(|(left, right)| left == right)
-        .map(|(character, _)| character.len_utf8())
-        .sum();
-    let old_rest = &old[prefix..];
-    let new_rest = &new[prefix..];
-    let suffix: usize = old_rest
-        .chars()
-        .rev()
-        .zip(new_rest.chars().rev())
-        .take_while(|(left, right)| left == right)
-        .map(|(character, _)| character.len_utf8())
-        .sum();
-    let removed = &old_rest[..old_rest.len() - suffix];
-    let inserted = &new_rest[..new_rest.len() - suffix];
-    if removed.is_empty() && inserted.is_empty() {
-        return None;
+/// `edits` of `old` (byte ranges, ascending, as notebook-model plans them) in UTF-16 units,
+/// last first.
+pub fn utf16_edits(old: &str, edits: &[byte_text::TextEdit]) -> Vec<TextEdit> {
+    let mut converted = Vec::with_capacity(edits.len());
+    let mut units = 0;
+    let mut counted = 0;
+    for edit in edits {
+        units += utf16_len(&old[counted..edit.range.start]);
+        let removed = utf16_len(&old[edit.range.clone()]);
+        converted.push(TextEdit {
+            start: units,
+            removed,
+            inserted: edit.inserted.clone(),
+        });
+        units += removed;
+        counted = edit.range.end;
     }
-    Some(TextEdit {
-        start: base + utf16_len(&old[..prefix]),
-        removed: utf16_len(removed),
-        inserted: inserted.to_owned(),
-    })
-}
-
-/// Old lines `old` replaced by new lines `new`.
-struct Hunk {
-    old: std::ops::Range<usize>,
-    new: std::ops::Range<usize>,
-}
-
-/// The runs of lines that differ, in order, from a longest common subsequence of lines.
-fn line_hunks(old: &[&str], new: &[&str]) -> Vec<Hunk> {
-    // Common prefix and suffix first: most edits touch a few lines of a long cell.
-    let prefix = old
-        .iter()
-        .zip(new)
-        .take_while(|(left, right)| left == right)
-        .count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(left, right)| left == right)
-        .count();
-    let old_middle = &old[prefix..old.len() - suffix];
-    let new_middle = &new[prefix..new.len() - suffix];
-    let rows = old_middle.len();
-    let columns = new_middle.len();
-    // lengths[i][j]: the LCS length of old_middle[i..] and new_middle[j..].
-    let mut lengths = vec![0u32; (rows + 1) * (columns + 1)];
-    let at = |i: usize, j: usize| i * (columns + 1) + j;
-    for i in (0..rows).rev() {
-        for j in (0..columns).rev() {
-            lengths[at(i, j)] = if old_middle[i] == new_middle[j] {
-                lengths[at(i + 1, j + 1)] + 1
-            } else {
-                lengths[at(i + 1, j)].max(lengths[at(i, j + 1)])
-            };
-        }
-    }
-    let mut hunks = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    let mut open: Option<(usize, usize)> = None;
-    let mut close = |open: &mut Option<(usize, usize)>, i: usize, j: usize| {
-        if let Some((old_start, new_start)) = open.take() {
-            hunks.push(Hunk {
-                old: prefix + old_start..prefix + i,
-                new: prefix + new_start..prefix + j,
-            });
-        }
-    };
-    while i < rows || j < columns {
-        if i < rows && j < columns && old_middle[i] == new_middle[j] {
-            close(&mut open, i, j);
-            i += 1;
-            j += 1;
-        } else {
-            open.get_or_insert((i, j));
-            if j < columns && (i == rows || lengths[at(i, j + 1)] >= lengths[at(i + 1, j)]) {
-                j += 1;
-            } else {
-                i += 1;
-            }
-        }
-    }
-    close(&mut open, i, j);
-    hunks
+    converted.reverse();
+    converted
 }
 
 /// Applies edits (as [`diff`] returns them) to `text`, counting offsets in UTF-16 units.

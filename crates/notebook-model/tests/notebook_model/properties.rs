@@ -7,18 +7,7 @@ use notebook_model::{
     Cell, CellKind, CellRef, EditOp, EditPolicy, Notebook, apply_edits, identity,
 };
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
-
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/properties.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
 
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -108,7 +97,7 @@ fn notebook_json() -> impl Strategy<Value = Value> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(crate::config(256, "proptest-regressions/properties.txt"))]
 
     #[test]
     fn writing_is_a_fixed_point_and_keeps_everything(value in notebook_json()) {
@@ -255,7 +244,7 @@ fn naive_of(notebook: &Notebook) -> Vec<NaiveCell> {
 }
 
 proptest! {
-    #![proptest_config(config(128))]
+    #![proptest_config(crate::config(128, "proptest-regressions/properties.txt"))]
 
     #[test]
     fn edit_sequences_agree_with_a_naive_model(steps in prop::collection::vec(step(), 1..12)) {

@@ -8,18 +8,7 @@ use notebook_model::{
     Cell, CellKind, CellRef, DocChange, EditOp, EditPolicy, Notebook, UndoStep, apply_edits,
 };
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 use serde_json::{Map, Value, json};
-
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/undo.txt",
-        ))),
-        ..ProptestConfig::default()
-    }
-}
 
 fn source() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -223,7 +212,7 @@ fn ids(notebook: &Notebook) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(crate::config(256, "proptest-regressions/undo.txt"))]
 
     #[test]
     fn undone_right_after_a_batch_restores_the_notebook_exactly(

@@ -187,7 +187,14 @@ fn render(cells: &[(CellKind, String)], stale_case: Option<&StaleCase>) -> Strin
             analysis
                 .mutates
                 .iter()
-                .map(|mutation| format!("{}@{}", mutation.name, mutation.line))
+                .map(|mutation| {
+                    format!(
+                        "{}@{} {}",
+                        mutation.name,
+                        mutation.line,
+                        mutation.kind.as_str()
+                    )
+                })
                 .collect(),
         );
         field(

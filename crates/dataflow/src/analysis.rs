@@ -32,7 +32,9 @@ pub const MAX_SCOPE_DEPTH: usize = 100;
 /// How deeply `%time %time ...` may nest before the inner text is left unanalysed.
 const MAX_INLINE_MAGIC_DEPTH: usize = 4;
 
-/// Methods that mutate their receiver in place (lists, dicts, sets).
+/// Methods that mutate their receiver in place: those of lists, dicts and sets, and `fit` and
+/// `partial_fit`, which train an estimator in place (scikit-learn, Keras). Called on a module
+/// (`np.add(x, 2)`) they are the module's functions: see [`MutationKind::MethodCall`].
 pub const MUTATING_METHODS: &[&str] = &[
     "add",
     "append",
@@ -40,8 +42,10 @@ pub const MUTATING_METHODS: &[&str] = &[
     "difference_update",
     "discard",
     "extend",
+    "fit",
     "insert",
     "intersection_update",
+    "partial_fit",
     "pop",
     "popitem",
     "remove",
@@ -119,13 +123,48 @@ pub struct Use {
     pub deferred: bool,
 }
 
-/// A name at a line: what [`CellAnalysis::mutates`] and [`CellAnalysis::deletes`] list.
+/// A name at a line: what [`CellAnalysis::deletes`] lists.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NameAt {
     /// The global name.
     pub name: String,
     /// 1-based line of the first occurrence.
     pub line: u32,
+}
+
+/// How a cell changes a name in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MutationKind {
+    /// Only calls of a [`MUTATING_METHODS`] method (or an [`INPLACE_METHODS`] one with
+    /// `inplace=True`) on the name itself: `items.append(x)`, but also `np.add(x, 2)`. The cell
+    /// cannot tell a container from a module; the notebook can, and does not take such a call
+    /// for a write when the name's definition above is an import.
+    MethodCall,
+    /// A store or `del` through an attribute or subscript of the name, `setattr`/`delattr`, or a
+    /// mutating method called on an attribute or item of it (`sys.path.append(p)`,
+    /// `plt.rcParams.update(...)`): a change of the object, whatever it is.
+    Store,
+}
+
+impl MutationKind {
+    /// A stable lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MutationKind::MethodCall => "method-call",
+            MutationKind::Store => "store",
+        }
+    }
+}
+
+/// A name the cell changes in place: what [`CellAnalysis::mutates`] lists.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Mutation {
+    /// The global name.
+    pub name: String,
+    /// 1-based line of the first mutation.
+    pub line: u32,
+    /// [`MutationKind::Store`] if any mutation of the name in the cell is one.
+    pub kind: MutationKind,
 }
 
 /// Where a cell defines names that static analysis cannot list.
@@ -202,7 +241,7 @@ pub struct CellAnalysis {
     /// [`MUTATING_METHODS`] (or [`INPLACE_METHODS`] with `inplace=True`) on `x` or on an
     /// attribute/subscript chain rooted at `x`. Mutations of names the cell bound first are not
     /// listed, and mutations inside function bodies are not seen (they happen when called).
-    pub mutates: Vec<NameAt>,
+    pub mutates: Vec<Mutation>,
     /// Names whose last module-level action in the cell is `del name`.
     pub deletes: Vec<NameAt>,
     /// Star imports and `%run`: definitions of names nobody can list.
@@ -477,7 +516,7 @@ struct Read {
     name: String,
     line: u32,
     deferred: bool,
-    mutation: bool,
+    mutation: Option<MutationKind>,
     optional: bool,
     /// The module-level function or class whose body the read is in.
     owner: Option<Rc<str>>,
@@ -542,7 +581,7 @@ struct Analyzer {
     last_action: HashMap<String, LastAction>,
     /// Per use: (optional, deferred), each true only while every read so far was.
     uses: FirstSeen<(bool, bool)>,
-    mutates: FirstSeen<()>,
+    mutates: FirstSeen<MutationKind>,
     wildcards: Vec<Wildcard>,
     deferred_reads: Vec<Read>,
     used_locally: HashSet<String>,
@@ -626,7 +665,7 @@ impl Analyzer {
         }
     }
 
-    fn read(&mut self, name: &str, offset: TextSize, mutation: bool) {
+    fn read(&mut self, name: &str, offset: TextSize, mutation: Option<MutationKind>) {
         let top = self.top();
         let read = Read {
             name: name.to_owned(),
@@ -678,8 +717,11 @@ impl Analyzer {
             self.used_locally.insert(read.name);
         } else {
             self.add_use(&read);
-            if read.mutation {
-                self.mutates.insert(&read.name, read.line, ());
+            if let Some(kind) = read.mutation {
+                let known = self.mutates.insert(&read.name, read.line, kind);
+                if kind == MutationKind::Store {
+                    *known = MutationKind::Store;
+                }
             }
         }
     }
@@ -748,8 +790,10 @@ impl Analyzer {
 
     /// Reads the root of an attribute/subscript chain as mutated (`x` in `x.a[i].b`) and visits
     /// the rest of the chain (subscript indexes, a call at the root) normally, in evaluation
-    /// order. Iterative, because chains can be as long as the cell.
-    fn mutate_chain(&mut self, expr: &Expr) {
+    /// order. Iterative, because chains can be as long as the cell. `method_receiver`: the
+    /// chain is the receiver of a mutating method, which on a bare name is a
+    /// [`MutationKind::MethodCall`].
+    fn mutate_chain(&mut self, expr: &Expr, method_receiver: bool) {
         let mut indexes = Vec::new();
         let mut chain_length = 0usize;
         let mut current = expr;
@@ -767,7 +811,14 @@ impl Analyzer {
         // The chain's levels are not visited one by one, but they count for dropping the tree.
         self.max_depth = self.max_depth.max(self.depth.saturating_add(chain_length));
         match current {
-            Expr::Name(name) => self.read(name.id.as_str(), name.start(), true),
+            Expr::Name(name) => {
+                let kind = if method_receiver && chain_length == 0 {
+                    MutationKind::MethodCall
+                } else {
+                    MutationKind::Store
+                };
+                self.read(name.id.as_str(), name.start(), Some(kind));
+            }
             other => self.visit_expr(other),
         }
         for index in indexes.into_iter().rev() {
@@ -919,7 +970,7 @@ impl Analyzer {
             let mutates = MUTATING_METHODS.contains(&name)
                 || (INPLACE_METHODS.contains(&name) && inplace_true(&call.arguments));
             if mutates && chain_root_is_name(&method.value) {
-                self.mutate_chain(&method.value);
+                self.mutate_chain(&method.value, true);
                 self.visit_arguments(&call.arguments);
                 return;
             }
@@ -930,7 +981,7 @@ impl Analyzer {
             && chain_root_is_name(target)
         {
             self.visit_expr(&call.func);
-            self.mutate_chain(target);
+            self.mutate_chain(target, false);
             for argument in rest {
                 self.visit_expr(argument);
             }
@@ -977,7 +1028,7 @@ impl Analyzer {
 
     fn optional_read(&mut self, name: &str, offset: TextSize) {
         let previous = std::mem::replace(&mut self.optional_reads, true);
-        self.read(name, offset, false);
+        self.read(name, offset, None);
         self.optional_reads = previous;
     }
 
@@ -1100,7 +1151,7 @@ impl Analyzer {
                 .mutates
                 .into_sorted()
                 .into_iter()
-                .map(|(name, line, ())| NameAt { name, line })
+                .map(|(name, line, kind)| Mutation { name, line, kind })
                 .collect(),
             deletes: self
                 .deletes
@@ -1194,7 +1245,7 @@ impl Analyzer {
             Stmt::AugAssign(assign) => {
                 self.visit_expr(&assign.value);
                 if let Expr::Name(name) = &*assign.target {
-                    self.read(name.id.as_str(), name.start(), false);
+                    self.read(name.id.as_str(), name.start(), None);
                     self.bind(name.id.as_str(), name.start(), DefinitionKind::Variable);
                 } else {
                     self.visit_expr(&assign.target);
@@ -1268,12 +1319,12 @@ impl Analyzer {
     fn visit_expr_inner(&mut self, expr: &Expr) {
         match expr {
             Expr::Name(name) => match name.ctx {
-                ExprContext::Load => self.read(name.id.as_str(), name.start(), false),
+                ExprContext::Load => self.read(name.id.as_str(), name.start(), None),
                 ExprContext::Store => {
                     self.bind(name.id.as_str(), name.start(), DefinitionKind::Variable);
                 }
                 ExprContext::Del => {
-                    self.read(name.id.as_str(), name.start(), false);
+                    self.read(name.id.as_str(), name.start(), None);
                     self.delete(name.id.as_str(), name.start());
                 }
                 ExprContext::Invalid => {}
@@ -1320,7 +1371,7 @@ impl Analyzer {
             | Expr::Subscript(ast::ExprSubscript {
                 ctx: ExprContext::Store | ExprContext::Del,
                 ..
-            }) => self.mutate_chain(expr),
+            }) => self.mutate_chain(expr, false),
             Expr::IpyEscapeCommand(command) => {
                 self.escape_command(command.kind, &command.value, command.start());
             }

@@ -49,8 +49,8 @@ mod testing;
 
 pub use analysis::{
     AnalysisError, AnalysisErrorKind, CellAnalysis, CellMagic, Definition, DefinitionKind,
-    INPLACE_METHODS, MAX_CELL_SOURCE_BYTES, MAX_SCOPE_DEPTH, MUTATING_METHODS, NameAt, Use,
-    Wildcard, WildcardKind, analyse_cell,
+    INPLACE_METHODS, MAX_CELL_SOURCE_BYTES, MAX_SCOPE_DEPTH, MUTATING_METHODS, Mutation,
+    MutationKind, NameAt, Use, Wildcard, WildcardKind, analyse_cell,
 };
 pub use builtins::is_builtin;
 pub use error::DataflowError;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
-use crate::analysis::{CellAnalysis, Use, analyse_cell};
+use crate::analysis::{CellAnalysis, DefinitionKind, Mutation, MutationKind, Use, analyse_cell};
 use crate::builtins::is_builtin;
 use crate::error::DataflowError;
 use crate::lint::{Finding, LintCode};
@@ -410,9 +410,28 @@ impl Dataflow {
     }
 }
 
+/// Whether `mutation` is only calls of a mutating method's namesake on a module: the name's
+/// nearest definition above (`definers` holds the cells above the mutating one) is an import,
+/// so `np.add(x, 2)` calls numpy's `add` and `np` is unchanged. A method called on an attribute
+/// of a module (`sys.path.append(p)`) still changes the module's state.
+fn calls_a_module(
+    cells: &[CellEntry],
+    definers: &HashMap<&str, Vec<usize>>,
+    mutation: &Mutation,
+) -> bool {
+    mutation.kind == MutationKind::MethodCall
+        && definers
+            .get(mutation.name.as_str())
+            .and_then(|definers| definers.last())
+            .and_then(|&definer| cells[definer].analysis.as_deref())
+            .and_then(|analysis| analysis.definition(&mutation.name))
+            .is_some_and(|definition| definition.kind == DefinitionKind::Import)
+}
+
 /// Per name, which cells write it, for last-writer-wins lookups by binary search.
 struct WriterIndex<'a> {
-    /// Cells that define, mutate or delete the name, ascending.
+    /// Cells that define, mutate or delete the name, ascending. A method call on a module is no
+    /// mutation ([`calls_a_module`]).
     writers: HashMap<&'a str, Vec<usize>>,
     /// Cells that define the name, ascending.
     definers: HashMap<&'a str, Vec<usize>>,
@@ -431,6 +450,7 @@ impl<'a> WriterIndex<'a> {
             let Some(analysis) = cell.analysis.as_deref() else {
                 continue;
             };
+            let definers = &index.definers;
             let written = analysis
                 .defines
                 .iter()
@@ -439,6 +459,7 @@ impl<'a> WriterIndex<'a> {
                     analysis
                         .mutates
                         .iter()
+                        .filter(|mutation| !calls_a_module(cells, definers, mutation))
                         .map(|mutation| mutation.name.as_str()),
                 )
                 .chain(

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::{CellInput, CellKind, Dataflow, is_builtin};
+use crate::{CellInput, CellKind, Dataflow, DefinitionKind, MutationKind, is_builtin};
 
 /// A cell as the property tests generate it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,7 +20,7 @@ fn name() -> impl Strategy<Value = &'static str> {
 /// One statement over a small vocabulary, so that cells define, use, mutate and delete the same
 /// few names and star imports and syntax errors turn up often.
 fn statement() -> impl Strategy<Value = String> {
-    (0..10usize, name(), name(), name()).prop_map(
+    (0..12usize, name(), name(), name()).prop_map(
         |(template, target, first, second)| match template {
             0 | 1 => format!("{target} = {first} + {second}"),
             2 => format!("{target} = 1"),
@@ -30,7 +30,9 @@ fn statement() -> impl Strategy<Value = String> {
             6 => format!("print({first})"),
             7 => format!("def {target}():\n    return {first}"),
             8 => format!("{target} = ("),
-            _ => format!("{target}[0] = [{first} for {second} in range(3)]"),
+            9 => format!("{target}[0] = [{first} for {second} in range(3)]"),
+            10 => format!("import {target}"),
+            _ => format!("{target}.items.append({first})"),
         },
     )
 }
@@ -79,13 +81,38 @@ pub(crate) fn dataflow_of(cells: &[TestCell]) -> Dataflow {
     dataflow
 }
 
+/// Whether `cell` writes `name` for the cells below it, by the definition: it defines, deletes
+/// or mutates it, where calling a mutating method on a name whose nearest definition above is
+/// an import is no mutation.
+fn naive_writes(dataflow: &Dataflow, cell: usize, name: &str) -> bool {
+    let Some(analysis) = dataflow.analysis(cell) else {
+        return false;
+    };
+    let Some(mutation) = analysis
+        .mutates
+        .iter()
+        .find(|mutation| mutation.name == name)
+    else {
+        return analysis.writes(name);
+    };
+    let nearest_definition = (0..cell)
+        .rev()
+        .find_map(|above| dataflow.analysis(above)?.definition(name));
+    let module_call = mutation.kind == MutationKind::MethodCall
+        && nearest_definition.is_some_and(|definition| definition.kind == DefinitionKind::Import);
+    !module_call
+        || analysis.definition(name).is_some()
+        || analysis
+            .deletes
+            .iter()
+            .any(|deletion| deletion.name == name)
+}
+
 /// The nearest cell above `before` that writes `name`, by scanning.
 fn naive_nearest_writer(dataflow: &Dataflow, name: &str, before: usize) -> Option<usize> {
-    (0..before).rev().find(|&cell| {
-        dataflow
-            .analysis(cell)
-            .is_some_and(|analysis| analysis.writes(name))
-    })
+    (0..before)
+        .rev()
+        .find(|&cell| naive_writes(dataflow, cell, name))
 }
 
 /// Edges `(from, to, name)` by the definition, scanning upwards from every use: the nearest
@@ -104,7 +131,7 @@ pub(crate) fn naive_edges(dataflow: &Dataflow) -> Vec<(usize, usize, String)> {
                 let Some(above) = dataflow.analysis(from) else {
                     continue;
                 };
-                if above.writes(&used.name) {
+                if naive_writes(dataflow, from, &used.name) {
                     edges.push((from, to, used.name.clone()));
                     callables.push((from, used.name.clone()));
                     break;

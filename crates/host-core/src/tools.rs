@@ -957,7 +957,33 @@ impl<H: NotebookHost> Tools<H> {
                         }
                     })
                     .sum();
-                budget::json_len(&cell_view) + lint_cost + 2
+                // What the cell's images add beside it: a ref each and, from the cell that
+                // brings the first thumbnail or spends the last image, the notice saying so.
+                let image_cost: usize = cell_images
+                    .iter()
+                    .map(|image| budget::json_len(&image_ref(index, image, thumbnails)) + 1)
+                    .sum();
+                let thumbnail_notice_cost = if !any_thumbnail
+                    && cell_images
+                        .iter()
+                        .any(|image| thumbnails && image.downscaled)
+                {
+                    budget::json_len(&thumbnail_notice()) + 1
+                } else {
+                    0
+                };
+                let cap_notice_cost =
+                    if include_images && images_before.images > 0 && image_budget.images == 0 {
+                        budget::json_len(&image_cap_notice(thumbnails)) + 1
+                    } else {
+                        0
+                    };
+                budget::json_len(&cell_view)
+                    + lint_cost
+                    + 2
+                    + image_cost
+                    + thumbnail_notice_cost
+                    + cap_notice_cost
             };
             // The first cell is always returned, so that every page makes progress.
             if returned > 0 && spent.saturating_add(cost) > budget {
@@ -984,16 +1010,9 @@ impl<H: NotebookHost> Tools<H> {
                 }
             }
             for image in cell_images {
-                let thumbnail = thumbnails && image.downscaled;
-                any_thumbnail |= thumbnail;
-                image_refs.push(ImageRef {
-                    cell_index: index,
-                    output_index: image.output_index,
-                    mime_type: image.content.mime_type.clone(),
-                    width: image.width,
-                    height: image.height,
-                    thumbnail,
-                });
+                let image_ref = image_ref(index, &image, thumbnails);
+                any_thumbnail |= image_ref.thumbnail;
+                image_refs.push(image_ref);
                 images.push(image.content);
             }
         }
@@ -1010,22 +1029,10 @@ impl<H: NotebookHost> Tools<H> {
             ));
         }
         if any_thumbnail {
-            notices.push(format!(
-                "images are thumbnails (long side at most {} px), each with a resource link to the \
-                 full image; includeImages: true returns them full size",
-                render::THUMBNAIL_SIDE
-            ));
+            notices.push(thumbnail_notice());
         }
         if include_images && image_budget.images == 0 {
-            let limit = if thumbnails {
-                render::MAX_THUMBNAILS_PER_RESPONSE
-            } else {
-                render::MAX_IMAGES_PER_RESPONSE
-            };
-            notices.push(format!(
-                "at most {limit} images are returned per response; the rest are resource links, \
-                 or read fewer cells (cellIds) to see them"
-            ));
+            notices.push(image_cap_notice(thumbnails));
         }
         let result = ReadNotebookResult {
             notebook: location.uri.clone(),
@@ -1419,6 +1426,41 @@ impl<H: NotebookHost> Tools<H> {
         };
         Ok((to_value(&result), Vec::new()))
     }
+}
+
+/// The reply's reference to an image a read returns; `thumbnails` when the read did not ask
+/// for images, so that a downscaled one stands for the full image behind its link.
+fn image_ref(cell_index: usize, image: &render::RenderedImage, thumbnails: bool) -> ImageRef {
+    ImageRef {
+        cell_index,
+        output_index: image.output_index,
+        mime_type: image.content.mime_type.clone(),
+        width: image.width,
+        height: image.height,
+        thumbnail: thumbnails && image.downscaled,
+    }
+}
+
+/// The notice of a read that returned thumbnails.
+fn thumbnail_notice() -> String {
+    format!(
+        "images are thumbnails (long side at most {} px), each with a resource link to the full \
+         image; includeImages: true returns them full size",
+        render::THUMBNAIL_SIDE
+    )
+}
+
+/// The notice of a read that returned as many images as one reply may carry.
+fn image_cap_notice(thumbnails: bool) -> String {
+    let limit = if thumbnails {
+        render::MAX_THUMBNAILS_PER_RESPONSE
+    } else {
+        render::MAX_IMAGES_PER_RESPONSE
+    };
+    format!(
+        "at most {limit} images are returned per response; the rest are resource links, or read \
+         fewer cells (cellIds) to see them"
+    )
 }
 
 fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {

@@ -227,3 +227,188 @@ async fn a_finding_repeated_in_many_cells_is_given_once_with_the_other_cells() {
     }
     assert_eq!(covered, (1..=40).collect::<Vec<u64>>());
 }
+
+/// A PNG of `width`×`height` pixels, base64: a pattern that compresses about as well as a plot.
+fn png_base64(width: u32, height: u32) -> String {
+    use base64::Engine as _;
+    let pixels = image::RgbImage::from_fn(width, height, |x, y| {
+        let shade = ((x * 7 + y * 13) % 251) as u8;
+        image::Rgb([shade, (x % 256) as u8, (y % 256) as u8])
+    });
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    pixels
+        .write_to(&mut bytes, image::ImageFormat::Png)
+        .expect("a PNG encodes");
+    base64::engine::general_purpose::STANDARD.encode(bytes.into_inner())
+}
+
+/// Plots of the sizes a read meets: one below the thumbnail side, one above it, one above the
+/// full-size side (so that `includeImages: true` downscales too), and a 2×2 one.
+fn plots() -> &'static [String] {
+    static PLOTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    PLOTS.get_or_init(|| {
+        vec![
+            png_base64(2, 2),
+            png_base64(300, 200),
+            png_base64(640, 480),
+            png_base64(1_300, 800),
+        ]
+    })
+}
+
+/// One output of a generated cell.
+#[derive(Debug, Clone)]
+enum GeneratedOutput {
+    Text(usize),
+    Plot(usize),
+}
+
+fn output_json(output: &GeneratedOutput) -> serde_json::Value {
+    match output {
+        GeneratedOutput::Text(length) => json!({
+            "output_type": "stream",
+            "name": "stdout",
+            "text": "loss 0.25 \"quoted\"\n".repeat(*length / 20 + 1),
+        }),
+        GeneratedOutput::Plot(which) => json!({
+            "output_type": "display_data",
+            "metadata": {},
+            "data": {"image/png": plots()[*which], "text/plain": "<Figure size 640x480>"},
+        }),
+    }
+}
+
+/// A notebook of code cells (source length, outputs each) as nbformat JSON.
+fn notebook_with(cells: &[(usize, Vec<GeneratedOutput>)]) -> notebook_model::Notebook {
+    let cells: Vec<serde_json::Value> = cells
+        .iter()
+        .enumerate()
+        .map(|(index, (source_length, outputs))| {
+            json!({
+                "cell_type": "code",
+                "id": format!("cell-{index}"),
+                "metadata": {},
+                "execution_count": index + 1,
+                // `undefined_{index}` gives the outline a lint finding per cell.
+                "source": format!(
+                    "value_{index} = undefined_{index} + 1\n# {}",
+                    "x".repeat(*source_length)
+                ),
+                "outputs": outputs.iter().map(output_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    notebook_model::Notebook::from_value(json!({
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": cells,
+    }))
+    .expect("a generated notebook parses")
+}
+
+/// Reads `notebook` with these arguments and checks the one promise of the budget: the text the
+/// client gets is at most `maxResponseChars` characters, unless the reply is a single cell.
+async fn check_read_fits(
+    notebook: notebook_model::Notebook,
+    view: &str,
+    max_response_chars: Option<u32>,
+    include_images: Option<bool>,
+    cell_offset: usize,
+) -> Result<(), String> {
+    let world = World::new();
+    world.host.insert_notebook("plots.ipynb", notebook);
+    let mut arguments =
+        json!({"notebookRef": "plots.ipynb", "view": view, "cellOffset": cell_offset});
+    if let Some(chars) = max_response_chars {
+        arguments["maxResponseChars"] = json!(chars);
+    }
+    if let Some(include) = include_images {
+        arguments["includeImages"] = json!(include);
+    }
+    let output = world.call("read_notebook", arguments.clone()).await;
+    if output.is_error {
+        return Err(format!("{arguments} failed: {}", output.text));
+    }
+    let budget = max_response_chars.map_or(
+        mcp_contract::params::DEFAULT_MAX_RESPONSE_CHARS as usize,
+        |chars| chars as usize,
+    );
+    let length = output.text.chars().count();
+    let returned = output.structured.as_ref().expect("a success")["cells"]
+        .as_array()
+        .map_or(0, Vec::len);
+    if length > budget && returned != 1 {
+        return Err(format!(
+            "{arguments}: {length} characters for a budget of {budget}, with {returned} cells \
+             and {} images",
+            output.images.len()
+        ));
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_page_that_reaches_the_thumbnail_cap_fits_its_budget() {
+    // The case of the issue: many matplotlib figures, `view: "all"`, a small budget.
+    let cells: Vec<(usize, Vec<GeneratedOutput>)> = (0..12)
+        .map(|_| {
+            (
+                40,
+                vec![GeneratedOutput::Text(60), GeneratedOutput::Plot(2)],
+            )
+        })
+        .collect();
+    for budget in (2_000..=12_000).step_by(250) {
+        for include_images in [None, Some(true)] {
+            check_read_fits(
+                notebook_with(&cells),
+                "all",
+                Some(budget),
+                include_images,
+                0,
+            )
+            .await
+            .unwrap();
+        }
+    }
+}
+
+fn generated_output() -> impl proptest::strategy::Strategy<Value = GeneratedOutput> {
+    use proptest::prelude::*;
+    // Mostly plots, so that pages often reach the image cap.
+    prop_oneof![
+        1 => (0usize..3_000).prop_map(GeneratedOutput::Text),
+        3 => (0usize..4).prop_map(GeneratedOutput::Plot),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn every_read_fits_its_budget_or_is_one_cell(
+        cells in proptest::collection::vec(
+            (0usize..600, proptest::collection::vec(generated_output(), 0..4)),
+            1..16,
+        ),
+        view in proptest::sample::select(vec!["outline", "source", "outputs", "all"]),
+        max_response_chars in proptest::option::of(1u32..20_000),
+        include_images in proptest::option::of(proptest::bool::ANY),
+        offset_seed in 0usize..100,
+    ) {
+        let cell_offset = offset_seed % (cells.len() + 1);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let checked = runtime.block_on(check_read_fits(
+            notebook_with(&cells),
+            view,
+            max_response_chars,
+            include_images,
+            cell_offset,
+        ));
+        proptest::prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+    }
+}

@@ -555,7 +555,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             READ,
             NotebookRefParams,
             result_schema::<ListKernelsResult>,
-            "List the kernels this notebook can use (installed kernelspecs and project virtual environments with ipykernel), with exact ids. Read-only."
+            "List the kernels this notebook can use, with exact ids: installed kernelspecs and project virtual environments with ipykernel (a Jupyter Server's kernelspecs with --kernel-server or --jupyter; VS Code's kernel controllers in a VS Code window). Read-only."
         ),
         tool!(
             "select_kernel",
@@ -564,7 +564,7 @@ pub fn all_tools() -> Vec<ToolSpec> {
             WRITE,
             SelectKernelParams,
             result_schema::<SelectKernelResult>,
-            "Select an exact kernel id from list_kernels for a notebook and record it in the notebook's metadata. No fallback, no start."
+            "Select an exact kernel id from list_kernels for a notebook: recorded in the notebook's metadata (with --jupyter also the server session's kernel, as JupyterLab's Change Kernel; in VS Code the controller of the notebook's editor). No fallback."
         ),
         tool!(
             "configure_kernel",

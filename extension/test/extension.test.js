@@ -561,10 +561,9 @@ test('stand-in Jupyter extension: a kernel that dies mid-run ends the run unavai
   await withJupyter({}, async ({ client, uri, jupyter }) => {
     await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['h', 'a'], waitMs: 0 });
     await jupyter.executed;
-    const killed = Date.now();
     jupyter.killKernel(vscode.Uri.parse(uri));
-    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 30000 });
-    assert.ok(Date.now() - killed < 5000, `ended within 5 s (${Date.now() - killed} ms)`);
+    // The server waits at most 5 s for the run to end: a receipt that is not terminal by then fails.
+    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 5000 });
     assert.equal(ended.status, 'unavailable', JSON.stringify(ended));
     assert.equal(ended.reasonCode, 'kernel_died', JSON.stringify(ended));
     assert.deepEqual(ended.cells.map((cell) => cell.state), ['unavailable', 'not-run']);

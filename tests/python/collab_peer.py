@@ -1,18 +1,21 @@
-"""A person in a JupyterLab room, played by a real Yjs client: pycrdt's Provider over an httpx-ws
-WebSocket, with jupyter-ydoc's YNotebook over the document, as the end-to-end tests of the
-JupyterLab host need one.
+"""A person in a JupyterLab room, played by a real Yjs client: a pycrdt document kept in sync
+over an httpx-ws WebSocket as JupyterLab's y-websocket provider keeps it (`PersonProvider`),
+with jupyter-ydoc's YNotebook over the document, as the end-to-end tests of the JupyterLab host
+need one.
 
 It reads one JSON command per line on stdin and answers each with one JSON line on stdout
 ({"id": ..., "ok": true, ...} or {"id": ..., "ok": false, "error": ...}). Waiting commands watch
-the document's own change events with a deadline (no polling sleeps). Times are
-`time.time_ns()` at the change event that satisfied the wait, for the benchmark.
+the document's own change events with a deadline (no polling sleeps). Times, for the
+benchmark, are `time.time_ns()` when the WebSocket frame that carried the satisfying change
+arrived (`at_ns`) and when the document applied it (`applied_ns`).
 
     python collab_peer.py BASE_URL TOKEN
 
 Commands: open {path}; cells; wait {cell, contains?, output?, count?, timeout}; type {cell,
 after?, text}; type_offline {cell, after, text} then deliver_offline {after: a wait}; set_source
 {cell, source}; kernelspec {name, timeout} (waits for the document's metadata.kernelspec to
-name it); awareness; collaborators {name?}; cursors; baseline {path, rounds}; close.
+name it); awareness; collaborators {name?}; cursors; cursor_updates {interval_ms} (0 stops them);
+baseline {path, rounds, cursor_interval_ms?}; close.
 """
 
 import asyncio
@@ -23,7 +26,19 @@ import time
 import httpx
 from httpx_ws import aconnect_ws
 from jupyter_ydoc import YNotebook
-from pycrdt import Awareness, Doc, Map, Provider, read_message
+from pycrdt import (
+    Awareness,
+    Doc,
+    Map,
+    Provider,
+    YMessageType,
+    YSyncMessageType,
+    create_awareness_message,
+    create_sync_message,
+    create_update_message,
+    handle_sync_message,
+    read_message,
+)
 from pycrdt.websocket.websocket import HttpxWebsocket
 
 BASE = sys.argv[1].rstrip("/")
@@ -31,17 +46,71 @@ TOKEN = sys.argv[2]
 
 
 class AwarenessTap(HttpxWebsocket):
-    """The room's socket, with awareness messages applied to `awareness` on the way in."""
+    """The room's socket, with awareness messages applied to `awareness` on the way in, and
+    each frame's arrival time kept in `last_frame_ns`."""
 
     def __init__(self, websocket, path, awareness):
         super().__init__(websocket, path)
         self.awareness = awareness
+        self.last_frame_ns = 0
 
     async def recv(self):
         message = await super().recv()
+        self.last_frame_ns = time.time_ns()
         if message and message[0] == 1:
             self.awareness.apply_awareness_update(read_message(message[1:]), "remote")
         return message
+
+
+class PersonProvider:
+    """Keeps a document in sync through a room's socket as JupyterLab's y-websocket provider
+    does: updates from the room are applied, and only the person's own changes go back.
+    (pycrdt's Provider also sends back every update it receives, which a browser never does;
+    a client that answers every frame makes its TCP stack delay its acknowledgements, and so
+    changes when Jupyter Server sends the next frame.)"""
+
+    def __init__(self, doc, channel):
+        self.doc = doc
+        self.channel = channel
+        self.synced = asyncio.Event()
+        self.applying = False
+        self.outbox = asyncio.Queue()
+        self.tasks = []
+        self.subscription = doc.observe(self.on_change)
+
+    def on_change(self, event):
+        if not self.applying:
+            self.outbox.put_nowait(create_update_message(event.update))
+
+    async def __aenter__(self):
+        await self.channel.send(create_sync_message(self.doc))
+        self.tasks = [asyncio.create_task(self.receive()), asyncio.create_task(self.send())]
+        return self
+
+    async def __aexit__(self, *_):
+        while not self.outbox.empty():
+            await self.channel.send(self.outbox.get_nowait())
+        for task in self.tasks:
+            task.cancel()
+        self.doc.unobserve(self.subscription)
+
+    async def receive(self):
+        async for message in self.channel:
+            if message[0] != YMessageType.SYNC:
+                continue
+            self.applying = True
+            try:
+                reply = handle_sync_message(message[1:], self.doc)
+            finally:
+                self.applying = False
+            if message[1] == YSyncMessageType.SYNC_STEP2:
+                self.synced.set()
+            if reply is not None:
+                await self.channel.send(reply)
+
+    async def send(self):
+        while True:
+            await self.channel.send(await self.outbox.get())
 
 
 class Room:
@@ -51,14 +120,43 @@ class Room:
         self.doc = doc
         self.notebook = notebook
         self.awareness = awareness
+        self.channel = None
         self.changed = asyncio.Event()
         self.last_change_ns = 0
+        self.last_change_frame_ns = 0
+        self.cursor_task = None
 
         def on_change(_event):
             self.last_change_ns = time.time_ns()
+            # The provider applies a remote update as soon as its frame arrived, so the
+            # newest frame is the one that carried this change.
+            self.last_change_frame_ns = self.channel.last_frame_ns if self.channel else 0
             self.changed.set()
 
         self.subscription = doc.observe(on_change)
+
+    async def send_cursors(self, interval):
+        """Moves this person's cursor every `interval` seconds and tells the room, as
+        JupyterLab sends an awareness update on each cursor move."""
+        position = 0
+        while True:
+            position += 1
+            self.awareness.set_local_state(
+                {
+                    "user": {"username": "person", "display_name": "Person", "color": "#1f77b4"},
+                    "cursors": [{"anchor": position, "head": position, "primary": True, "empty": True}],
+                }
+            )
+            update = self.awareness.encode_awareness_update([self.awareness.client_id])
+            await self.channel.send(create_awareness_message(update))
+            await asyncio.sleep(interval)
+
+    def cursor_updates(self, interval_ms):
+        if self.cursor_task is not None:
+            self.cursor_task.cancel()
+            self.cursor_task = None
+        if interval_ms:
+            self.cursor_task = asyncio.create_task(self.send_cursors(interval_ms / 1000))
 
 
 async def session(client, path):
@@ -138,7 +236,7 @@ async def wait_until(room, predicate, timeout):
             await asyncio.wait_for(room.changed.wait(), remaining)
         except asyncio.TimeoutError:
             pass
-    return room.last_change_ns
+    return room.last_change_frame_ns, room.last_change_ns
 
 
 async def wait_awareness(awareness, found, timeout):
@@ -170,15 +268,17 @@ class Peer:
         self.global_awareness = None
         self.pending = None
 
-    async def connect(self, path):
+    async def connect(self, path, stack=None):
+        stack = stack or self.stack
         info = await session(self.client, path)
         doc = Doc()
         notebook = YNotebook(doc)
         awareness = Awareness(doc)
-        websocket = await self.stack.enter_async_context(aconnect_ws(room_url(info), self.client))
+        websocket = await stack.enter_async_context(aconnect_ws(room_url(info), self.client))
         room = Room(doc, notebook, awareness)
-        provider = Provider(doc, AwarenessTap(websocket, path, awareness))
-        await self.stack.enter_async_context(provider)
+        room.channel = AwarenessTap(websocket, path, awareness)
+        provider = PersonProvider(doc, room.channel)
+        await stack.enter_async_context(provider)
         await asyncio.wait_for(provider.synced.wait(), 30)
         return room
 
@@ -203,8 +303,8 @@ class Peer:
         if name == "cells":
             return {"cells": cells(room)}
         if name == "wait":
-            at = await wait_until(room, lambda: satisfied(room, command), command.get("timeout", 60))
-            return {"at_ns": at, "cells": cells(room)}
+            at, applied = await wait_until(room, lambda: satisfied(room, command), command.get("timeout", 60))
+            return {"at_ns": at, "applied_ns": applied, "cells": cells(room)}
         if name == "type":
             index = find(room, command["cell"])
             source = room.notebook.ycells[index]["source"]
@@ -245,7 +345,7 @@ class Peer:
                 meta = room.doc.get("meta", type=Map).to_py() or {}
                 return (meta.get("metadata") or {}).get("kernelspec") or {}
 
-            at = await wait_until(
+            at, _ = await wait_until(
                 room, lambda: kernelspec().get("name") == command["name"], command.get("timeout", 60)
             )
             return {"at_ns": at, "kernelspec": kernelspec()}
@@ -267,25 +367,39 @@ class Peer:
                 return states or None
 
             return {"states": await wait_awareness(room.awareness, with_cursor, command.get("timeout", 30))}
+        if name == "cursor_updates":
+            room.cursor_updates(command.get("interval_ms", 0))
+            return {}
         if name == "baseline":
             return await self.baseline(command)
         raise ValueError(f"unknown command {name}")
 
     async def baseline(self, command):
-        """Round trips between two bare Yjs clients on the same room: the time from one client's
-        edit to the other's change event, as the benchmark's yardstick."""
+        """Round trips between two bare Yjs clients on the same room, as the benchmark's
+        yardstick: from one client's edit to the arrival of the frame that carried it at the
+        other (which sends cursor updates every `cursor_interval_ms` when given). Both leave the
+        room afterwards, and the marker they typed is taken out again."""
+        from contextlib import AsyncExitStack
+
         path = command["path"]
-        writer = await self.connect(path)
-        reader = await self.connect(path)
-        index = find(writer, command.get("cell", 0))
-        latencies = []
-        for round_number in range(command.get("rounds", 20)):
-            marker = f"#b{round_number}"
-            started = time.time_ns()
+        async with AsyncExitStack() as stack:
+            writer = await self.connect(path, stack)
+            reader = await self.connect(path, stack)
+            reader.cursor_updates(command.get("cursor_interval_ms", 0))
+            index = find(writer, command.get("cell", 0))
             source = writer.notebook.ycells[index]["source"]
-            source.insert(len(str(source)), marker)
-            await wait_until(reader, lambda: marker in (cells(reader)[index]["source"] or ""), 30)
-            latencies.append(reader.last_change_ns - started)
+            original = str(source)
+            latencies = []
+            for round_number in range(command.get("rounds", 20)):
+                marker = f"#b{round_number}"
+                started = time.time_ns()
+                source.insert(len(str(source)), marker)
+                at, _ = await wait_until(reader, lambda: marker in (cells(reader)[index]["source"] or ""), 30)
+                latencies.append(at - started)
+            reader.cursor_updates(0)
+            source.clear()
+            source += original
+            await wait_until(reader, lambda: cells(reader)[index]["source"] == original, 30)
         return {"latencies_ns": latencies}
 
 

@@ -1,6 +1,7 @@
 //! Working alongside JupyterLab in tests: a real Jupyter Server with jupyter-collaboration (and
 //! JupyterLab, for the browser test) from the test Python environment, the person, played by a
-//! second real Yjs client (`tests/python/collab_peer.py`: pycrdt's provider over httpx-ws), and
+//! second real Yjs client (`tests/python/collab_peer.py`: a pycrdt document synced over httpx-ws the way
+//! JupyterLab's y-websocket provider syncs it), and
 //! JupyterLab itself in headless Chromium ([`JupyterLab`], over [`crate::browser`]).
 
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -75,6 +76,11 @@ impl CollabServer {
 
     pub fn token(&self) -> &str {
         self.server.token()
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.server.port()
     }
 
     /// A file holding the token, for `--kernel-server-token-file`.

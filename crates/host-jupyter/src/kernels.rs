@@ -651,11 +651,14 @@ struct RunWriter {
     cell_id: String,
     outputs: OutputWriter,
     finished: bool,
+    /// The room's hold on the run's first writes: released with the first output or the end.
+    hold: Option<u64>,
 }
 
 impl RunWriter {
     fn begin(room: crate::room::Room, cell_id: String) -> RunWriter {
         let mut outputs = OutputWriter::new();
+        let hold = room.hold();
         room.write_cell(&cell_id, |txn, cell| outputs.begin(txn, cell));
         room.focus(&cell_id);
         RunWriter {
@@ -663,6 +666,13 @@ impl RunWriter {
             cell_id,
             outputs,
             finished: false,
+            hold: Some(hold),
+        }
+    }
+
+    fn release(&mut self) {
+        if let Some(hold) = self.hold.take() {
+            self.room.release(hold);
         }
     }
 
@@ -676,6 +686,7 @@ impl RunWriter {
                 self.room.write_cell(&self.cell_id, |txn, cell| {
                     outputs.output(txn, cell, event.clone())
                 });
+                self.release();
             }
             KernelEvent::Reply(reply) => {
                 self.room.write_cell(&self.cell_id, |txn, cell| {
@@ -683,6 +694,7 @@ impl RunWriter {
                     outputs.finish(txn, cell);
                 });
                 self.finished = true;
+                self.release();
             }
             KernelEvent::Busy | KernelEvent::Idle | KernelEvent::Replied { .. } => {}
             _ => self.finish(),
@@ -696,6 +708,7 @@ impl RunWriter {
             self.room
                 .write_cell(&self.cell_id, |txn, cell| outputs.finish(txn, cell));
         }
+        self.release();
     }
 }
 

@@ -98,7 +98,22 @@ struct Core {
     generation: u64,
     /// The agent's cursor.
     focus: Option<Focus>,
+    /// The cursor moved and is published once the change that moved it has gone out: an
+    /// awareness frame sent just before a document update makes Jupyter Server (whose room
+    /// sockets do not set `TCP_NODELAY`) hold the update until each person's delayed
+    /// acknowledgement, about 40 ms on Linux.
+    cursor_due: bool,
+    /// Updates held back so that a run's first writes travel as one frame (see [`Room::hold`]).
+    held: Held,
+    /// Names the newest hold, so a late deadline does not end a newer one.
+    hold_token: u64,
 }
+
+/// Document updates held back while a hold lasts (`None`: sent as they are made).
+type Held = Arc<Mutex<Option<Vec<Vec<u8>>>>>;
+
+/// The longest a run's first writes are held back waiting for its output.
+const HOLD_AT_MOST: Duration = Duration::from_millis(40);
 
 /// A frame to send, with the document generation it belongs to (sync frames only).
 struct Outgoing {
@@ -143,10 +158,17 @@ fn fresh_core(
     let watchers = Arc::clone(changed);
     let outgoing = outgoing.clone();
     let remote = Origin::from(REMOTE);
+    let held: Held = Arc::new(Mutex::new(None));
+    let holding = Arc::clone(&held);
     doc.observe_update_v1("jupyter-mcp-room", move |txn, event| {
         let now = counter.fetch_add(1, Ordering::SeqCst) + 1;
         watchers.send_replace(now);
         if txn.origin() != Some(&remote) {
+            let mut holding = holding.lock().unwrap_or_else(|poison| poison.into_inner());
+            if let Some(updates) = holding.as_mut() {
+                updates.push(event.update.clone());
+                return;
+            }
             let _ = outgoing.send(Outgoing {
                 generation: Some(generation),
                 frame: protocol::sync_frame(SyncMessage::Update(event.update.clone())),
@@ -167,6 +189,9 @@ fn fresh_core(
         synced: false,
         generation,
         focus: None,
+        cursor_due: false,
+        held,
+        hold_token: 0,
     }
 }
 
@@ -339,7 +364,7 @@ impl Room {
             self.refresh_counts(core, false);
             if let Some(focus) = applied.focus {
                 core.focus = Some(focus);
-                self.publish_awareness(core);
+                core.cursor_due = true;
             }
             let clock = core
                 .doc
@@ -349,8 +374,80 @@ impl Room {
             Ok((self.read(core)?, clock))
         })?;
         self.inner.presence.touched(&self.inner.path);
-        self.wait_acked(clock).await?;
-        Ok(document)
+        let acked = self.wait_acked(clock).await;
+        self.with_core(|core| self.publish_due_cursor(core));
+        acked.map(|()| document)
+    }
+
+    /// Publishes the agent's cursor if it moved and no hold keeps back the change that moved it.
+    fn publish_due_cursor(&self, core: &mut Core) {
+        let holding = core
+            .held
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .is_some();
+        if core.cursor_due && !holding {
+            core.cursor_due = false;
+            self.publish_awareness(core);
+        }
+    }
+
+    /// Holds back the agent's document updates (and its cursor) until [`Room::release`] with
+    /// the returned token, or [`HOLD_AT_MOST`]: a run's clearing of the cell and its output
+    /// then reach the person as one frame. Two frames in a row would not: Jupyter Server sends
+    /// the second only once the person acknowledged the first, which a quiet client does after
+    /// its delayed-acknowledgement timer (about 40 ms).
+    pub(crate) fn hold(&self) -> u64 {
+        let token = self.with_core(|core| {
+            core.hold_token += 1;
+            let mut held = core
+                .held
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            held.get_or_insert_with(Vec::new);
+            core.hold_token
+        });
+        let room = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(HOLD_AT_MOST).await;
+            room.release(token);
+        });
+        token
+    }
+
+    /// Ends the hold named by `token` (nothing if a newer hold replaced it): what it kept back
+    /// goes out as one update, then the agent's cursor.
+    pub(crate) fn release(&self, token: u64) {
+        self.with_core(|core| {
+            if core.hold_token != token {
+                return;
+            }
+            let updates = core
+                .held
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .take();
+            let updates = updates.unwrap_or_default();
+            if !updates.is_empty() {
+                match yrs::merge_updates_v1(updates.iter().map(Vec::as_slice)) {
+                    Ok(update) => self.send_update(core, update),
+                    Err(failure) => {
+                        tracing::debug!(%failure, "sending held updates one by one");
+                        for update in updates {
+                            self.send_update(core, update);
+                        }
+                    }
+                }
+            }
+            self.publish_due_cursor(core);
+        });
+    }
+
+    fn send_update(&self, core: &Core, update: Vec<u8>) {
+        let _ = self.inner.outgoing.send(Outgoing {
+            generation: Some(core.generation),
+            frame: protocol::sync_frame(SyncMessage::Update(update)),
+        });
     }
 
     /// Waits until the server has echoed our changes up to `clock` (our client's next clock
@@ -399,7 +496,8 @@ impl Room {
                 cell_id: cell_id.to_owned(),
                 offset: 0,
             });
-            self.publish_awareness(core);
+            core.cursor_due = true;
+            self.publish_due_cursor(core);
         });
         self.inner.presence.touched(&self.inner.path);
     }

@@ -1,6 +1,6 @@
 //! Working alongside JupyterLab: `jupyter-mcp serve --jupyter URL` against a real Jupyter Server
 //! with jupyter-collaboration on loopback, and the person played by a second real Yjs client
-//! (pycrdt's provider over httpx-ws, `tests/python/collab_peer.py`). One server serves the
+//! (a pycrdt document over httpx-ws, `tests/python/collab_peer.py`). One server serves the
 //! tests that run at the same time; each test has notebooks of its own (the HTTPS test starts a
 //! server of its own, with a test CA).
 

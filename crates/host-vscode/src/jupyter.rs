@@ -472,6 +472,9 @@ impl JupyterKernels {
         let cell_id = cell_id.to_owned();
         tokio::spawn(async move {
             let (ended, unsettled) = this.observe_cell(&uri, index, &cell_id, &sender).await;
+            // Observation stopped without the cell's end: nothing else settles the notebook's
+            // pending command.
+            let stopped = matches!(ended, Observed::Lost | Observed::NotebookClosed);
             match ended {
                 Observed::Settled {
                     success,
@@ -506,9 +509,13 @@ impl JupyterKernels {
                 }
             }
             // The command may still be running in VS Code (the cell runs on, or a restart is
-            // under way): the notebook's command is pending until it settles, then no longer.
-            if let Some(dispatch) = unsettled {
-                let _ = dispatch.await;
+            // under way): the notebook's command is pending until it settles, then no longer. A
+            // command that settled while the cell was observed (as when an interrupt ends the
+            // cell), or was never sent, settles it at once.
+            if stopped {
+                if let Some(dispatch) = unsettled {
+                    let _ = dispatch.await;
+                }
                 let _ = sender.send(KernelEvent::CommandSettled);
             }
         });

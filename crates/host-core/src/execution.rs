@@ -1132,9 +1132,10 @@ impl<H: NotebookHost> Runner<'_, H> {
                     tools
                         .persist_outputs(self.location, &cell_id, outputs, execution_count)
                         .await;
-                } else if !self.writes_outputs {
-                    tools.host.outputs_settled(self.location).await;
                 }
+                // The outputs are in the document, whoever wrote them: the host makes them reach
+                // its file (VS Code saves), before any receipt says the cell settled.
+                tools.host.outputs_settled(self.location).await;
                 if let (Some((source, epoch)), Some(state)) =
                     (self.dispatched.get(&position).cloned(), state)
                 {

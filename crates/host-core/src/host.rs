@@ -287,10 +287,12 @@ pub trait NotebookHost: Send + Sync + 'static {
         async {}
     }
 
-    /// What the host does when a cell of a tracked run settled whose outputs its own kernel
-    /// wrote into the document ([`crate::kernel::SessionFeatures::host_writes_outputs`]), before
-    /// any receipt says the cell settled: VS Code saves a file-backed notebook, so that the
-    /// outputs reach the file, as the reference does after a run. Default: nothing.
+    /// What the host does when a cell of a tracked run settled and its outputs are in the
+    /// document (written by the host's own kernel,
+    /// [`crate::kernel::SessionFeatures::host_writes_outputs`], or by the tools through
+    /// [`NotebookHost::commit`]), before any receipt says the cell settled: VS Code saves a
+    /// file-backed notebook, so that the outputs reach the file, as the reference does after a
+    /// run. Default: nothing (a host whose commits write the file has done it).
     fn outputs_settled(&self, location: &NotebookLocation) -> impl Future<Output = ()> + Send {
         let _ = location;
         async {}

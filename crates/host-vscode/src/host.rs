@@ -372,8 +372,9 @@ impl NotebookHost for VsCodeHost {
         }
     }
 
-    /// The Jupyter extension wrote a settled cell's outputs into the document: a file-backed
-    /// notebook is saved, so that they reach the file (untitled ones have none).
+    /// A settled cell's outputs are in the document (the Jupyter extension wrote them, or the
+    /// tools did for our controller's kernel): a file-backed notebook is saved, so that they
+    /// reach the file (untitled ones have none).
     async fn outputs_settled(&self, location: &NotebookLocation) {
         if is_untitled(location) {
             return;

@@ -19,11 +19,16 @@ const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/cli
 const repository = path.resolve(__dirname, '..', '..');
 const extension = require('../out/extension.js');
 
+/** Links the test Python environment into `folder` as its `.venv`, where our controller finds kernels. */
+function linkVenv(folder) {
+  const venv = process.env.JUPYTER_MCP_TEST_VENV ?? path.join(repository, '.venv');
+  if (fs.existsSync(venv)) fs.symlinkSync(venv, path.join(folder, '.venv'));
+}
+
 /** A workspace folder with one notebook and the test Python environment as its `.venv`. */
 function workspace() {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-ext-'));
-  const venv = process.env.JUPYTER_MCP_TEST_VENV ?? path.join(repository, '.venv');
-  if (fs.existsSync(venv)) fs.symlinkSync(venv, path.join(folder, '.venv'));
+  linkVenv(folder);
   const notebook = {
     cells: [
       { cell_type: 'markdown', id: 'intro', metadata: {}, source: ['# Title ünï 🐍\n', 'text'] },
@@ -368,7 +373,7 @@ test('stand-in vscode: create_notebook in a folder writes the file and opens it'
 
 const DEFAULT_CELLS = [['a', 'print(1)'], ['b', 'raise ValueError()'], ['c', 'print(3)'], ['h', 'hang()']];
 
-/** A folder with a notebook of small code cells the stand-in Jupyter kernel understands. */
+/** A folder with a notebook of code cells, each `[id, source]` (by default, small cells the stand-in Jupyter kernel understands). */
 function jupyterWorkspace(cells = DEFAULT_CELLS) {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-jup-'));
   const code = (id, source) => ({ cell_type: 'code', id, metadata: {}, execution_count: null, outputs: [], source: [source] });
@@ -383,21 +388,40 @@ function jupyterWorkspace(cells = DEFAULT_CELLS) {
   return { folder, uri: vscode.Uri.file(file).toString() };
 }
 
+/** Runs `body` with an MCP client of a window that has `uri` open, then stops the window. */
+async function inWindow(api, uri, select, body) {
+  const client = await connect(api.url);
+  try {
+    await ok(client, 'open_notebooks', { uris: [uri] });
+    await select(client);
+    await body({ client, uri, folder: path.dirname(vscode.Uri.parse(uri).fsPath), document: state.documents[0], jupyter: state.jupyter });
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+}
+
 const STAND_IN_KERNEL = 'ms-toolsai.jupyter/python-stand-in';
 
 /** Activates with the stand-in Jupyter extension, opens the notebook and selects its kernel. */
 async function withJupyter(options, body) {
   const { folder, uri } = jupyterWorkspace(options.cells);
   const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false }, jupyter: options });
-  const client = await connect(api.url);
-  try {
-    await ok(client, 'open_notebooks', { uris: [uri] });
+  const select = async (client) => {
     if (options.select !== false) await ok(client, 'select_kernel', { notebookRef: uri, kernelId: STAND_IN_KERNEL });
-    await body({ client, uri, document: state.documents[0], jupyter: state.jupyter });
-  } finally {
-    await client.close();
-    await extension.deactivate();
-  }
+  };
+  await inWindow(api, uri, select, body);
+}
+
+/**
+ * Activates without the Jupyter extension, so that our own controller is the notebook's (its
+ * kernels: a real ipykernel from the folder's `.venv`), and opens a notebook of `cells`.
+ */
+async function withController(cells, body) {
+  const { folder, uri } = jupyterWorkspace(cells);
+  linkVenv(folder);
+  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } });
+  await inWindow(api, uri, async () => {}, body);
 }
 
 test('stand-in Jupyter extension: list_kernels and select_kernel use exact controller ids, with no fallback', async () => {
@@ -652,13 +676,283 @@ test('stand-in Jupyter extension: undo_last restores the agent\'s change and ref
   });
 });
 
-test('stand-in Jupyter extension: every listed tool answers something other than unknown_tool [parity: every_listed_tool_answers]', async () => {
-  await withJupyter({}, async ({ client }) => {
-    const { tools } = await client.listTools();
-    assert.ok(tools.length >= 10, JSON.stringify(tools.map((tool) => tool.name)));
-    for (const tool of tools) {
-      const answer = await call(client, tool.name, {});
-      if (answer.isError) assert.notEqual(answer.body.error.code, 'unknown_tool', `${tool.name}: ${JSON.stringify(answer.body)}`);
+test('stand-in Jupyter extension: an interrupt ends the running cell, later cells not run, and a new run is admitted [parity: an_interrupt_ends_the_running_cell_and_a_new_run_is_admitted]', { timeout: 120000 }, async () => {
+  const cells = [['sleeper', 'hang()'], ['after', 'after = 1']];
+  await withJupyter({ cells }, async ({ client, uri, jupyter }) => {
+    await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['sleeper', 'after'], waitMs: 0, freshDeps: false });
+    await jupyter.hangs;
+    const interrupt = await ok(client, 'interrupt_kernels', { notebookRefs: [uri] });
+    // The window asks the Jupyter extension to interrupt (it holds no kernel connection of its
+    // own): the contract's outcome for that is `interrupt-requested`, where a host that sends
+    // the interrupt itself answers `interrupt-sent`.
+    assert.equal(interrupt.results[0].outcome, 'interrupt-requested', JSON.stringify(interrupt));
+    assert.deepEqual(jupyter.requests, [['interrupt', uri]]);
+    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 60000 });
+    assert.ok(['failed', 'unavailable'].includes(ended.status), `ended, and not completed: ${JSON.stringify(ended)}`);
+    assert.equal(ended.cells[1].state, 'not-run', JSON.stringify(ended));
+    assert.deepEqual(jupyter.cellsRun, ['hang()'], 'the queued cell never ran');
+    const next = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['after'], waitMs: 60000, freshDeps: false });
+    assert.equal(next.status, 'completed', JSON.stringify(next));
+  });
+});
+
+/**
+ * A STAND-IN of Anthropic's Messages API (the real one is not reachable from tests), as
+ * tests/src/messages.rs is for the Rust suite: a local HTTP server that answers
+ * `POST /v1/messages` with one summary per cell id in the request and records the requests.
+ */
+async function messagesStandIn() {
+  const received = [];
+  const server = require('http').createServer((request, response) => {
+    const chunks = [];
+    request.on('data', (chunk) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString());
+      received.push({ method: request.method, path: request.url, headers: request.headers, body });
+      const cells = JSON.parse(body.messages[0].content);
+      const summaries = cells.map((cell) => ({ id: cell.id, tldr: `Model tldr of ${cell.id}`, description: 'What the model says.', outputSummary: '' }));
+      const answer = {
+        id: 'msg_test', type: 'message', role: 'assistant', model: body.model,
+        content: [{ type: 'text', text: JSON.stringify(summaries) }],
+        stop_reason: 'end_turn',
+      };
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const close = () => new Promise((resolve) => server.close(resolve));
+  return { base: `http://127.0.0.1:${server.address().port}`, received, close };
+}
+
+/** Runs `body` with environment variables set as in `variables`, then puts them back. */
+async function withEnvironment(variables, body) {
+  const before = Object.fromEntries(Object.keys(variables).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, variables);
+  try {
+    return await body();
+  } finally {
+    for (const [name, value] of Object.entries(before)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
     }
+  }
+}
+
+// ---- Parity scenarios (tests/tests/e2e/parity.rs) that both VS Code columns run ----------------
+//
+// The same scenario, with the same assertions as the Rust suite, in the window with the stand-in
+// of the Jupyter extension (titles `stand-in Jupyter extension:`) and in the window on our own
+// controller and a real ipykernel (titles `stand-in vscode:`).
+
+/** The Rust suite's `CHAIN`: each cell depends on the one before, but the last. */
+const CHAIN = [['load', '# load\na = 1'], ['double', '# double\nb = a * 2'], ['report', '# report\nc = b + 1'], ['other', '# other\nd = 5']];
+
+async function summariesComeFromTheModelAndAreNotAskedAgain(withWindow) {
+  const messages = await messagesStandIn();
+  const ids = CHAIN.map(([id]) => id);
+  try {
+    // The window's summarizer comes from the extension host's environment at activation.
+    const variables = { ANTHROPIC_API_KEY: 'parity-key', ANTHROPIC_BASE_URL: messages.base, JUPYTER_MCP_SUMMARY_MODEL: 'stand-in-model' };
+    await withEnvironment(variables, () => withWindow(CHAIN, async ({ client, uri }) => {
+      const first = await ok(client, 'summarize_cells', { notebookRef: uri });
+      assert.equal(first.modelRequests, 1, JSON.stringify(first));
+      assert.equal(first.model, 'stand-in-model');
+      assert.ok(first.cells.every((cell) => cell.source === 'model'), JSON.stringify(first));
+      assert.deepEqual(first.cells.map((cell) => cell.tldr), ids.map((id) => `Model tldr of ${id}`));
+      assert.equal(messages.received.length, 1);
+      const [request] = messages.received;
+      assert.equal(`${request.method} ${request.path}`, 'POST /v1/messages');
+      assert.equal(request.headers['x-api-key'], 'parity-key');
+      assert.equal(request.body.model, 'stand-in-model');
+      assert.deepEqual(JSON.parse(request.body.messages[0].content).map((cell) => cell.id), ids);
+
+      const again = await ok(client, 'summarize_cells', { notebookRef: uri });
+      assert.equal(again.modelRequests, 0, JSON.stringify(again));
+      assert.deepEqual(again.cells.map((cell) => cell.tldr), ids.map((id) => `Model tldr of ${id}`), 'the cached summaries');
+      assert.equal(messages.received.length, 1, 'asked the model once');
+    }));
+  } finally {
+    await messages.close();
+  }
+}
+
+async function aTenMibFileGoesToTheKernelAndBackUnchanged({ client, uri, folder }) {
+  const run = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 120000 });
+  assert.equal(run.status, 'completed', JSON.stringify(run));
+  const digest = randomFile(folder, 'payload.bin', 10 * 1024 * 1024);
+  const kernelPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-kernel-')), 'payload.bin');
+  const up = await ok(client, 'upload_file', { notebookRef: uri, hostPath: 'payload.bin', kernelPath });
+  assert.equal(up.sha256, digest, JSON.stringify(up));
+  const down = await ok(client, 'download_file', { notebookRef: uri, hostPath: 'back/payload.bin', kernelPath });
+  assert.equal(down.sha256, digest, JSON.stringify(down));
+  assert.equal(sha256(path.join(folder, 'back', 'payload.bin')), digest);
+}
+
+async function everyListedToolAnswers({ client }) {
+  const { tools } = await client.listTools();
+  assert.ok(tools.length >= 10, JSON.stringify(tools.map((tool) => tool.name)));
+  for (const tool of tools) {
+    const answer = await call(client, tool.name, {});
+    if (answer.isError) assert.notEqual(answer.body.error.code, 'unknown_tool', `${tool.name}: ${JSON.stringify(answer.body)}`);
+  }
+}
+
+/** The `state` of each code cell, in order. */
+async function cellStates(client, uri) {
+  const read = await ok(client, 'read_notebook', { notebookRef: uri });
+  return read.cells.filter((cell) => cell.kind === 'code').map((cell) => cell.state);
+}
+
+const withJupyterCells = (cells, body) => withJupyter({ cells }, body);
+
+test('stand-in Jupyter extension: summarize_cells returns the model\'s summaries and asks nothing again for unchanged cells [parity: summaries_come_from_the_model_and_are_not_asked_again]', async () => {
+  await summariesComeFromTheModelAndAreNotAskedAgain(withJupyterCells);
+});
+
+test('stand-in vscode: summarize_cells returns the model\'s summaries and asks nothing again for unchanged cells [parity: summaries_come_from_the_model_and_are_not_asked_again]', async () => {
+  await summariesComeFromTheModelAndAreNotAskedAgain(withController);
+});
+
+test('stand-in Jupyter extension: a 10 MiB file goes to the kernel and back unchanged through executeCode [parity: a_10_mib_file_goes_to_the_kernel_and_back_unchanged]', { timeout: 600000 }, async () => {
+  await withJupyterCells([['only', 'x = 1']], aTenMibFileGoesToTheKernelAndBackUnchanged);
+});
+
+test('stand-in vscode: a 10 MiB file goes to our controller\'s kernel and back unchanged [parity: a_10_mib_file_goes_to_the_kernel_and_back_unchanged]', { timeout: 600000 }, async () => {
+  await withController([['only', 'x = 1']], aTenMibFileGoesToTheKernelAndBackUnchanged);
+});
+
+test('stand-in Jupyter extension: every listed tool answers something other than unknown_tool [parity: every_listed_tool_answers]', async () => {
+  await withJupyter({}, everyListedToolAnswers);
+});
+
+test('stand-in vscode: every listed tool answers something other than unknown_tool on our controller [parity: every_listed_tool_answers]', async () => {
+  await withController(CHAIN, everyListedToolAnswers);
+});
+
+test('stand-in vscode: on our controller, an edit makes exactly its cell and dependents stale, and a stale run runs them [parity: an_edit_makes_exactly_its_cell_and_dependents_stale_and_a_stale_run_runs_them]', { timeout: 240000 }, async () => {
+  await withController(CHAIN, async ({ client, uri }) => {
+    const first = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 120000 });
+    assert.equal(first.status, 'completed', JSON.stringify(first));
+    assert.equal(first.cells.length, 4, JSON.stringify(first));
+    assert.deepEqual(await cellStates(client, uri), ['fresh', 'fresh', 'fresh', 'fresh']);
+    const outline = (await ok(client, 'read_notebook', { notebookRef: uri })).cells;
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: outline[1].cell_id, expectedRev: outline[1].rev, newCode: '# double\nb = a * 3' }],
+    });
+    assert.deepEqual(await cellStates(client, uri), ['fresh', 'stale', 'stale', 'fresh']);
+    const second = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 120000 });
+    assert.equal(second.status, 'completed', JSON.stringify(second));
+    assert.deepEqual(second.cells.map((cell) => cell.cellId), [outline[1].cell_id, outline[2].cell_id], `exactly the stale cells ran: ${JSON.stringify(second)}`);
+    assert.deepEqual(await cellStates(client, uri), ['fresh', 'fresh', 'fresh', 'fresh']);
+  });
+});
+
+test('stand-in vscode: on our controller, a restart makes every cell stale [parity: a_restart_makes_every_cell_stale]', { timeout: 240000 }, async () => {
+  await withController(CHAIN, async ({ client, uri }) => {
+    const run = await ok(client, 'run_cells', { notebookRef: uri, waitMs: 120000 });
+    assert.equal(run.status, 'completed', JSON.stringify(run));
+    assert.deepEqual(await cellStates(client, uri), ['fresh', 'fresh', 'fresh', 'fresh']);
+    const restart = await ok(client, 'restart_kernels', { notebookRefs: [uri] });
+    assert.equal(restart.results[0].outcome, 'restarted', JSON.stringify(restart));
+    assert.deepEqual(await cellStates(client, uri), ['stale', 'stale', 'stale', 'stale']);
+  });
+});
+
+/** The Rust suite's `SLEEPER`: a cell that prints its kernel's pid and sleeps, and one after it. */
+const SLEEPER = [['sleeper', "import os, time\nprint('pid', os.getpid(), flush=True)\ntime.sleep(120)"], ['after', 'after = 1']];
+
+const isTerminal = (receipt) => ['completed', 'failed', 'unavailable'].includes(receipt.status);
+
+/** Follows the notebook's latest run until `done` holds of its receipt (the waits are the server's); fails after `patience` ms. */
+async function follow(client, uri, patience, done) {
+  const deadline = Date.now() + patience;
+  for (;;) {
+    const receipt = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 500, includeOutputs: true });
+    if (done(receipt)) return receipt;
+    assert.ok(Date.now() < deadline, `gave up waiting: ${JSON.stringify(receipt)}`);
+  }
+}
+
+/** Starts a run of `SLEEPER` and waits until its first cell sleeps: the kernel's pid. */
+async function startSleeper(client, uri) {
+  await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['sleeper', 'after'], waitMs: 0, freshDeps: false });
+  const receipt = await follow(client, uri, 120000, (candidate) => String(candidate.cells[0].output ?? '').includes('pid '));
+  const pid = Number(/pid (\d+)/.exec(receipt.cells[0].output)?.[1]);
+  assert.ok(Number.isInteger(pid), `no pid in ${receipt.cells[0].output}`);
+  return pid;
+}
+
+test('stand-in vscode: on our controller, a kernel killed mid-run ends the run unavailable [parity: a_kernel_killed_mid_run_ends_the_run_unavailable]', { timeout: 240000 }, async () => {
+  await withController(SLEEPER, async ({ client, uri }) => {
+    const pid = await startSleeper(client, uri);
+    process.kill(pid, 'SIGKILL');
+    // The run has ended within 5 s of the kill (the waits are the server's).
+    const ended = await ok(client, 'get_execution', { notebookRef: uri, waitMs: 5000 });
+    assert.ok(isTerminal(ended), `not ended within 5 s: ${JSON.stringify(ended)}`);
+    assert.equal(ended.status, 'unavailable', JSON.stringify(ended));
+    assert.equal(typeof ended.reasonCode, 'string', JSON.stringify(ended));
+    assert.equal(ended.cells[1].state, 'not-run', JSON.stringify(ended));
+  });
+});
+
+test('stand-in vscode: on our controller, an interrupt ends the running cell and a new run is admitted [parity: an_interrupt_ends_the_running_cell_and_a_new_run_is_admitted]', { timeout: 240000 }, async () => {
+  await withController(SLEEPER, async ({ client, uri }) => {
+    await startSleeper(client, uri);
+    const interrupt = await ok(client, 'interrupt_kernels', { notebookRefs: [uri] });
+    assert.equal(interrupt.results[0].outcome, 'interrupt-sent', JSON.stringify(interrupt));
+    const ended = await follow(client, uri, 60000, isTerminal);
+    assert.notEqual(ended.status, 'completed', JSON.stringify(ended));
+    assert.equal(ended.cells[1].state, 'not-run', JSON.stringify(ended));
+    const next = await ok(client, 'run_cells', { notebookRef: uri, cellIds: ['after'], waitMs: 60000, freshDeps: false });
+    assert.equal(next.status, 'completed', JSON.stringify(next));
+  });
+});
+
+test('stand-in vscode: on our controller, undo_last restores the agent\'s last change [parity: undo_restores_the_agents_last_change]', async () => {
+  await withController(CHAIN, async ({ client, uri }) => {
+    const before = (await ok(client, 'read_notebook', { notebookRef: uri })).cells;
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [
+        { editType: 'edit', cellId: before[1].cell_id, expectedRev: before[1].rev, newCode: '# double\nb = a * 10' },
+        { editType: 'insert', cellId: 'BOTTOM', newCode: 'e = 6' },
+      ],
+    });
+    assert.equal((await ok(client, 'read_notebook', { notebookRef: uri })).cells.length, before.length + 1);
+    const undone = await ok(client, 'undo_last', { notebookRef: uri });
+    assert.equal(undone.cellCount, before.length, JSON.stringify(undone));
+    const after = (await ok(client, 'read_notebook', { notebookRef: uri })).cells;
+    assert.deepEqual(after.map((cell) => cell.rev), before.map((cell) => cell.rev), 'the notebook is as it was');
+  });
+});
+
+test('stand-in vscode: on our controller, undo_last refuses when the person changed the cell since [parity: undo_refuses_when_the_person_changed_the_cell_since]', async () => {
+  await withController(CHAIN, async ({ client, uri, document }) => {
+    const before = (await ok(client, 'read_notebook', { notebookRef: uri })).cells;
+    await ok(client, 'edit_cells', {
+      notebookRef: uri,
+      edits: [{ editType: 'edit', cellId: before[1].cell_id, expectedRev: before[1].rev, newCode: '# double\nb = a * 10' }],
+    });
+    // The person changes the cell where they work: the live document in the editor.
+    document.cellAt(1).document.text = "# double\nb = a * 100  # the person's";
+    document.changed();
+    const seen = await ok(client, 'read_notebook', { notebookRef: uri, view: 'source' });
+    assert.ok(seen.cells[1].source.includes("the person's"), JSON.stringify(seen));
+    const refused = await call(client, 'undo_last', { notebookRef: uri });
+    assert.equal(refused.isError, true, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, 'rev_mismatch');
+    const read = await ok(client, 'read_notebook', { notebookRef: uri, view: 'source' });
+    assert.ok(read.cells[1].source.includes("the person's"), `the person's change is kept: ${JSON.stringify(read)}`);
+  });
+});
+
+test('stand-in vscode: on our controller, a background run\'s outputs reach the file [parity: a_background_runs_outputs_reach_the_file]', { timeout: 240000 }, async () => {
+  await withController([['only', "print('parity-output-' + str(6 * 7))"]], async ({ client, uri }) => {
+    await ok(client, 'run_cells', { notebookRef: uri, waitMs: 0 });
+    const ended = await follow(client, uri, 120000, isTerminal);
+    assert.equal(ended.status, 'completed', JSON.stringify(ended));
+    const text = fs.readFileSync(vscode.Uri.parse(uri).fsPath, 'utf8');
+    assert.ok(text.includes('parity-output-42'), `written before the receipt: ${text}`);
   });
 });

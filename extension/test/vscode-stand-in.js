@@ -417,12 +417,14 @@ function controllerExtension(controller) {
 // restart/interrupt commands. Its "kernel" runs a cell by writing the document as the Jupyter
 // extension does, a moment later: a start time, then outputs, an execution order and a success
 // mark. `raise` in a cell fails it; `hang` in a cell starts and ends only when the kernel
-// restarts or dies. `commandPromise` says what `notebook.cell.execute` answers: `settle` (when
+// restarts, dies or is interrupted. `commandPromise` says what `notebook.cell.execute` answers: `settle` (when
 // the cell ends), `hang` (never) or `reject` (at once, with an error whose message holds secret
 // text, running nothing). Each notebook's kernel is one object (as the API hands out) with a
 // status and `onDidChangeStatus`; `restartKernel`/`killKernel` restart it (a new Python process,
 // as the restart command does) or kill it (status `dead`, and the running cell marked failed,
-// as the Jupyter extension reports a kernel that died under a cell).
+// as the Jupyter extension reports a kernel that died under a cell). The interrupt command ends
+// a hanging cell as an interrupted Jupyter cell ends: a KeyboardInterrupt error, marked failed,
+// and the cells queued after it are not run.
 
 /** A real ipykernel behind `executeCode`, through kernel-bridge.py (started on first use). */
 class BridgedKernel {
@@ -470,14 +472,17 @@ process.on('exit', () => state.jupyter?.kernel?.stop());
 function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
   let order = 0;
   let notifyExecuted;
+  let notifyHangs;
   const jupyter = {
     requests: [],
     commands: new Map(),
     executed: new Promise((resolve) => (notifyExecuted = resolve)),
+    // Settles once a `hang` cell runs and waits for its kernel.
+    hangs: new Promise((resolve) => (notifyHangs = resolve)),
     controllers: [],
   };
   const later = () => new Promise((resolve) => setImmediate(resolve));
-  // Cells hanging now, each with how to end it: (success) => void.
+  // Cells hanging now, each with how to end it: ('restarted' | 'died' | 'interrupted') => void.
   const hanging = new Set();
   async function runCell(cell) {
     const startTime = Date.now();
@@ -488,11 +493,19 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
     const source = cell.document.getText();
     jupyter.cellsRun.push(source);
     if (source.includes('hang')) {
-      // Ends when the kernel restarts (unmarked, as an interrupted execution) or dies (failed).
-      const died = await new Promise((resolve) => hanging.add(resolve));
-      if (died) {
+      // Ends when the kernel restarts (unmarked, as an interrupted execution), dies or is
+      // interrupted (failed, with the error Jupyter shows).
+      const ending = await new Promise((resolve) => {
+        hanging.add(resolve);
+        notifyHangs();
+      });
+      const errors = {
+        died: { ename: 'KernelDied', evalue: 'the kernel died' },
+        interrupted: { ename: 'KeyboardInterrupt', evalue: '' },
+      };
+      if (errors[ending]) {
         order += 1;
-        cell.outputs = [outputFromIpynb({ output_type: 'error', ename: 'KernelDied', evalue: 'the kernel died', traceback: [] })];
+        cell.outputs = [outputFromIpynb({ output_type: 'error', ...errors[ending], traceback: [] })];
         cell.executionSummary = { executionOrder: order, success: false, timing: { startTime, endTime: Date.now() } };
         cell.notebook.changed();
       }
@@ -559,21 +572,28 @@ function installJupyterStandIn({ commandPromise = 'settle' } = {}) {
     const kernel = kernelObjects.get(uri.toString());
     kernel?.setStatus('restarting');
     jupyter.kernel.stop();
-    for (const end of hanging) end(false);
+    for (const end of hanging) end('restarted');
     hanging.clear();
     kernel?.setStatus('idle');
   };
   jupyter.killKernel = (uri) => {
     kernelObjects.get(uri.toString())?.setStatus('dead');
     jupyter.kernel.stop();
-    for (const end of hanging) end(true);
+    for (const end of hanging) end('died');
+    hanging.clear();
+  };
+  jupyter.interruptKernel = () => {
+    for (const end of hanging) end('interrupted');
     hanging.clear();
   };
   jupyter.commands.set('jupyter.restartkernel', (uri) => {
     jupyter.requests.push(['restart', uri.toString()]);
     jupyter.restartKernel(uri);
   });
-  jupyter.commands.set('jupyter.interruptkernel', (uri) => jupyter.requests.push(['interrupt', uri.toString()]));
+  jupyter.commands.set('jupyter.interruptkernel', (uri) => {
+    jupyter.requests.push(['interrupt', uri.toString()]);
+    jupyter.interruptKernel();
+  });
   state.jupyter = jupyter;
   // The public API's `executeCode(code, token)`: an async iterable of outputs, each with its
   // items' bytes, as the Jupyter extension yields them.

@@ -4,9 +4,11 @@
 //! Server (`kernel_server`), `--jupyter` on a real Jupyter Server with jupyter-collaboration,
 //! the person played by a real Yjs client (`jupyter`), and the embedding example in memory
 //! (`embedded`, the document scenarios). The VS Code window runs the same scenarios in
-//! `cargo xtask extension-test` against the stand-in of the Jupyter extension (tests titled
-//! `[parity: NAME]`). README's "What each host can do" table is checked against [`PARITY`] and
-//! those titles by `the_readme_host_table_is_what_the_parity_suite_runs`.
+//! `cargo xtask extension-test`, tests tagged `[parity: NAME]` in their titles: against the
+//! stand-in of the Jupyter extension (titles `stand-in Jupyter extension: …`) and on our own
+//! controller with a real ipykernel (titles `stand-in vscode: …`). README's "What each host can
+//! do" table is checked against [`PARITY`] and those titles by
+//! `the_readme_host_table_is_what_the_parity_suite_runs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -557,24 +559,52 @@ fn readme_host_table() -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
-/// The scenarios the window's tests run, from their `[parity: NAME]` titles.
-fn window_scenarios(path: &Path) -> Vec<String> {
+/// The window's columns, each with the title prefix of its tests.
+const WINDOW_COLUMNS: [(&str, &str); 2] = [
+    ("vscode_jupyter", "stand-in Jupyter extension: "),
+    ("vscode_controller", "stand-in vscode: "),
+];
+
+/// The scenarios the window's tests run, from their `[parity: NAME]` titles, as (column,
+/// scenario) pairs; the title's prefix names the column ([`WINDOW_COLUMNS`]).
+fn window_scenarios(path: &Path) -> Vec<(&'static str, String)> {
     let tests = std::fs::read_to_string(path).unwrap();
-    tests
-        .split("[parity: ")
-        .skip(1)
-        .filter_map(|rest| rest.split(']').next())
-        .map(str::to_owned)
-        .collect()
+    let mut found = Vec::new();
+    for test in tests.split("\ntest('").skip(1) {
+        // A title is the test's first line.
+        let title = test.lines().next().unwrap_or_default();
+        let tags: Vec<String> = title
+            .split("[parity: ")
+            .skip(1)
+            .filter_map(|rest| rest.split(']').next())
+            .map(str::to_owned)
+            .collect();
+        if tags.is_empty() {
+            continue;
+        }
+        let column = WINDOW_COLUMNS
+            .iter()
+            .find(|(_, prefix)| title.starts_with(prefix))
+            .map(|(column, _)| *column)
+            .unwrap_or_else(|| panic!("a tagged test of no known column: {title}"));
+        found.extend(tags.into_iter().map(|scenario| (column, scenario)));
+    }
+    assert_eq!(
+        found.len(),
+        tests.matches("[parity: ").count(),
+        "every [parity: …] tag is in a test's title"
+    );
+    found
 }
 
 /// The hosts, in the README table's column order.
-const COLUMNS: [&str; 5] = [
+const COLUMNS: [&str; 6] = [
     "local",
     "kernel_server",
     "jupyter",
     "embedded",
     "vscode_jupyter",
+    "vscode_controller",
 ];
 
 #[test]
@@ -586,8 +616,10 @@ fn the_readme_host_table_is_what_the_parity_suite_runs() {
             let marks = COLUMNS
                 .iter()
                 .map(|column| {
-                    let runs = if *column == "vscode_jupyter" {
-                        window.iter().any(|name| name == scenario)
+                    let runs = if column.starts_with("vscode_") {
+                        window.iter().any(|(window_column, name)| {
+                            window_column == column && name == scenario
+                        })
                     } else {
                         hosts.contains(column)
                     };
@@ -600,7 +632,7 @@ fn the_readme_host_table_is_what_the_parity_suite_runs() {
     assert!(
         window
             .iter()
-            .all(|name| PARITY.iter().any(|(scenario, _)| scenario == name)),
+            .all(|(_, name)| PARITY.iter().any(|(scenario, _)| scenario == name)),
         "a window test names a scenario the suite does not have: {window:?}"
     );
     assert_eq!(

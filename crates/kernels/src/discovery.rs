@@ -16,9 +16,113 @@ use serde::Deserialize;
 use crate::error::{Error, Result};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo, SpecSource};
 
+/// Whose conventions Jupyter's folders and virtual environments follow. The rules are plain
+/// functions of it (and of the environment variables and home folder passed in), so every
+/// platform's rules are tested wherever the tests run; [`Platform::CURRENT`] is this build's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// Linux and other Unix systems: XDG folders, `bin/python`.
+    Unix,
+    /// macOS: as Unix, but the user data directory is `~/Library/Jupyter`.
+    MacOs,
+    /// Windows: `%APPDATA%` and `%PROGRAMDATA%`, `Scripts\python.exe`.
+    Windows,
+}
+
+impl Platform {
+    /// The platform this build runs on.
+    pub const CURRENT: Platform = if cfg!(windows) {
+        Platform::Windows
+    } else if cfg!(target_os = "macos") {
+        Platform::MacOs
+    } else {
+        Platform::Unix
+    };
+
+    /// Jupyter's user data directory (as jupyter_core's `jupyter_data_dir`):
+    /// `JUPYTER_DATA_DIR`; else on macOS `~/Library/Jupyter`; on Windows `%APPDATA%\jupyter`,
+    /// or without `APPDATA` `<JUPYTER_CONFIG_DIR or ~\.jupyter>\data`; elsewhere
+    /// `$XDG_DATA_HOME/jupyter` (`~/.local/share/jupyter`). `var` reads an environment
+    /// variable (empty counts as unset); `home` is the user's home folder.
+    pub fn user_data_dir(
+        self,
+        var: &dyn Fn(&str) -> Option<OsString>,
+        home: Option<&Path>,
+    ) -> Option<PathBuf> {
+        let var = |name: &str| var(name).filter(|value| !value.is_empty());
+        if let Some(dir) = var("JUPYTER_DATA_DIR") {
+            return Some(PathBuf::from(dir));
+        }
+        match self {
+            Platform::MacOs => home.map(|home| home.join("Library").join("Jupyter")),
+            Platform::Windows => {
+                if let Some(appdata) = var("APPDATA") {
+                    return Some(PathBuf::from(appdata).join("jupyter"));
+                }
+                var("JUPYTER_CONFIG_DIR")
+                    .map(PathBuf::from)
+                    .or_else(|| home.map(|home| home.join(".jupyter")))
+                    .map(|config| config.join("data"))
+            }
+            // As `dirs::data_dir`: a relative XDG_DATA_HOME is ignored.
+            Platform::Unix => var("XDG_DATA_HOME")
+                .map(PathBuf::from)
+                .filter(|dir| dir.is_absolute())
+                .or_else(|| home.map(|home| home.join(".local").join("share")))
+                .map(|data| data.join("jupyter")),
+        }
+    }
+
+    /// The system-wide data directories, searched last: `%PROGRAMDATA%\jupyter` on Windows
+    /// (nothing without `PROGRAMDATA`), `/usr/local/share/jupyter` and `/usr/share/jupyter`
+    /// elsewhere.
+    pub fn system_dirs(self, var: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+        match self {
+            Platform::Windows => var("PROGRAMDATA")
+                .filter(|value| !value.is_empty())
+                .map(|programdata| PathBuf::from(programdata).join("jupyter"))
+                .into_iter()
+                .collect(),
+            Platform::Unix | Platform::MacOs => vec![
+                PathBuf::from("/usr/local/share/jupyter"),
+                PathBuf::from("/usr/share/jupyter"),
+            ],
+        }
+    }
+
+    /// The Python looked for on `PATH`: `python` on Windows (where `python3` is often only
+    /// the Microsoft Store's installer stub), `python3` elsewhere.
+    pub fn path_python(self) -> &'static str {
+        match self {
+            Platform::Windows => "python",
+            Platform::Unix | Platform::MacOs => "python3",
+        }
+    }
+
+    /// The folder of a virtual environment's programs, which activating it puts first on
+    /// `PATH`: `Scripts` on Windows, `bin` elsewhere.
+    pub fn venv_bin(self, venv: &Path) -> PathBuf {
+        match self {
+            Platform::Windows => venv.join("Scripts"),
+            Platform::Unix | Platform::MacOs => venv.join("bin"),
+        }
+    }
+
+    /// A virtual environment's Python: `Scripts\python.exe` on Windows, `bin/python`
+    /// elsewhere.
+    pub fn venv_python(self, venv: &Path) -> PathBuf {
+        match self {
+            Platform::Windows => self.venv_bin(venv).join("python.exe"),
+            Platform::Unix | Platform::MacOs => self.venv_bin(venv).join("python"),
+        }
+    }
+}
+
 /// Where to look. `from_env` reads what Jupyter reads; tests build one by hand.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiscoveryConfig {
+    /// Whose virtual environment layout to expect.
+    pub platform: Platform,
     /// `JUPYTER_PATH` entries, searched first.
     pub jupyter_path: Vec<PathBuf>,
     /// `JUPYTER_DATA_DIR`, or the platform's user data directory for Jupyter.
@@ -36,39 +140,46 @@ pub struct DiscoveryConfig {
 }
 
 impl DiscoveryConfig {
-    /// Reads `JUPYTER_PATH` and `JUPYTER_DATA_DIR` and uses `python3` and the usual system
-    /// directories.
+    /// Reads `JUPYTER_PATH`, `JUPYTER_DATA_DIR` and the platform's folders, and uses the
+    /// platform's Python on `PATH`.
     pub fn from_env(server_root: Option<PathBuf>) -> Self {
+        Self::for_platform(
+            Platform::CURRENT,
+            &|name| std::env::var_os(name),
+            dirs::home_dir().as_deref(),
+            server_root,
+        )
+    }
+
+    /// What [`DiscoveryConfig::from_env`] builds, for a given platform, environment (`var`)
+    /// and home folder. `JUPYTER_PATH` is split by this system's rules.
+    pub fn for_platform(
+        platform: Platform,
+        var: &dyn Fn(&str) -> Option<OsString>,
+        home: Option<&Path>,
+        server_root: Option<PathBuf>,
+    ) -> Self {
         DiscoveryConfig {
-            jupyter_path: std::env::var_os("JUPYTER_PATH")
+            platform,
+            jupyter_path: var("JUPYTER_PATH")
                 .map(|value| {
                     std::env::split_paths(&value)
                         .filter(|path| !path.as_os_str().is_empty())
                         .collect()
                 })
                 .unwrap_or_default(),
-            user_data_dir: user_data_dir(),
-            python: Some(OsString::from("python3")),
+            user_data_dir: platform.user_data_dir(var, home),
+            python: Some(OsString::from(platform.path_python())),
             python_probe_timeout: Duration::from_secs(5),
-            system_dirs: vec![
-                PathBuf::from("/usr/local/share/jupyter"),
-                PathBuf::from("/usr/share/jupyter"),
-            ],
+            system_dirs: platform.system_dirs(var),
             server_root,
         }
     }
 }
 
-/// Jupyter's user data directory: `JUPYTER_DATA_DIR`, else `~/Library/Jupyter` on macOS and
-/// `$XDG_DATA_HOME/jupyter` (`~/.local/share/jupyter`) elsewhere.
+/// Jupyter's user data directory on this system: see [`Platform::user_data_dir`].
 pub fn user_data_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("JUPYTER_DATA_DIR").filter(|dir| !dir.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    if cfg!(target_os = "macos") {
-        return dirs::home_dir().map(|home| home.join("Library").join("Jupyter"));
-    }
-    dirs::data_dir().map(|data| data.join("jupyter"))
+    Platform::CURRENT.user_data_dir(&|name| std::env::var_os(name), dirs::home_dir().as_deref())
 }
 
 /// Jupyter's runtime directory (where connection files go): `JUPYTER_RUNTIME_DIR`, else
@@ -107,6 +218,7 @@ pub async fn probe_python(python: &std::ffi::OsStr, timeout: Duration) -> Option
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true);
+    hide_console(&mut command);
     let output = match tokio::time::timeout(timeout, command.output()).await {
         Ok(Ok(output)) if output.status.success() => output,
         Ok(Ok(_)) | Ok(Err(_)) => return None,
@@ -193,6 +305,7 @@ pub fn discover_blocking(
     for parent in venv_parents {
         for name in [".venv", "venv"] {
             scan_venv(
+                config.platform,
                 &parent.join(name),
                 config.server_root.as_deref(),
                 &mut discovery,
@@ -312,8 +425,13 @@ fn is_bare_python(program: &str, version: &str) -> bool {
     program == "python" || program == "python3" || program.strip_prefix("python") == Some(version)
 }
 
-fn scan_venv(venv: &Path, server_root: Option<&Path>, discovery: &mut Discovery) {
-    let python = venv.join("bin").join("python");
+fn scan_venv(
+    platform: Platform,
+    venv: &Path,
+    server_root: Option<&Path>,
+    discovery: &mut Discovery,
+) {
+    let python = platform.venv_python(venv);
     if !python.exists() {
         return;
     }
@@ -321,7 +439,7 @@ fn scan_venv(venv: &Path, server_root: Option<&Path>, discovery: &mut Discovery)
         .and_then(|root| venv.strip_prefix(root).ok())
         .map(Path::to_path_buf)
         .unwrap_or_else(|| venv.to_path_buf());
-    let Some(version) = venv_ipykernel_version(venv) else {
+    let Some(version) = venv_ipykernel_version(platform, venv) else {
         discovery.venvs_without_ipykernel.push(shown);
         return;
     };
@@ -331,7 +449,7 @@ fn scan_venv(venv: &Path, server_root: Option<&Path>, discovery: &mut Discovery)
         venv.to_string_lossy().into_owned(),
     );
     // `!pip install` in a cell then installs into the environment, as after `activate`.
-    let mut path = vec![venv.join("bin")];
+    let mut path = vec![platform.venv_bin(venv)];
     if let Some(current) = std::env::var_os("PATH") {
         path.extend(std::env::split_paths(&current));
     }
@@ -351,9 +469,25 @@ fn scan_venv(venv: &Path, server_root: Option<&Path>, discovery: &mut Discovery)
     });
 }
 
-/// `Some(python version)` when `<venv>/lib/python3*/site-packages/ipykernel` exists: checked
-/// on disk so that listing kernels never spawns anything.
-fn venv_ipykernel_version(venv: &Path) -> Option<String> {
+/// `Some(python version)` when ipykernel is installed in the environment: checked on disk so
+/// that listing kernels never spawns anything. On Unix that is
+/// `<venv>/lib/python3*/site-packages/ipykernel`, the folder naming the version; on Windows
+/// `<venv>\Lib\site-packages\ipykernel`, the version coming from `pyvenv.cfg`.
+fn venv_ipykernel_version(platform: Platform, venv: &Path) -> Option<String> {
+    if platform == Platform::Windows {
+        if !venv
+            .join("Lib")
+            .join("site-packages")
+            .join("ipykernel")
+            .is_dir()
+        {
+            return None;
+        }
+        let version = std::fs::read_to_string(venv.join("pyvenv.cfg"))
+            .ok()
+            .and_then(|cfg| pyvenv_cfg_version(&cfg));
+        return Some(version.unwrap_or_else(|| "3".to_owned()));
+    }
     let entries = std::fs::read_dir(venv.join("lib")).ok()?;
     entries
         .filter_map(|entry| entry.ok())
@@ -368,6 +502,29 @@ fn venv_ipykernel_version(venv: &Path) -> Option<String> {
                 .then_some(version)
         })
         .next()
+}
+
+/// `major.minor` of the Python a `pyvenv.cfg` names: its `version` (the venv module) or
+/// `version_info` (virtualenv, uv) line.
+fn pyvenv_cfg_version(cfg: &str) -> Option<String> {
+    cfg.lines()
+        .filter_map(|line| line.split_once('='))
+        .filter(|(key, _)| matches!(key.trim(), "version" | "version_info"))
+        .find_map(|(_, value)| {
+            let mut parts = value.trim().split('.');
+            let major = parts.next().filter(|part| !part.is_empty())?;
+            let minor = parts.next()?;
+            Some(format!("{major}.{minor}"))
+        })
+}
+
+/// Keeps a console program started from a process without a console (the VS Code extension
+/// host) from opening a console window, as jupyter_client does (`CREATE_NO_WINDOW`).
+pub(crate) fn hide_console(command: &mut tokio::process::Command) {
+    #[cfg(windows)]
+    command.creation_flags(windows_sys::Win32::System::Threading::CREATE_NO_WINDOW);
+    #[cfg(not(windows))]
+    let _ = command;
 }
 
 fn launcher_argv(python: &Path) -> Vec<String> {
@@ -393,6 +550,7 @@ mod tests {
 
     fn config(jupyter_path: Vec<PathBuf>, user: Option<PathBuf>) -> DiscoveryConfig {
         DiscoveryConfig {
+            platform: Platform::Unix,
             jupyter_path,
             user_data_dir: user,
             python: None,
@@ -508,6 +666,161 @@ mod tests {
         assert_eq!(
             venv.env.get("VIRTUAL_ENV"),
             Some(&with.to_string_lossy().into_owned())
+        );
+        assert_eq!(found.venvs_without_ipykernel, [PathBuf::from("venv")]);
+    }
+
+    /// An environment of the given variables only.
+    fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let pairs: Vec<(String, OsString)> = pairs
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), OsString::from(value)))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        }
+    }
+
+    #[test]
+    fn user_data_dir_follows_jupyter_core() {
+        let home = Path::new("/home/u");
+        let user_dir = |platform: Platform, env: &[(&str, &str)]| {
+            platform.user_data_dir(&vars(env), Some(home))
+        };
+        for platform in [Platform::Unix, Platform::MacOs, Platform::Windows] {
+            assert_eq!(
+                user_dir(platform, &[("JUPYTER_DATA_DIR", "/d"), ("APPDATA", "/a")]),
+                Some(PathBuf::from("/d")),
+                "JUPYTER_DATA_DIR wins on {platform:?}"
+            );
+        }
+        let cases = [
+            (
+                Platform::Unix,
+                &[("JUPYTER_DATA_DIR", "")],
+                "/home/u/.local/share/jupyter",
+            ),
+            (Platform::Unix, &[("XDG_DATA_HOME", "/x")], "/x/jupyter"),
+            (
+                Platform::Unix,
+                &[("XDG_DATA_HOME", "relative")],
+                "/home/u/.local/share/jupyter",
+            ),
+            (
+                Platform::MacOs,
+                &[("XDG_DATA_HOME", "/x")],
+                "/home/u/Library/Jupyter",
+            ),
+            (
+                Platform::Windows,
+                &[("APPDATA", "/roaming")],
+                "/roaming/jupyter",
+            ),
+            (
+                Platform::Windows,
+                &[("JUPYTER_CONFIG_DIR", "/conf")],
+                "/conf/data",
+            ),
+            (
+                Platform::Windows,
+                &[("APPDATA", "")],
+                "/home/u/.jupyter/data",
+            ),
+        ];
+        for (platform, env, expected) in cases {
+            assert_eq!(
+                user_dir(platform, env),
+                Some(PathBuf::from(expected)),
+                "{platform:?} with {env:?}"
+            );
+        }
+        assert_eq!(Platform::Windows.user_data_dir(&vars(&[]), None), None);
+    }
+
+    #[test]
+    fn windows_config_uses_programdata_and_python() {
+        let env = vars(&[
+            ("APPDATA", r"C:\Users\u\AppData\Roaming"),
+            ("PROGRAMDATA", r"C:\ProgramData"),
+        ]);
+        let config = DiscoveryConfig::for_platform(Platform::Windows, &env, None, None);
+        assert_eq!(config.platform, Platform::Windows);
+        assert_eq!(
+            config.user_data_dir,
+            Some(Path::new(r"C:\Users\u\AppData\Roaming").join("jupyter"))
+        );
+        assert_eq!(
+            config.system_dirs,
+            [Path::new(r"C:\ProgramData").join("jupyter")]
+        );
+        assert_eq!(config.python, Some(OsString::from("python")));
+        assert!(
+            Platform::Windows.system_dirs(&vars(&[])).is_empty(),
+            "without PROGRAMDATA only sys.prefix is searched, as in jupyter_core"
+        );
+        let unix = DiscoveryConfig::for_platform(Platform::Unix, &env, Some(Path::new("/h")), None);
+        assert_eq!(
+            unix.system_dirs,
+            [
+                PathBuf::from("/usr/local/share/jupyter"),
+                PathBuf::from("/usr/share/jupyter")
+            ]
+        );
+        assert_eq!(unix.python, Some(OsString::from("python3")));
+    }
+
+    #[test]
+    fn pyvenv_cfg_names_the_version() {
+        assert_eq!(
+            pyvenv_cfg_version(
+                "home = C:\\Python311\ninclude-system-site-packages = false\nversion = 3.11.4\n"
+            ),
+            Some("3.11".to_owned())
+        );
+        assert_eq!(
+            pyvenv_cfg_version(
+                "home = x\nimplementation = CPython\nversion_info = 3.12.1.final.0\n"
+            ),
+            Some("3.12".to_owned())
+        );
+        assert_eq!(pyvenv_cfg_version("home = x\n"), None);
+    }
+
+    #[test]
+    fn windows_venvs_use_scripts_and_lib() {
+        let root = tempfile::tempdir().unwrap();
+        let with = root.path().join(".venv");
+        fs::create_dir_all(with.join("Scripts")).unwrap();
+        fs::write(with.join("Scripts").join("python.exe"), "").unwrap();
+        fs::create_dir_all(with.join("Lib").join("site-packages").join("ipykernel")).unwrap();
+        fs::write(with.join("pyvenv.cfg"), "version = 3.13.0\n").unwrap();
+        let without = root.path().join("venv");
+        fs::create_dir_all(without.join("Scripts")).unwrap();
+        fs::write(without.join("Scripts").join("python.exe"), "").unwrap();
+        // A Unix layout is not a Windows environment.
+        let unix = root.path().join("nb").join(".venv");
+        fs::create_dir_all(unix.join("bin")).unwrap();
+        fs::write(unix.join("bin").join("python"), "").unwrap();
+        fs::create_dir_all(unix.join("lib/python3.11/site-packages/ipykernel")).unwrap();
+        let mut config = config(Vec::new(), None);
+        config.platform = Platform::Windows;
+        config.server_root = Some(root.path().into());
+        let found = discover_blocking(&config, None, Some(&root.path().join("nb")));
+        assert_eq!(found.specs.len(), 1);
+        let venv = &found.specs[0];
+        assert_eq!(venv.id, "venv:.venv");
+        assert_eq!(venv.display_name, "Python 3.13 (.venv)");
+        assert_eq!(
+            venv.argv[0],
+            with.join("Scripts").join("python.exe").to_string_lossy()
+        );
+        let path = venv.env.get("PATH").expect("PATH is set");
+        assert_eq!(
+            std::env::split_paths(path).next(),
+            Some(with.join("Scripts"))
         );
         assert_eq!(found.venvs_without_ipykernel, [PathBuf::from("venv")]);
     }

@@ -43,7 +43,7 @@ mod tasks;
 mod wire;
 
 pub use discovery::{
-    DiscoveryConfig, PythonProbe, discover, discover_blocking, probe_python, runtime_dir,
+    DiscoveryConfig, Platform, PythonProbe, discover, discover_blocking, probe_python, runtime_dir,
     user_data_dir,
 };
 pub use error::{Error, Result};

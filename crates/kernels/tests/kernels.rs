@@ -2,6 +2,10 @@
 //!
 //! The Python comes from `JUPYTER_MCP_TEST_PYTHON`, else `<workspace>/.venv/bin/python`; the
 //! tests fail (not skip) when neither exists. Every wait is an event with a deadline.
+//!
+//! Unix only: they signal process groups and read Unix exit statuses.
+
+#![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +14,7 @@ use std::time::{Duration, Instant};
 use kernels::{
     DiscoveryConfig, ExecuteEvent, ExecuteHandle, ExecuteOptions, InterruptMode, KernelHandle,
     KernelManager, KernelProvider, KernelSpecInfo, KernelStatus, LaunchConfig, LocalProvider,
-    ManagerConfig, ReplyStatus, SpecPreference, SpecSource, StreamName,
+    ManagerConfig, Platform, ReplyStatus, SpecPreference, SpecSource, StreamName,
 };
 use serde_json::Value;
 use tokio::sync::watch;
@@ -63,6 +67,7 @@ fn python_spec() -> KernelSpecInfo {
 /// A discovery that sees only what the test puts in `jupyter_path` and `server_root`.
 fn isolated_discovery(jupyter_path: Vec<PathBuf>, server_root: Option<PathBuf>) -> DiscoveryConfig {
     DiscoveryConfig {
+        platform: Platform::CURRENT,
         jupyter_path,
         user_data_dir: None,
         python: None,

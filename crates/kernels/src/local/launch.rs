@@ -19,7 +19,7 @@ use uuid::Uuid;
 use zeromq::SocketRecv;
 
 use super::LaunchConfig;
-use super::process::{BoundedLog, GroupSignal, ProcessGroup};
+use super::process::{BoundedLog, GroupSignal, Inheritance, ProcessGroup};
 use super::pump::{Pump, PumpCommand, StopReason, queue, read_socket, write_socket};
 use crate::error::{Error, Result};
 use crate::spec::{InterruptMode, KernelSpecInfo};
@@ -203,6 +203,12 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     };
     let connection_file = write_connection_file(&config.runtime_dir, &connection).map_err(fatal)?;
     let remove_file_on_error = scopeguard_remove(&connection_file);
+    let inheritance = Inheritance::new().map_err(|source| {
+        fatal(Error::Io {
+            context: "could not create the handles a kernel inherits".to_owned(),
+            source,
+        })
+    })?;
 
     let mut command =
         tokio::process::Command::new(substitute(&spec.argv[0], spec, &connection_file));
@@ -213,8 +219,9 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
                 .map(|arg| substitute(arg, spec, &connection_file)),
         )
         .envs(&spec.env)
-        // ipykernel polls this pid and exits when it is orphaned.
-        .env("JPY_PARENT_PID", std::process::id().to_string())
+        // ipykernel watches its parent and exits when it is orphaned; on Windows it also
+        // waits for interrupts on an event.
+        .envs(inheritance.env())
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -223,6 +230,7 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     // Its own process group, so that an interrupt or a kill reaches the helpers it starts.
     #[cfg(unix)]
     command.process_group(0);
+    crate::discovery::hide_console(&mut command);
     let mut child = command.spawn().map_err(|error| {
         let program = &spec.argv[0];
         let reason = match error.kind() {
@@ -240,7 +248,7 @@ async fn launch_once(request: &LaunchRequest<'_>) -> Result<Generation, Failure>
     // The kernel binds the ports as its first action; until the spawn they were ours.
     drop(listeners);
     let pid = child.id().unwrap_or_default();
-    let group = Arc::new(ProcessGroup::new(pid));
+    let group = Arc::new(ProcessGroup::new(pid, inheritance));
     let log = Arc::new(BoundedLog::new(config.log_capacity));
     let mut log_readers = Vec::new();
     if let Some(stdout) = child.stdout.take() {

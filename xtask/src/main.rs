@@ -6,8 +6,8 @@
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
 //! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
-//!   conformance suite, the extension's tests and `e2e-vscode`; `--lean` (CI) removes scratch
-//!   builds once checked.
+//!   conformance suite, the extension's tests, `e2e-vscode` and `windows`; `--lean` (CI) removes
+//!   scratch builds once checked.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
 //!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
@@ -19,9 +19,12 @@
 //! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
 //! - `conformance`: the official MCP conformance suite against the standalone server, compared
 //!   with `conformance/expected-failures.yml` (see `conformance.rs`).
+//! - `windows [--check]`: the Windows build, checked (`--check`, in CI) or built and smoke-tested
+//!   under Wine (see `windows.rs`).
 
 mod conformance;
 mod vscode;
+mod windows;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -492,6 +495,12 @@ fn ci(arguments: &[String]) -> Result<()> {
     vscode::extension_test()?;
     // The extension in a real extension host, with the debug native module built above.
     vscode::e2e(&["--debug-native".to_owned(), "--prebuilt-server".to_owned()])?;
+    // The Windows build of the server and the extension's module, the server smoke-tested under
+    // Wine, and the `win32-x64` package.
+    windows::windows(&[])?;
+    if lean {
+        let _ = std::fs::remove_dir_all(windows::target_dir());
+    }
     report_free_space("ci: end");
     eprintln!("ci: all checks passed");
     Ok(())
@@ -639,9 +648,10 @@ fn main() -> Result<()> {
         Some("extension-test") => vscode::extension_test(),
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         Some("conformance") => conformance::conformance(),
+        Some("windows") => windows::windows(&arguments[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | windows [--check] | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -140,17 +140,50 @@ pub fn extension_test() -> Result<()> {
         .env("JUPYTER_MCP_TEST_VENV", venv))
 }
 
-/// `cargo xtask dist`: the release native module for this platform and the `.vsix`.
+/// `cargo xtask dist`: the release native module for this platform and its `.vsix`, and the
+/// `win32-x64` one when `cargo xtask windows` has built the Windows module.
 pub fn dist() -> Result<PathBuf> {
-    package(true)
+    let vsix = package(true)?;
+    let windows_module = crate::windows::native_module();
+    if windows_module.exists() {
+        package_for("win32-x64", &windows_module)?;
+    }
+    Ok(vsix)
 }
 
-/// The `.vsix`, with a release or a debug native module.
+/// This platform's `.vsix`, with a release or a debug native module.
 fn package(release: bool) -> Result<PathBuf> {
     native(release, true)?;
     compile_typescript()?;
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x64"
+    };
+    vsce(&format!("linux-{arch}"))
+}
+
+/// The `.vsix` for VS Code's platform `target` (`win32-x64`) with `module` as its native
+/// module; the module built for this machine is put back afterwards.
+pub(crate) fn package_for(target: &str, module: &Path) -> Result<PathBuf> {
+    npm_install()?;
+    compile_typescript()?;
+    let installed = extension_dir().join("native").join(NATIVE_NAME);
+    let kept = std::fs::read(&installed).ok();
+    std::fs::copy(module, &installed).with_context(|| format!("copying {}", module.display()))?;
+    let packaged = vsce(target);
+    match kept {
+        Some(bytes) => std::fs::write(&installed, bytes)?,
+        None => std::fs::remove_file(&installed)?,
+    }
+    packaged
+}
+
+/// Packages the extension as it is in `extension/` for `target`, and checks that the native
+/// module inside is that platform's kind of file.
+fn vsce(target: &str) -> Result<PathBuf> {
     let version = package_version()?;
-    let vsix = extension_dir().join(format!("jupyter-mcp-{version}.vsix"));
+    let vsix = extension_dir().join(format!("jupyter-mcp-{version}-{target}.vsix"));
     run(npm()
         .args([
             "exec",
@@ -160,10 +193,30 @@ fn package(release: bool) -> Result<PathBuf> {
             "--no-dependencies",
             "--allow-missing-repository",
             "--skip-license",
+            "--target",
+            target,
             "--out",
         ])
         .arg(&vsix))?;
-    eprintln!("dist: {}", vsix.display());
+    let inside = Command::new("unzip")
+        .arg("-p")
+        .arg(&vsix)
+        .arg(format!("extension/native/{NATIVE_NAME}"))
+        .output()
+        .context("running unzip")?;
+    let module = &inside.stdout;
+    let (wanted, fits) = if target.starts_with("win32") {
+        ("a Windows PE file", module.starts_with(b"MZ"))
+    } else {
+        ("an ELF file", module.starts_with(b"\x7fELF"))
+    };
+    if !fits {
+        bail!(
+            "{} holds a native module that is not {wanted}",
+            vsix.display()
+        );
+    }
+    eprintln!("dist: {} (native module: {wanted})", vsix.display());
     Ok(vsix)
 }
 
@@ -241,9 +294,15 @@ pub(crate) fn system_packages() -> Result<()> {
     if have_krb5 && have_chromium && have_openssl {
         return Ok(());
     }
+    apt_install(&["libkrb5-dev", "chromium", "openssl"])
+}
+
+/// Installs Debian `packages` (as root; otherwise says what to install).
+pub(crate) fn apt_install(packages: &[&str]) -> Result<()> {
     if !is_root() {
         bail!(
-            "the tests need libkrb5-dev, chromium and openssl: apt-get install -y libkrb5-dev chromium openssl"
+            "this needs Debian packages: apt-get install -y {}",
+            packages.join(" ")
         );
     }
     // A mirror's passing failure should not fail a whole CI run: three tries, 10 s apart.
@@ -252,7 +311,8 @@ pub(crate) fn system_packages() -> Result<()> {
         tries += 1;
         let outcome = run(Command::new("apt-get").args(["update", "-qq"])).and_then(|()| {
             run(Command::new("apt-get")
-                .args(["install", "-y", "-qq", "libkrb5-dev", "chromium", "openssl"])
+                .args(["install", "-y", "-qq"])
+                .args(packages)
                 .env("DEBIAN_FRONTEND", "noninteractive"))
         });
         match outcome {
@@ -266,7 +326,7 @@ pub(crate) fn system_packages() -> Result<()> {
     }
 }
 
-fn which(program: &str) -> Option<PathBuf> {
+pub(crate) fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|folder| folder.join(program))
         .find(|candidate| candidate.exists())

@@ -79,6 +79,7 @@ pub use kernel::{
     SharedKernels, SharedSession,
 };
 pub use mcp_contract::refs;
+pub use mcp_contract::windows_paths;
 pub use tools::{
     BoxFuture, CallContext, ImageContent, ProgressSink, Services, ToolDispatch, ToolOutput, Tools,
 };

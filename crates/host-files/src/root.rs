@@ -21,7 +21,6 @@ pub struct RootedPath {
 }
 
 pub use host_core::refs::file_uri;
-use host_core::refs::percent_decode;
 
 /// Resolves `.` and `..` without touching the filesystem; `None` when `..` climbs above `/`.
 fn normalize(path: &Path) -> Option<PathBuf> {
@@ -41,10 +40,36 @@ fn normalize(path: &Path) -> Option<PathBuf> {
     Some(normalized)
 }
 
+/// The path of a `file:` URI after its `file://`.
+#[cfg(not(windows))]
+fn file_uri_path(rest: &str) -> Option<PathBuf> {
+    let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+    host_core::refs::percent_decode(rest).map(PathBuf::from)
+}
+
+/// The path of a `file:` URI after its `file://` (`/c%3A/a`, `/C:/a`, `server/share/a`).
+#[cfg(windows)]
+fn file_uri_path(rest: &str) -> Option<PathBuf> {
+    host_core::windows_paths::WinPath::from_file_uri(&format!("file://{rest}"))
+        .map(|path| PathBuf::from(path.to_string()))
+}
+
+/// The path as people write it: on Windows without the `\\?\` that `canonicalize` adds.
+#[cfg(not(windows))]
+fn plain(path: PathBuf) -> PathBuf {
+    path
+}
+
+#[cfg(windows)]
+fn plain(path: PathBuf) -> PathBuf {
+    host_core::windows_paths::WinPath::parse(&path.to_string_lossy())
+        .map_or(path, |parsed| PathBuf::from(parsed.to_string()))
+}
+
 impl Root {
     /// The root folder `path`, canonicalised; it must exist and be a folder.
     pub fn new(path: &Path) -> std::io::Result<Root> {
-        let canonical = path.canonicalize()?;
+        let canonical = plain(path.canonicalize()?);
         if !canonical.is_dir() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::NotADirectory,
@@ -84,16 +109,26 @@ impl Root {
             });
         }
         let raw = if let Some(rest) = reference.strip_prefix("file://") {
-            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
-            let decoded = percent_decode(rest).ok_or_else(|| HostError::NotFound {
+            file_uri_path(rest).ok_or_else(|| HostError::NotFound {
                 reference: reference.to_owned(),
-            })?;
-            PathBuf::from(decoded)
+            })?
         } else if reference.starts_with("file:") || reference.contains("://") {
             return Err(HostError::NotFound {
                 reference: reference.to_owned(),
             });
         } else {
+            #[cfg(windows)]
+            if host_core::windows_paths::WinPath::parse(reference)
+                == Err(host_core::windows_paths::NotAbsolute::Ambiguous)
+            {
+                return Err(HostError::InvalidPath {
+                    reference: reference.to_owned(),
+                    reason: "a path relative to a drive (`C:name`) or to the current drive's \
+                             root (`\\name`) is ambiguous; name it from the root folder or \
+                             in full (`C:\\folder\\name.ipynb`)"
+                        .to_owned(),
+                });
+            }
             let path = Path::new(reference);
             if path.is_absolute() {
                 path.to_path_buf()
@@ -119,19 +154,38 @@ impl Root {
                 }
             }
         };
-        let mut absolute = resolved;
+        let mut absolute = plain(resolved);
         for part in remainder.into_iter().rev() {
             absolute.push(part);
         }
-        let relative = absolute
-            .strip_prefix(&self.canonical)
-            .map_err(|_| self.outside(reference))?;
-        let relative = relative
-            .components()
-            .map(|component| component.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
+        let relative = self
+            .relative(&absolute)
+            .ok_or_else(|| self.outside(reference))?;
         Ok(RootedPath { absolute, relative })
+    }
+
+    /// `absolute` under the root, `/`-separated; `None` when it is elsewhere.
+    #[cfg(not(windows))]
+    fn relative(&self, absolute: &Path) -> Option<String> {
+        let relative = absolute.strip_prefix(&self.canonical).ok()?;
+        Some(
+            relative
+                .components()
+                .map(|component| component.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/"),
+        )
+    }
+
+    /// `absolute` under the root, `/`-separated; `None` when it is elsewhere (names compared
+    /// without regard to case, as Windows compares them).
+    #[cfg(windows)]
+    fn relative(&self, absolute: &Path) -> Option<String> {
+        use host_core::windows_paths::WinPath;
+        let root = WinPath::parse(&self.canonical.to_string_lossy()).ok()?;
+        WinPath::parse(&absolute.to_string_lossy())
+            .ok()?
+            .relative_to(&root)
     }
 
     /// Like [`Root::resolve`], and the path must name an `.ipynb` file (not the root itself).
@@ -153,6 +207,7 @@ impl Root {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use host_core::refs::percent_decode;
 
     #[test]
     fn uris_round_trip_with_escapes() {

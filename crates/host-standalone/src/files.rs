@@ -15,7 +15,6 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -58,18 +57,34 @@ fn refuse_huge(rooted: &RootedPath, metadata: &fs::Metadata) -> Result<(), HostE
 struct DiskStamp {
     len: u64,
     modified_ns: i128,
-    inode: u64,
+    /// Which file this is: its inode on Unix, its creation time on Windows (a file replaced by
+    /// a rename, as editors save, is a new file on both).
+    identity: u64,
 }
 
 impl DiskStamp {
     fn of(metadata: &fs::Metadata) -> DiskStamp {
+        let modified_ns = metadata
+            .modified()
+            .ok()
+            .and_then(|modified| modified.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |since| since.as_nanos() as i128);
         DiskStamp {
             len: metadata.len(),
-            modified_ns: i128::from(metadata.mtime()) * 1_000_000_000
-                + i128::from(metadata.mtime_nsec()),
-            inode: metadata.ino(),
+            modified_ns,
+            identity: file_identity(metadata),
         }
     }
+}
+
+#[cfg(unix)]
+fn file_identity(metadata: &fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::ino(metadata)
+}
+
+#[cfg(windows)]
+fn file_identity(metadata: &fs::Metadata) -> u64 {
+    std::os::windows::fs::MetadataExt::creation_time(metadata)
 }
 
 #[derive(Debug)]
@@ -361,6 +376,16 @@ fn close_later(file: File) {
 
 /// Syncs the folder that holds `path`, so that a rename or link in it survives a power loss
 /// (best effort: not every platform can open a folder for syncing).
+/// Flushes the file at `path` to the disk. Windows flushes only through a handle that may
+/// write; elsewhere a read-only handle does, and works on files without write permission too.
+pub(crate) fn sync_file(path: &Path) -> std::io::Result<()> {
+    #[cfg(windows)]
+    let file = OpenOptions::new().write(true).open(path)?;
+    #[cfg(not(windows))]
+    let file = File::open(path)?;
+    file.sync_all()
+}
+
 pub(crate) fn sync_folder_of(path: &Path) {
     let folder = path.parent().unwrap_or_else(|| Path::new("."));
     if let Ok(directory) = File::open(folder) {

@@ -174,13 +174,16 @@ pub fn remote_kernels(
     ))
 }
 
-/// SIGINT and SIGTERM, installed before the server announces itself so that a signal sent as
-/// soon as the URL is printed is handled, not fatal.
+/// SIGINT and SIGTERM (on Windows: Ctrl+C, Ctrl+Break and the console window closing),
+/// installed before the server announces itself so that a signal sent as soon as the URL is
+/// printed is handled, not fatal.
+#[cfg(unix)]
 struct ShutdownSignals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
+#[cfg(unix)]
 impl ShutdownSignals {
     fn install() -> std::io::Result<ShutdownSignals> {
         use tokio::signal::unix::{SignalKind, signal};
@@ -194,6 +197,33 @@ impl ShutdownSignals {
         tokio::select! {
             _ = self.interrupt.recv() => {}
             _ = self.terminate.recv() => {}
+        }
+    }
+}
+
+#[cfg(windows)]
+struct ShutdownSignals {
+    interrupt: tokio::signal::windows::CtrlC,
+    broken: tokio::signal::windows::CtrlBreak,
+    closed: tokio::signal::windows::CtrlClose,
+}
+
+#[cfg(windows)]
+impl ShutdownSignals {
+    fn install() -> std::io::Result<ShutdownSignals> {
+        use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
+        Ok(ShutdownSignals {
+            interrupt: ctrl_c()?,
+            broken: ctrl_break()?,
+            closed: ctrl_close()?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.broken.recv() => {}
+            _ = self.closed.recv() => {}
         }
     }
 }

@@ -93,7 +93,7 @@ impl SnapshotStore {
         self.push_with(notebook, description, |data| {
             let plain_file = std::fs::symlink_metadata(notebook)?.file_type().is_file();
             if plain_file && std::fs::hard_link(notebook, data).is_ok() {
-                std::fs::File::open(data)?.sync_all()?;
+                crate::files::sync_file(data)?;
                 crate::files::sync_folder_of(data);
                 return Ok(());
             }

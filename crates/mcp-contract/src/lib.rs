@@ -24,6 +24,7 @@ pub mod prompts;
 pub mod refs;
 pub mod resources;
 pub mod results;
+pub mod windows_paths;
 
 pub use catalog::{Annotations, Capability, ToolSpec, all_tools};
 pub use coerce::parse_arguments;

@@ -21,18 +21,27 @@ fn keep_in_uri(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~' | b'/')
 }
 
-/// The `file:` URI of an absolute path, every other byte percent-encoded.
+/// The `file:` URI of an absolute path, every other byte percent-encoded. On Windows, as VS
+/// Code writes it: `file:///c%3A/a/b`, `file://server/share/a`.
 pub fn file_uri(path: &std::path::Path) -> String {
-    let text = path.to_string_lossy();
-    let mut uri = String::from("file://");
+    #[cfg(windows)]
+    if let Ok(path) = crate::windows_paths::WinPath::parse(&path.to_string_lossy()) {
+        return path.file_uri();
+    }
+    format!("file://{}", encode_uri_path(&path.to_string_lossy()))
+}
+
+/// `text` with every byte but the unreserved ones and `/` percent-encoded.
+pub fn encode_uri_path(text: &str) -> String {
+    let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
         if keep_in_uri(byte) {
-            uri.push(byte as char);
+            encoded.push(byte as char);
         } else {
-            uri.push_str(&format!("%{byte:02X}"));
+            encoded.push_str(&format!("%{byte:02X}"));
         }
     }
-    uri
+    encoded
 }
 
 /// Decodes `%XX` escapes; `None` for a malformed escape or a result that is not UTF-8.

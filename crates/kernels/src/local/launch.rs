@@ -595,26 +595,26 @@ fn write_connection_file(runtime_dir: &Path, connection: &ConnectionInfo) -> Res
         let context = context.to_owned();
         move |source| Error::Io { context, source }
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(runtime_dir)
-        .map_err(io_error(&format!(
-            "could not create the Jupyter runtime folder `{}`",
-            runtime_dir.display()
-        )))?;
+    let mut folder = std::fs::DirBuilder::new();
+    folder.recursive(true);
+    #[cfg(unix)]
+    folder.mode(0o700);
+    folder.create(runtime_dir).map_err(io_error(&format!(
+        "could not create the Jupyter runtime folder `{}`",
+        runtime_dir.display()
+    )))?;
     let path = runtime_dir.join(format!("kernel-{}.json", Uuid::new_v4()));
     let json = serde_json::to_vec_pretty(connection).map_err(|error| Error::Io {
         context: "could not encode the connection file".to_owned(),
         source: std::io::Error::other(error),
     })?;
     let context = format!("could not write the connection file `{}`", path.display());
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(io_error(&context))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    // On Windows the file inherits the runtime folder's ACL, which is the user's own profile.
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options.open(&path).map_err(io_error(&context))?;
     file.write_all(&json).map_err(io_error(&context))?;
     Ok(path)
 }

@@ -4,9 +4,11 @@
 use std::path::PathBuf;
 
 pub use host_core::refs::file_uri;
+#[cfg(not(windows))]
 use host_core::refs::percent_decode;
 
 /// The path of a `file:` URI (`file:///a/b`, `file://localhost/a/b` or `file:/a/b`).
+#[cfg(not(windows))]
 pub fn file_path(uri: &str) -> Option<PathBuf> {
     let rest = uri.strip_prefix("file:")?;
     let rest = rest.split(['?', '#']).next().unwrap_or(rest);
@@ -21,6 +23,19 @@ pub fn file_path(uri: &str) -> Option<PathBuf> {
         rest
     };
     Some(PathBuf::from(percent_decode(path)?))
+}
+
+/// The path of a `file:` URI as VS Code writes it on Windows (`file:///c%3A/a/b`, a share as
+/// `file://server/share/a`), by the shared rules of `windows_paths`.
+#[cfg(windows)]
+pub fn file_path(uri: &str) -> Option<PathBuf> {
+    let uri = uri.replacen(
+        "file:/",
+        "file:///",
+        usize::from(!uri.starts_with("file://")),
+    );
+    host_core::windows_paths::WinPath::from_file_uri(&uri)
+        .map(|path| PathBuf::from(path.to_string()))
 }
 
 /// The canonical form of a notebook URI: `file:` URIs re-encoded as VS Code does; other schemes

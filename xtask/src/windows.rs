@@ -151,10 +151,17 @@ fn toolchain() -> Result<()> {
         }
         index += 1;
     }
-    run(Command::new("apt-get")
-        .current_dir(&debs)
-        .arg("download")
-        .args(&packages))?;
+    let download = || {
+        run(Command::new("apt-get")
+            .current_dir(&debs)
+            .arg("download")
+            .args(&packages))
+    };
+    if download().is_err() {
+        // A machine whose package lists were never fetched knows no versions to download.
+        run(Command::new("apt-get").args(["update", "-qq"]))?;
+        download()?;
+    }
     for entry in std::fs::read_dir(&debs)? {
         let path = entry?.path();
         if path.extension().is_some_and(|extension| extension == "deb") {

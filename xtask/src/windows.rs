@@ -42,6 +42,11 @@ pub(crate) fn windows(arguments: &[String]) -> Result<()> {
     let subcommand = if check { "check" } else { "build" };
     run(cross(&libnode).args([
         subcommand,
+        // A build to test, made quickly: no debug info, dependencies unoptimised.
+        "--config",
+        "profile.dev.debug=false",
+        "--config",
+        "profile.dev.package.\"*\".opt-level=0",
         "-Zbuild-std=std,panic_abort",
         "--target",
         TARGET,
@@ -250,17 +255,13 @@ fn smoke(exe: &Path) -> Result<()> {
         .arg("-ladvapi32"))?;
     let copied = folder.join("jupyter-mcp.exe");
     std::fs::copy(exe, &copied)?;
-    run(crate::cargo().args(["build", "-p", "host-standalone", "--bin", "jupyter-mcp"]))?;
-    run(crate::cargo()
-        .args([
-            "run",
-            "-p",
-            "jupyter-mcp-tests",
-            "--bin",
-            "windows_smoke",
-            "--",
-        ])
+    // The workspace build CI has just made (nothing to do then): building single packages
+    // would unify other features and compile much of the workspace again.
+    run(crate::cargo().args(["build", "--workspace", "--all-targets"]))?;
+    let debug = crate::target_dir().join("debug");
+    run(Command::new(debug.join("windows_smoke"))
         .arg(&copied)
+        .env("JUPYTER_MCP_SERVER_BINARY", debug.join("jupyter-mcp"))
         .env("WINEPREFIX", folder.join("wine-prefix"))
         .env("WINEDEBUG", "-all"))
 }

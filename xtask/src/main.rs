@@ -21,8 +21,11 @@
 //!   with `conformance/expected-failures.yml` (see `conformance.rs`).
 //! - `windows [--check]`: the Windows build, checked (`--check`, in CI) or built and smoke-tested
 //!   under Wine (see `windows.rs`).
+//! - `docs`: the links of README.md and the book checked, and the book built into `target/book`
+//!   (see `docs.rs`).
 
 mod conformance;
+mod docs;
 mod vscode;
 mod windows;
 
@@ -649,9 +652,10 @@ fn main() -> Result<()> {
         Some("e2e-vscode") => vscode::e2e(&arguments[1..]),
         Some("conformance") => conformance::conformance(),
         Some("windows") => windows::windows(&arguments[1..]),
+        Some("docs") => docs::docs(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | windows [--check] | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | windows [--check] | docs | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -1,5 +1,5 @@
 //! The tool catalogue: names, descriptions, annotations and schemas, in one place. `tools/list` is
-//! built from it, and the README's tool table is checked against it.
+//! built from it, and the book's tool table (`docs/src/tools.md`) is checked against it.
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};

@@ -2,7 +2,8 @@
 //! [`crate::ToolError`] body with one of these codes, and a message that says what to do next.
 //!
 //! Codes are [`ErrorCode`] variants, so a misspelt code does not compile; [`ERROR_CODES`] (the
-//! README's error table is checked against it) is generated from the same list.
+//! book's error table, `docs/src/errors.md`, is checked against it) is generated from the same
+//! list.
 
 macro_rules! error_codes {
     ($($variant:ident = $code:literal : $when:literal,)*) => {
@@ -17,7 +18,7 @@ macro_rules! error_codes {
         }
 
         impl ErrorCode {
-            /// Every code, in the order of the README's table.
+            /// Every code, in the order of the book's table (`docs/src/errors.md`).
             pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
 
             /// The snake_case word clients see.
@@ -143,13 +144,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_readme_lists_exactly_these_codes() {
-        let readme = include_str!("../../../README.md");
-        let table = readme
+    fn the_book_lists_exactly_these_codes() {
+        let chapter = include_str!("../../../docs/src/errors.md");
+        let table = chapter
             .split("<!-- errors:start -->")
             .nth(1)
             .and_then(|rest| rest.split("<!-- errors:end -->").next())
-            .expect("README has an errors table");
+            .expect("docs/src/errors.md has an errors table");
         let mut documented: Vec<&str> = table
             .lines()
             .filter_map(|line| line.strip_prefix("| `"))

@@ -603,7 +603,7 @@ pub struct TransferResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolError {
-    /// Stable snake_case code (see the README's error table).
+    /// Stable snake_case code (see the book's error table, `docs/src/errors.md`).
     pub code: crate::errors::ErrorCode,
     /// What went wrong and what to do next.
     pub message: String,

@@ -1110,15 +1110,15 @@ async fn the_server_exits_cleanly_on_sigterm() {
 }
 
 #[tokio::test]
-async fn the_readme_tool_table_matches_tools_list() {
+async fn the_book_tool_table_matches_tools_list() {
     let (_root, _server, client) = start().await;
-    let readme =
-        std::fs::read_to_string(jupyter_mcp_tests::workspace_root().join("README.md")).unwrap();
-    let table = readme
+    let book = jupyter_mcp_tests::workspace_root().join("docs/src");
+    let chapter = std::fs::read_to_string(book.join("tools.md")).unwrap();
+    let table = chapter
         .split("<!-- tools:start -->")
         .nth(1)
         .and_then(|rest| rest.split("<!-- tools:end -->").next())
-        .expect("README has a tools table");
+        .expect("docs/src/tools.md has a tools table");
     let mut documented: Vec<String> = table
         .lines()
         .filter_map(|line| line.strip_prefix("| `"))
@@ -1130,20 +1130,25 @@ async fn the_readme_tool_table_matches_tools_list() {
     listed.sort();
     assert_eq!(
         documented, listed,
-        "README's tool table and tools/list differ"
+        "docs/src/tools.md's tool table and tools/list differ"
     );
-    // The count README's MCP features give is this server's.
-    let claimed = readme
+    // The count the book's MCP features give is this server's.
+    let features = std::fs::read_to_string(book.join("mcp-features.md")).unwrap();
+    let claimed = features
         .split("- **Tools**: ")
         .nth(1)
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|count| count.parse::<usize>().ok())
-        .expect("README's MCP features give a tool count");
-    assert_eq!(claimed, listed.len(), "README's tool count is stale");
+        .expect("docs/src/mcp-features.md gives a tool count");
+    assert_eq!(
+        claimed,
+        listed.len(),
+        "docs/src/mcp-features.md's tool count is stale"
+    );
     let catalogue = mcp_contract::catalog::all_tools().len();
     assert!(
-        readme.contains(&format!("up to\n  the catalogue's {catalogue} with Colab")),
-        "README's catalogue count is not {catalogue}"
+        features.contains(&format!("up to\n  the catalogue's {catalogue} with Colab")),
+        "docs/src/mcp-features.md's catalogue count is not {catalogue}"
     );
 }
 

@@ -497,10 +497,10 @@ async fn a_flood_of_output_keeps_memory_bounded_and_the_notebook_valid() {
         output.contains("cut]") || output.contains("dropped"),
         "the receipt says it was cut: {output}"
     );
-    // What the server may hold of a flood whatever its size (README, "Running cells"): 16 MiB
-    // per kernel socket not yet routed, 8 MiB of stream text queued for the run, 1 MiB of stream
-    // text per cell, with the server's own ~40 MiB and allocator slack. Before the reader queue
-    // was bounded, a 1 GiB flood could peak at 375-428 MiB.
+    // What the server may hold of a flood whatever its size (docs/src/tools.md, "Running
+    // cells"): 16 MiB per kernel socket not yet routed, 8 MiB of stream text queued for the run,
+    // 1 MiB of stream text per cell, with the server's own ~40 MiB and allocator slack. Before
+    // the reader queue was bounded, a 1 GiB flood could peak at 375-428 MiB.
     assert!(
         peak < 128 * 1024 * 1024,
         "the server's peak RSS was {peak} bytes for {megabytes} MiB of output"

@@ -6,9 +6,9 @@
 //! (`embedded`, the document scenarios). The VS Code window runs the same scenarios in
 //! `cargo xtask extension-test`, tests tagged `[parity: NAME]` in their titles: against the
 //! stand-in of the Jupyter extension (titles `stand-in Jupyter extension: …`) and on our own
-//! controller with a real ipykernel (titles `stand-in vscode: …`). README's "What each host can
-//! do" table is checked against [`PARITY`] and those titles by
-//! `the_readme_host_table_is_what_the_parity_suite_runs`.
+//! controller with a real ipykernel (titles `stand-in vscode: …`). The book's "What each host can
+//! do" table (`docs/src/hosts.md`) is checked against [`PARITY`] and those titles by
+//! `the_book_host_table_is_what_the_parity_suite_runs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -24,7 +24,7 @@ use jupyter_mcp_tests::{
 use serde_json::{Value, json};
 
 /// Defines the scenarios, each as a module with one test per host, and [`PARITY`], the list
-/// the README table is checked against.
+/// the book's host table (`docs/src/hosts.md`) is checked against.
 macro_rules! parity {
     ($($scenario:ident: [$($host:ident),+ $(,)?];)+) => {
         $(
@@ -536,16 +536,17 @@ async fn every_listed_tool_answers(host: Host) {
     }
 }
 
-/// README's "What each host can do" table, between its markers, as (scenario, [marks]) rows.
-fn readme_host_table() -> Vec<(String, Vec<String>)> {
-    let readme = std::fs::read_to_string(workspace_root().join("README.md")).unwrap();
-    let start = readme
+/// The book's "What each host can do" table (`docs/src/hosts.md`), between its markers, as
+/// (scenario, [marks]) rows.
+fn book_host_table() -> Vec<(String, Vec<String>)> {
+    let chapter = std::fs::read_to_string(workspace_root().join("docs/src/hosts.md")).unwrap();
+    let start = chapter
         .find("<!-- hosts:start -->")
         .expect("the table's start marker");
-    let end = readme
+    let end = chapter
         .find("<!-- hosts:end -->")
         .expect("the table's end marker");
-    readme[start..end]
+    chapter[start..end]
         .lines()
         .filter(|line| line.starts_with("| `"))
         .map(|line| {
@@ -597,7 +598,7 @@ fn window_scenarios(path: &Path) -> Vec<(&'static str, String)> {
     found
 }
 
-/// The hosts, in the README table's column order.
+/// The hosts, in the book table's column order.
 const COLUMNS: [&str; 6] = [
     "local",
     "kernel_server",
@@ -608,7 +609,7 @@ const COLUMNS: [&str; 6] = [
 ];
 
 #[test]
-fn the_readme_host_table_is_what_the_parity_suite_runs() {
+fn the_book_host_table_is_what_the_parity_suite_runs() {
     let window = window_scenarios(&workspace_root().join("extension/test/extension.test.js"));
     let expected: Vec<(String, Vec<String>)> = PARITY
         .iter()
@@ -636,9 +637,9 @@ fn the_readme_host_table_is_what_the_parity_suite_runs() {
         "a window test names a scenario the suite does not have: {window:?}"
     );
     assert_eq!(
-        readme_host_table(),
+        book_host_table(),
         expected,
-        "README's \"What each host can do\" table must list exactly the parity scenarios and \
+        "docs/src/hosts.md's \"What each host can do\" table must list exactly the parity scenarios and \
          the hosts that run them (columns: {COLUMNS:?})"
     );
 }

@@ -35,6 +35,12 @@ impl CollabServer {
 
     /// Like [`CollabServer::start`], serving HTTPS (and WSS) with `tls` when given.
     pub fn start_with_tls(tls: Option<ServerTls>) -> Result<CollabServer> {
+        CollabServer::start_from(&python(), tls)
+    }
+
+    /// Like [`CollabServer::start_with_tls`], the server run by `python`: an environment with
+    /// jupyter-collaboration (JupyterLab's settings apply only where JupyterLab is installed).
+    pub fn start_from(python: &Path, tls: Option<ServerTls>) -> Result<CollabServer> {
         let root = tempfile::tempdir()?;
         let state = tempfile::tempdir()?;
         let settings = state.path().join("lab-settings");
@@ -60,7 +66,7 @@ impl CollabServer {
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let server =
-            KernelServer::start_with_tls(ServerKind::JupyterServer, root.path(), &args, tls)
+            KernelServer::start_from(python, ServerKind::JupyterServer, root.path(), &args, tls)
                 .context("starting a Jupyter server with jupyter-collaboration")?;
         Ok(CollabServer {
             server,

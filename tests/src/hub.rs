@@ -30,6 +30,8 @@ pub struct Hub {
     port: u16,
     /// alice's API token (the user's own scopes).
     token: String,
+    /// bob's API token: another user's, which alice's servers refuse.
+    bob_token: String,
     /// A service token allowed to manage every user's servers and tokens (as an idle culler
     /// or an administrator would).
     admin_token: String,
@@ -88,14 +90,20 @@ wait "$hub"
 impl Hub {
     /// The hub of this test binary run, started on first use (about 5-15 s).
     pub fn shared() -> &'static Hub {
-        SHARED.get_or_init(|| Hub::start().expect("the JupyterHub starts"))
+        SHARED.get_or_init(|| {
+            let python = python();
+            let bin = python.parent().expect("python is <venv>/bin/python");
+            Hub::start(&bin.join("jupyterhub-singleuser")).expect("the JupyterHub starts")
+        })
     }
 
-    fn start() -> Result<Hub> {
+    /// A hub of its own whose user servers run `singleuser` (a `jupyterhub-singleuser` of
+    /// another environment than the test one, with the same JupyterHub version); stopped when
+    /// dropped.
+    pub fn start(singleuser: &Path) -> Result<Hub> {
         let python = python();
         let bin = python.parent().expect("python is <venv>/bin/python");
         let jupyterhub = bin.join("jupyterhub");
-        let singleuser = bin.join("jupyterhub-singleuser");
         if !jupyterhub.exists() {
             bail!(
                 "no JupyterHub at {}: run `cargo xtask setup` (python/requirements.txt)",
@@ -108,6 +116,7 @@ impl Hub {
         let tls = ca.issue("hub")?;
         let (public, hub, api) = (free_port()?, free_port()?, free_port()?);
         let token = format!("alice-{}", random_hex());
+        let bob_token = format!("bob-{}", random_hex());
         let admin_token = format!("admin-{}", random_hex());
         let cookie = format!("{}{}", random_hex(), random_hex());
         let config = format!(
@@ -128,7 +137,7 @@ c.JupyterHub.authenticator_class = "dummy"
 c.Authenticator.allowed_users = {{"alice", "bob"}}
 c.JupyterHub.allow_named_servers = True
 c.JupyterHub.named_server_limit_per_user = 0
-c.JupyterHub.api_tokens = {{{token:?}: "alice"}}
+c.JupyterHub.api_tokens = {{{token:?}: "alice", {bob_token:?}: "bob"}}
 c.JupyterHub.services = [{{"name": "test-admin", "api_token": {admin_token:?}}}]
 c.JupyterHub.load_roles = [{{"name": "test-admin", "services": ["test-admin"],
     "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:hub"]}}]
@@ -177,6 +186,7 @@ c.Spawner.poll_interval = 2
         let hub = Hub {
             port: public,
             token,
+            bob_token,
             admin_token,
             ca,
             folder,
@@ -213,6 +223,16 @@ c.Spawner.poll_interval = 2
     /// alice's API token.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The home folder of `user`, which the spawner makes and the user's server serves.
+    pub fn home(&self, user: &str) -> PathBuf {
+        self.folder.path().join("home").join(user)
+    }
+
+    /// bob's API token.
+    pub fn bob_token(&self) -> &str {
+        &self.bob_token
     }
 
     /// The CA that signed the hub's certificate (for `--kernel-server-ca`).

@@ -27,6 +27,8 @@ pub enum ServerKind {
 /// down) when dropped.
 pub struct KernelServer {
     kind: ServerKind,
+    /// The Python environment the server runs from.
+    python: PathBuf,
     child: Option<Child>,
     port: u16,
     token: String,
@@ -115,11 +117,24 @@ impl KernelServer {
         extra_args: &[&str],
         tls: Option<ServerTls>,
     ) -> Result<KernelServer> {
+        KernelServer::start_from(&python(), kind, root, extra_args, tls)
+    }
+
+    /// Like [`KernelServer::start_with_tls`], the server run by `python` (another environment
+    /// than the test one).
+    pub fn start_from(
+        python: &Path,
+        kind: ServerKind,
+        root: &Path,
+        extra_args: &[&str],
+        tls: Option<ServerTls>,
+    ) -> Result<KernelServer> {
         let home = tempfile::tempdir()?;
         let token = format!("{:016x}{:016x}", random_u64(), random_u64().rotate_left(17));
         std::fs::write(home.path().join("token"), &token)?;
         let mut server = KernelServer {
             kind,
+            python: python.to_path_buf(),
             child: None,
             port: free_port()?,
             token,
@@ -175,7 +190,7 @@ impl KernelServer {
     fn launch(&mut self) -> Result<()> {
         let port = self.port.to_string();
         let home = self.home.path();
-        let mut command = Command::new(python());
+        let mut command = Command::new(&self.python);
         match self.kind {
             ServerKind::JupyterServer => {
                 command

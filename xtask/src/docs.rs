@@ -27,6 +27,45 @@ use crate::{cargo, root, run, target_dir};
 const MDBOOK_VERSION: &str = "0.5.4";
 
 pub(crate) fn docs() -> Result<()> {
+    let installing = install_in_background()?;
+    docs_after(installing)
+}
+
+/// Starts installing mdBook when it is missing or another version, in the background, its
+/// output in `<target>/tools/mdbook-install.log`: CI starts it first, while its first minutes
+/// download the Python environment and the corpus and leave the processors idle.
+pub(crate) fn install_in_background() -> Result<Option<std::process::Child>> {
+    let tools = target_dir().join("tools");
+    if installed_version(&mdbook_path()).as_deref() == Some(&format!("mdbook v{MDBOOK_VERSION}")) {
+        return Ok(None);
+    }
+    eprintln!(
+        "docs: installing mdBook {MDBOOK_VERSION} into {} in the background (a few minutes of compiling)",
+        tools.display()
+    );
+    std::fs::create_dir_all(&tools)?;
+    let log = std::fs::File::create(tools.join("mdbook-install.log"))?;
+    let child = cargo()
+        .args([
+            "install",
+            "mdbook",
+            "--locked",
+            "--version",
+            MDBOOK_VERSION,
+            "--no-default-features",
+            "--root",
+        ])
+        .arg(&tools)
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .context("starting `cargo install mdbook`")?;
+    Ok(Some(child))
+}
+
+/// The link check, then the book, built by the mdBook that `installing` (from
+/// [`install_in_background`]) installs once it has finished.
+pub(crate) fn docs_after(installing: Option<std::process::Child>) -> Result<()> {
     let root = root();
     let report = check_links(&root, &root.join("docs/src"))?;
     if !report.problems.is_empty() {
@@ -40,7 +79,20 @@ pub(crate) fn docs() -> Result<()> {
         "docs: {} links in {} files lead somewhere; SUMMARY.md lists every chapter",
         report.links, report.files
     );
-    let mdbook = mdbook()?;
+    if let Some(mut child) = installing {
+        let status = child.wait()?;
+        if !status.success() {
+            let log = target_dir().join("tools/mdbook-install.log");
+            bail!(
+                "installing mdBook failed ({status}; it needs crates.io or a mirror):\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+    }
+    let mdbook = mdbook_path();
+    if installed_version(&mdbook).is_none() {
+        bail!("no working mdBook at {}", mdbook.display());
+    }
     let destination = target_dir().join("book");
     run(Command::new(&mdbook)
         .arg("build")
@@ -54,38 +106,22 @@ pub(crate) fn docs() -> Result<()> {
     Ok(())
 }
 
-/// The pinned mdBook, installed under `<target>/tools` when it is missing or another version.
-fn mdbook() -> Result<PathBuf> {
-    let tools = target_dir().join("tools");
-    let binary = tools
+/// Where the pinned mdBook is installed: `<target>/tools/bin`.
+fn mdbook_path() -> PathBuf {
+    target_dir()
+        .join("tools")
         .join("bin")
-        .join(format!("mdbook{}", std::env::consts::EXE_SUFFIX));
-    let installed = Command::new(&binary)
+        .join(format!("mdbook{}", std::env::consts::EXE_SUFFIX))
+}
+
+/// What `mdbook --version` prints (`None`: no working mdBook there).
+fn installed_version(binary: &Path) -> Option<String> {
+    Command::new(binary)
         .arg("--version")
         .output()
         .ok()
         .filter(|output| output.status.success())
-        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
-    if installed.as_deref() == Some(&format!("mdbook v{MDBOOK_VERSION}")) {
-        return Ok(binary);
-    }
-    eprintln!(
-        "docs: installing mdBook {MDBOOK_VERSION} into {} (once; a few minutes of compiling)",
-        tools.display()
-    );
-    run(cargo()
-        .args([
-            "install",
-            "mdbook",
-            "--locked",
-            "--version",
-            MDBOOK_VERSION,
-            "--no-default-features",
-            "--root",
-        ])
-        .arg(&tools))
-    .context("installing mdBook needs crates.io (or a mirror of it)")?;
-    Ok(binary)
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
 /// What [`check_links`] found.

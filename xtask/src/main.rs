@@ -6,8 +6,8 @@
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
 //! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
 //! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
-//!   conformance suite, the extension's tests, `e2e-vscode` and `windows`; `--lean` (CI) removes
-//!   scratch builds once checked.
+//!   conformance suite, the extension's tests, `e2e-vscode`, `windows`, `docs`, `dist --ci` and
+//!   `dist-test`; `--lean` (CI) removes scratch builds once checked.
 //! - `serve`: setup, then run the server on the example notebooks.
 //! - `bench [--quick]`: the benchmarks (release build), reported as ratios against baselines and
 //!   side by side with datalayer's `jupyter-mcp-server`, in `.venv-bench`
@@ -16,7 +16,11 @@
 //! - `codegen [--check]`: the committed generated files from their sources: the tool schemas
 //!   (`schemas/tools.json`) from the contract and the native module's TypeScript declarations
 //!   (`extension/native/index.d.ts`); `--check` fails when one drifted.
-//! - `dist`, `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
+//! - `dist [--ci]`: everything users install, into `dist/`: the wheel (with the Jupyter Server
+//!   extension), the npm packages, the Claude Desktop bundle, the MCP Registry entry and (not
+//!   with `--ci`) the VS Code package (see `dist.rs`, `packages.rs`); `dist-test`: the package
+//!   tests (`tests/tests/packages`) on what `dist` built.
+//! - `extension-test`, `e2e-vscode`: the VS Code extension (see `vscode.rs`).
 //! - `conformance`: the official MCP conformance suite against the standalone server, compared
 //!   with `conformance/expected-failures.yml` (see `conformance.rs`).
 //! - `windows [--check]`: the Windows build, checked (`--check`, in CI) or built and smoke-tested
@@ -25,7 +29,9 @@
 //!   (see `docs.rs`).
 
 mod conformance;
+mod dist;
 mod docs;
+mod packages;
 mod vscode;
 mod windows;
 
@@ -192,7 +198,12 @@ pub(crate) fn cargo() -> Command {
 }
 
 pub(crate) fn venv_python() -> PathBuf {
-    root().join(".venv/bin/python")
+    venv_python_of(".venv")
+}
+
+/// The Python of the project-local environment `folder` (`.venv`, `.venv-dist`, …).
+pub(crate) fn venv_python_of(folder: &str) -> PathBuf {
+    root().join(folder).join("bin/python")
 }
 
 /// Creates `.venv` and installs `python/requirements.txt` when they changed, and JupyterHub's
@@ -223,7 +234,7 @@ fn install_hub_proxy() -> Result<()> {
 
 /// Creates the virtual environment `folder` and installs `requirements` into it when they
 /// changed since the last install.
-fn install_venv(folder: &str, requirements: &str) -> Result<()> {
+pub(crate) fn install_venv(folder: &str, requirements: &str) -> Result<()> {
     let root = root();
     let venv = root.join(folder);
     let python = venv.join("bin/python");
@@ -468,6 +479,8 @@ fn ci(arguments: &[String]) -> Result<()> {
         _ => bail!("usage: cargo xtask ci [--lean]"),
     };
     report_free_space("ci: start");
+    // mdBook compiles while the Python environment and the corpus download.
+    let mdbook = docs::install_in_background()?;
     setup()?;
     corpus()?;
     deps()?;
@@ -481,7 +494,23 @@ fn ci(arguments: &[String]) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // The package tests are no default test target (they need `dist`): linted by name.
+    run(cargo().args([
+        "clippy",
+        "-p",
+        "jupyter-mcp-tests",
+        "--test",
+        "packages",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
     run(cargo().args(["build", "--workspace", "--all-targets"]))?;
+    // README's and the book's links, and the book (mdBook, installed in the background above).
+    docs::docs_after(mdbook)?;
+    // The wheel (a release build of its own, with LTO) compiles at the lowest priority while the
+    // tests below run: it takes only the processor time they leave.
+    let wheel = dist::start_wheel_build(true)?;
     fuzz::build()?;
     if lean {
         fuzz::remove_build()?;
@@ -503,6 +532,13 @@ fn ci(arguments: &[String]) -> Result<()> {
     windows::windows(&[])?;
     if lean {
         let _ = std::fs::remove_dir_all(windows::target_dir());
+    }
+    // What users install (the wheel, npm packages, the Claude Desktop bundle), built as
+    // released, then installed and run as users do.
+    dist::finish(wheel, true)?;
+    dist::test()?;
+    if lean {
+        dist::remove_build();
     }
     report_free_space("ci: end");
     eprintln!("ci: all checks passed");
@@ -642,7 +678,8 @@ fn main() -> Result<()> {
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),
         Some("fuzz") => fuzz::fuzz(&arguments[1..]),
-        Some("dist") => vscode::dist().map(|_| ()),
+        Some("dist") => dist::dist(&arguments[1..]),
+        Some("dist-test") => dist::test(),
         Some("codegen") => {
             let check = arguments.iter().any(|argument| argument == "--check");
             codegen(check)?;
@@ -655,7 +692,7 @@ fn main() -> Result<()> {
         Some("docs") => docs::docs(),
         _ => {
             eprintln!(
-                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist | codegen [--check] | extension-test | e2e-vscode | conformance | windows [--check] | docs | fuzz [args]>"
+                "usage: cargo xtask <setup | corpus | deps | ci | serve [args] | bench [args] | dist [--ci] | dist-test | codegen [--check] | extension-test | e2e-vscode | conformance | windows [--check] | docs | fuzz [args]>"
             );
             std::process::exit(2);
         }

@@ -128,6 +128,11 @@ enum Command {
         /// change and run your notebooks; use only on a machine you alone use.
         #[arg(long)]
         no_auth: bool,
+        /// Stop when stdin closes (HTTP only). For a program that runs the server as its child
+        /// (the Jupyter Server extension does): the server then stops with that program, even
+        /// when it is killed.
+        #[arg(long, conflicts_with = "stdio")]
+        exit_on_stdin_close: bool,
     },
 }
 
@@ -158,6 +163,7 @@ fn main() -> anyhow::Result<()> {
             token_file,
             runtime_dir,
             no_auth,
+            exit_on_stdin_close,
             kernel_server,
             kernel_server_token_file,
             jupyter,
@@ -312,8 +318,14 @@ fn main() -> anyhow::Result<()> {
                 kernel_server,
                 jupyter,
                 services,
+                exit_on_stdin_close,
             };
-            runtime()?.block_on(host_standalone::serve(config))
+            let runtime = runtime()?;
+            let served = runtime.block_on(host_standalone::serve(config));
+            // A read of stdin (`--exit-on-stdin-close`) may still hold a thread of the blocking
+            // pool, which a plain drop of the runtime would wait for.
+            runtime.shutdown_background();
+            served
         }
     }
 }

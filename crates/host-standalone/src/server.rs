@@ -44,6 +44,9 @@ pub struct ServeConfig {
     /// What the tools use besides the host (the summarizer of `ANTHROPIC_API_KEY`), the same
     /// for files under the root and for `--jupyter`.
     pub services: host_core::Services,
+    /// Stop when stdin reaches its end (HTTP): a parent that runs the server holds its stdin,
+    /// so the server stops with that parent however the parent ends.
+    pub exit_on_stdin_close: bool,
 }
 
 /// Where the notebooks' kernels run when not locally.
@@ -177,17 +180,62 @@ pub fn remote_kernels(
 /// SIGINT and SIGTERM (on Windows: Ctrl+C, Ctrl+Break and the console window closing),
 /// installed before the server announces itself so that a signal sent as soon as the URL is
 /// printed is handled, not fatal.
-#[cfg(unix)]
 struct ShutdownSignals {
+    os: OsSignals,
+    /// Cancelled when stdin reached its end (`--exit-on-stdin-close`).
+    stdin_closed: Option<CancellationToken>,
+}
+
+impl ShutdownSignals {
+    fn install(exit_on_stdin_close: bool) -> std::io::Result<ShutdownSignals> {
+        let stdin_closed = exit_on_stdin_close.then(|| {
+            let closed = CancellationToken::new();
+            tokio::spawn(read_to_end_of_stdin(closed.clone()));
+            closed
+        });
+        Ok(ShutdownSignals {
+            os: OsSignals::install()?,
+            stdin_closed,
+        })
+    }
+
+    async fn recv(&mut self) {
+        match &self.stdin_closed {
+            Some(closed) => tokio::select! {
+                () = self.os.recv() => {}
+                () = closed.cancelled() => {
+                    tracing::info!("stdin closed: the process that started this server is gone");
+                }
+            },
+            None => self.os.recv().await,
+        }
+    }
+}
+
+/// Reads and drops stdin until its end (or an error), then cancels `closed`.
+async fn read_to_end_of_stdin(closed: CancellationToken) {
+    use tokio::io::AsyncReadExt;
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0_u8; 256];
+    while let Ok(read) = stdin.read(&mut buffer).await {
+        if read == 0 {
+            break;
+        }
+    }
+    closed.cancel();
+}
+
+#[cfg(unix)]
+struct OsSignals {
     interrupt: tokio::signal::unix::Signal,
     terminate: tokio::signal::unix::Signal,
 }
 
 #[cfg(unix)]
-impl ShutdownSignals {
-    fn install() -> std::io::Result<ShutdownSignals> {
+impl OsSignals {
+    fn install() -> std::io::Result<OsSignals> {
         use tokio::signal::unix::{SignalKind, signal};
-        Ok(ShutdownSignals {
+        Ok(OsSignals {
             interrupt: signal(SignalKind::interrupt())?,
             terminate: signal(SignalKind::terminate())?,
         })
@@ -202,17 +250,17 @@ impl ShutdownSignals {
 }
 
 #[cfg(windows)]
-struct ShutdownSignals {
+struct OsSignals {
     interrupt: tokio::signal::windows::CtrlC,
     broken: tokio::signal::windows::CtrlBreak,
     closed: tokio::signal::windows::CtrlClose,
 }
 
 #[cfg(windows)]
-impl ShutdownSignals {
-    fn install() -> std::io::Result<ShutdownSignals> {
+impl OsSignals {
+    fn install() -> std::io::Result<OsSignals> {
         use tokio::signal::windows::{ctrl_break, ctrl_c, ctrl_close};
-        Ok(ShutdownSignals {
+        Ok(OsSignals {
             interrupt: ctrl_c()?,
             broken: ctrl_break()?,
             closed: ctrl_close()?,
@@ -277,7 +325,8 @@ async fn jupyter_host(
 
 /// Runs the server until a signal (HTTP) or the end of stdin (stdio).
 pub async fn serve(config: ServeConfig) -> anyhow::Result<()> {
-    let mut signals = ShutdownSignals::install().context("cannot install signal handlers")?;
+    let mut signals = ShutdownSignals::install(config.exit_on_stdin_close)
+        .context("cannot install signal handlers")?;
     let (tools, window, served, host) = match &config.jupyter {
         Some(connection) => jupyter_host(&config, connection).await?,
         None => files_host(&config)?,

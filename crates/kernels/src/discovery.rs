@@ -108,6 +108,16 @@ impl Platform {
         }
     }
 
+    /// The Python in the same folder as `program` (`python`, or `python.exe` on Windows, as in
+    /// a virtual environment's `bin` or `Scripts`), not checked on disk.
+    pub fn python_beside(self, program: &Path) -> Option<PathBuf> {
+        let folder = program.parent()?;
+        Some(match self {
+            Platform::Windows => folder.join("python.exe"),
+            Platform::Unix | Platform::MacOs => folder.join("python"),
+        })
+    }
+
     /// A virtual environment's Python: `Scripts\python.exe` on Windows, `bin/python`
     /// elsewhere.
     pub fn venv_python(self, venv: &Path) -> PathBuf {
@@ -130,6 +140,10 @@ pub struct DiscoveryConfig {
     /// The Python whose `sys.prefix` is searched and which may itself become a choice.
     /// `None` skips both.
     pub python: Option<OsString>,
+    /// The Python of the environment this program was installed into (`pip` and `uv` put
+    /// `jupyter-mcp` in the folder beside it): asked before `python`, and used instead when it
+    /// has ipykernel, as Jupyter's own commands use the Python they are installed in.
+    pub env_python: Option<PathBuf>,
     /// How long asking that Python may take.
     pub python_probe_timeout: Duration,
     /// System-wide data directories, searched last.
@@ -143,12 +157,17 @@ impl DiscoveryConfig {
     /// Reads `JUPYTER_PATH`, `JUPYTER_DATA_DIR` and the platform's folders, and uses the
     /// platform's Python on `PATH`.
     pub fn from_env(server_root: Option<PathBuf>) -> Self {
-        Self::for_platform(
+        let mut config = Self::for_platform(
             Platform::CURRENT,
             &|name| std::env::var_os(name),
             dirs::home_dir().as_deref(),
             server_root,
-        )
+        );
+        config.env_python = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Platform::CURRENT.python_beside(&exe))
+            .filter(|python| python.is_file());
+        config
     }
 
     /// What [`DiscoveryConfig::from_env`] builds, for a given platform, environment (`var`)
@@ -170,6 +189,7 @@ impl DiscoveryConfig {
                 .unwrap_or_default(),
             user_data_dir: platform.user_data_dir(var, home),
             python: Some(OsString::from(platform.path_python())),
+            env_python: None,
             python_probe_timeout: Duration::from_secs(5),
             system_dirs: platform.system_dirs(var),
             server_root,
@@ -319,7 +339,11 @@ pub fn discover_blocking(
     {
         discovery.specs.push(KernelSpecInfo {
             id: "python3".to_owned(),
-            display_name: format!("Python {} (python3 on PATH)", python.version),
+            display_name: format!(
+                "Python {} ({})",
+                python.version,
+                python.executable.display()
+            ),
             language: "python".to_owned(),
             argv: launcher_argv(&python.executable),
             env: BTreeMap::new(),
@@ -554,6 +578,7 @@ mod tests {
             jupyter_path,
             user_data_dir: user,
             python: None,
+            env_python: None,
             python_probe_timeout: Duration::from_secs(1),
             system_dirs: Vec::new(),
             server_root: None,

@@ -71,6 +71,7 @@ fn isolated_discovery(jupyter_path: Vec<PathBuf>, server_root: Option<PathBuf>) 
         jupyter_path,
         user_data_dir: None,
         python: None,
+        env_python: None,
         python_probe_timeout: Duration::from_secs(5),
         system_dirs: Vec::new(),
         server_root,

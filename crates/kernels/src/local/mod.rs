@@ -90,12 +90,20 @@ impl LocalProvider {
         &self.launch
     }
 
-    /// What the configured Python said about itself; asked once, then remembered.
+    /// What the configured Python said about itself; asked once, then remembered. The
+    /// environment's own Python wins when it has ipykernel.
     pub async fn python(&self) -> Option<&PythonProbe> {
         self.python
             .get_or_init(|| async {
+                let timeout = self.discovery.python_probe_timeout;
+                if let Some(python) = &self.discovery.env_python
+                    && let Some(probe) = probe_python(python.as_os_str(), timeout).await
+                    && probe.has_ipykernel
+                {
+                    return Some(probe);
+                }
                 match &self.discovery.python {
-                    Some(python) => probe_python(python, self.discovery.python_probe_timeout).await,
+                    Some(python) => probe_python(python, timeout).await,
                     None => None,
                 }
             })

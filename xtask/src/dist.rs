@@ -1,0 +1,251 @@
+//! `cargo xtask dist [--ci]`: everything users install, in `dist/`.
+//!
+//! - `dist/wheels/`: the Python wheel (`jupyter-mcp-rs`, `packaging/python/`): maturin with
+//!   `bindings = "bin"`, built by the `dist` profile with zig as the linker so that it runs on
+//!   glibc 2.17 (`manylinux2014`), checked by `auditwheel`. It carries the binary, the
+//!   `jupyter-mcp-rs` command and the Jupyter Server extension.
+//! - `dist/bin/<platform>/`: the binary taken out of the wheel, for the other packages.
+//! - `dist/npm/`, `dist/mcpb/`, `dist/server.json`: the npm packages, the Claude Desktop bundle
+//!   and the MCP Registry's entry (see `packages.rs`).
+//! - the VS Code package (`vscode::dist`), unless `--ci`: CI packages the extension in its
+//!   e2e-vscode and Windows steps already.
+//!
+//! The packaging tools live in `.venv-dist` (`python/dist-requirements.txt`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::{install_venv, root, run};
+
+/// The packaging tools' environment.
+pub(crate) fn tools_bin() -> PathBuf {
+    root().join(".venv-dist/bin")
+}
+
+pub(crate) fn dist_dir() -> PathBuf {
+    root().join("dist")
+}
+
+/// The workspace version (`[workspace.package] version`).
+pub(crate) fn version() -> Result<String> {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml"))?;
+    manifest
+        .lines()
+        .skip_while(|line| line.trim() != "[workspace.package]")
+        .find_map(|line| {
+            let value = line
+                .trim()
+                .strip_prefix("version")?
+                .trim()
+                .strip_prefix('=')?;
+            Some(value.trim().trim_matches('"').to_owned())
+        })
+        .context("no version in [workspace.package]")
+}
+
+pub(crate) fn dist(arguments: &[String]) -> Result<()> {
+    let ci = match arguments {
+        [] => false,
+        [flag] if flag == "--ci" => true,
+        _ => bail!("usage: cargo xtask dist [--ci]"),
+    };
+    finish(start_wheel_build(false)?, ci)
+}
+
+/// Where the `dist` profile builds: apart from `target/`'s own builds, so that a build of the
+/// wheel in the background never waits for (or holds) the lock of the workspace's builds.
+pub(crate) fn build_dir() -> PathBuf {
+    crate::target_dir().join("dist-build")
+}
+
+/// A build of the wheel under way (`maturin build`).
+pub(crate) struct WheelBuild {
+    child: std::process::Child,
+    started: Instant,
+    /// Its output, when it runs in the background.
+    log: Option<PathBuf>,
+}
+
+/// Starts `maturin build` of `packaging/python` for this machine's architecture (x86_64 Linux)
+/// into `dist/wheels`: the `dist` profile, zig linking against glibc 2.17. `background` (CI,
+/// while the tests run): at the lowest priority, its output in a log, so that it takes only the
+/// processor time the tests leave.
+pub(crate) fn start_wheel_build(background: bool) -> Result<WheelBuild> {
+    install_venv(".venv-dist", "python/dist-requirements.txt")?;
+    let out = dist_dir();
+    // A stale wheel of another version would be taken for this one.
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(out.join("wheels"))?;
+    let bin = tools_bin();
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))?;
+    let mut command = if background {
+        let mut nice = Command::new("nice");
+        nice.args(["-n", "19"]).arg(bin.join("maturin"));
+        nice
+    } else {
+        Command::new(bin.join("maturin"))
+    };
+    command
+        .args([
+            "build",
+            "--zig",
+            "--compatibility",
+            "manylinux2014",
+            "--out",
+        ])
+        .arg(out.join("wheels"))
+        .current_dir(root().join("packaging/python"))
+        .env("CARGO_TARGET_DIR", build_dir())
+        // maturin finds zig (`python -m ziglang`) through the environment's Python on PATH.
+        .env("PATH", path);
+    let log = if background {
+        std::fs::create_dir_all(build_dir())?;
+        let log = build_dir().join("maturin.log");
+        let file = std::fs::File::create(&log)?;
+        command.stdout(file.try_clone()?).stderr(file);
+        eprintln!(
+            "dist: building the wheel in the background (log: {})",
+            log.display()
+        );
+        Some(log)
+    } else {
+        None
+    };
+    let child = command.spawn().context("starting maturin")?;
+    Ok(WheelBuild {
+        child,
+        started: Instant::now(),
+        log,
+    })
+}
+
+/// Waits for the wheel, checks it, and packages the rest around its binary.
+pub(crate) fn finish(mut build: WheelBuild, ci: bool) -> Result<()> {
+    let status = build.child.wait()?;
+    let wheel_seconds = build.started.elapsed().as_secs_f64();
+    if !status.success() {
+        let log = build
+            .log
+            .as_ref()
+            .and_then(|log| std::fs::read_to_string(log).ok())
+            .unwrap_or_default();
+        bail!("building the wheel (maturin with zig) failed ({status}):\n{log}");
+    }
+    let version = version()?;
+    let out = dist_dir();
+    let wheels: Vec<PathBuf> = std::fs::read_dir(out.join("wheels"))?
+        .map(|entry| entry.map(|entry| entry.path()))
+        .collect::<std::io::Result<_>>()?;
+    let wheel = match wheels.as_slice() {
+        [wheel] => wheel.clone(),
+        _ => bail!(
+            "expected one wheel in {}, found {wheels:?}",
+            out.join("wheels").display()
+        ),
+    };
+    check_wheel(&wheel)?;
+    let binary = binary_from_wheel(&wheel, &out.join("bin/linux-x64"))?;
+    let binaries = vec![(crate::packages::Platform::LinuxX64, binary.clone())];
+
+    let tarballs = crate::packages::npm(&version, &binaries, &out.join("npm"))?;
+    let bundle = crate::packages::mcpb(&version, &binaries, &out.join("mcpb"))?;
+    let registry = crate::packages::registry(&version, &out)?;
+    let vsix = if ci {
+        None
+    } else {
+        let vsix = crate::vscode::dist()?;
+        crate::packages::check_vsix(&vsix)?;
+        Some(vsix)
+    };
+
+    let size = |path: &Path| {
+        std::fs::metadata(path).map_or(0.0, |meta| meta.len() as f64 / (1024.0 * 1024.0))
+    };
+    eprintln!("dist: everything is in {}", out.display());
+    eprintln!(
+        "dist: binary {:.1} MiB (linux-x64), wheel {:.1} MiB ({:.0} s to build{}): {}",
+        size(&binary),
+        size(&wheel),
+        wheel_seconds,
+        if build.log.is_some() {
+            ", in the background"
+        } else {
+            ""
+        },
+        wheel.display()
+    );
+    for tarball in &tarballs {
+        eprintln!("dist: npm {:.1} MiB: {}", size(tarball), tarball.display());
+    }
+    eprintln!("dist: mcpb {:.1} MiB: {}", size(&bundle), bundle.display());
+    eprintln!("dist: MCP Registry entry: {}", registry.display());
+    if let Some(vsix) = vsix {
+        eprintln!("dist: VS Code {:.1} MiB: {}", size(&vsix), vsix.display());
+    }
+    Ok(())
+}
+
+/// `auditwheel show`: the wheel must be `manylinux2014` (glibc 2.17) and link nothing outside
+/// what that policy allows.
+fn check_wheel(wheel: &Path) -> Result<()> {
+    let output = Command::new(tools_bin().join("auditwheel"))
+        .arg("show")
+        .arg(wheel)
+        .output()
+        .context("running auditwheel")?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() || !text.contains("manylinux_2_17_x86_64") {
+        bail!(
+            "auditwheel does not find {} manylinux2014-compatible:\n{text}{}",
+            wheel.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    eprintln!(
+        "dist: auditwheel: {}",
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    Ok(())
+}
+
+/// Takes the binary out of the wheel (a zip: `<name>.data/scripts/jupyter-mcp`) into `folder`.
+fn binary_from_wheel(wheel: &Path, folder: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder)?;
+    let python = crate::venv_python_of(".venv-dist");
+    let script = r#"
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    [name] = [n for n in wheel.namelist() if n.endswith(".data/scripts/jupyter-mcp")]
+    with open(sys.argv[2], "wb") as out:
+        out.write(wheel.read(name))
+"#;
+    let binary = folder.join("jupyter-mcp");
+    run(Command::new(python)
+        .args(["-c", script])
+        .arg(wheel)
+        .arg(&binary))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(binary)
+}
+
+/// Runs the package tests (`tests/tests/packages`) on what `dist` built.
+pub(crate) fn test() -> Result<()> {
+    run(crate::cargo()
+        .args(["test", "-p", "jupyter-mcp-tests", "--test", "packages"])
+        .env("JUPYTER_MCP_DIST", dist_dir())
+        .env("JUPYTER_MCP_TEST_PYTHON", crate::venv_python()))
+}
+
+/// Deletes the `dist` profile's build (`--lean` CI: the disk may be nearly full); `dist/` stays.
+pub(crate) fn remove_build() {
+    let _ = std::fs::remove_dir_all(build_dir());
+}

@@ -408,7 +408,11 @@ async def main():
 
     loop = asyncio.get_running_loop()
     async with AsyncExitStack() as stack:
-        client = await stack.enter_async_context(httpx.AsyncClient(timeout=30))
+        # The token also as a header, on every request and WebSocket upgrade: a JupyterHub user's
+        # server may refuse tokens in URLs.
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(timeout=30, headers={"Authorization": f"token {TOKEN}"})
+        )
         peer = Peer(stack, client)
         while True:
             line = await loop.run_in_executor(None, sys.stdin.readline)

@@ -24,6 +24,8 @@ pub fn dist_dir() -> PathBuf {
              (`cargo xtask ci` does both)"
         )
     });
+    // A relative folder is the workspace's (tests run in the tests crate's folder).
+    let folder = jupyter_mcp_tests::workspace_root().join(folder);
     assert!(
         folder.is_dir(),
         "JUPYTER_MCP_DIST={} is not a folder",

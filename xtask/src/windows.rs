@@ -13,9 +13,9 @@ use anyhow::{Context as _, Result, bail};
 
 use crate::{root, run};
 
-const TARGET: &str = "x86_64-pc-windows-gnu";
+pub(crate) const TARGET: &str = "x86_64-pc-windows-gnu";
 /// MinGW-w64's C compiler with POSIX threads (Rust's `std` needs them).
-const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc-posix";
+pub(crate) const MINGW_GCC: &str = "x86_64-w64-mingw32-gcc-posix";
 
 fn work() -> PathBuf {
     root().join(".work/windows")
@@ -201,15 +201,28 @@ fn libnode_stub() -> Result<PathBuf> {
 
 /// Debian's `cargo` for the Windows target.
 fn cross(libnode: &Path) -> Command {
+    let mut command = Command::new(toolchain_root().join("usr/bin/cargo"));
+    use_debian_toolchain(&mut command);
+    command
+        .current_dir(root())
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", MINGW_GCC)
+        .env("LIBNODE_PATH", libnode);
+    command
+}
+
+/// Debian's `rustc-web` and `cargo-web` (unpacked by [`debian_toolchain`]) for `command`, with
+/// `-Zbuild-std` allowed on their stable compiler: on `PATH` first and named by `CARGO` and
+/// `RUSTC`, so that a tool that runs cargo itself (maturin) runs theirs, not rustup's.
+pub(crate) fn use_debian_toolchain(command: &mut Command) {
     let bin = toolchain_root().join("usr/bin");
     let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
         &std::env::var_os("PATH").unwrap_or_default(),
     )))
     .expect("PATH entries without separators");
-    let mut command = Command::new(bin.join("cargo"));
     command
-        .current_dir(root())
         .env("PATH", path)
+        .env("CARGO", bin.join("cargo"))
         .env("RUSTC", bin.join("rustc"))
         .env(
             "LD_LIBRARY_PATH",
@@ -217,12 +230,16 @@ fn cross(libnode: &Path) -> Command {
         )
         // `-Zbuild-std` on a stable compiler.
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_TARGET_DIR", target_dir())
-        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER", MINGW_GCC)
-        .env("LIBNODE_PATH", libnode)
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("RUSTC_WRAPPER");
-    command
+}
+
+/// Debian's toolchain and what its cargo links against, installed or unpacked once; the
+/// directory holding its `cargo` and `rustc`.
+pub(crate) fn debian_toolchain() -> Result<PathBuf> {
+    system_packages(false)?;
+    toolchain()?;
+    Ok(toolchain_root().join("usr/bin"))
 }
 
 /// Wine 8.0 lacks `bcryptprimitives.dll`, whose `ProcessPrng` Rust's `std` has used since 1.78
@@ -242,7 +259,8 @@ __declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T length) {
 
 /// The server under Wine, driven by a real MCP client (`windows_smoke`), against the Linux
 /// build's output for the same edit.
-fn smoke(exe: &Path) -> Result<()> {
+pub(crate) fn smoke(exe: &Path) -> Result<()> {
+    system_packages(true)?;
     let folder = work().join("smoke");
     std::fs::create_dir_all(&folder)?;
     let source = folder.join("process_prng.c");

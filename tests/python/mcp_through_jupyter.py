@@ -3,7 +3,12 @@ jupyter-mcp-rs server extension serves: lists the tools and the server's noteboo
 source of cell CELL of NOTEBOOK with SOURCE, runs it, and prints one JSON object of findings on
 the last line for the Rust test (tests/tests/packages/server_extension.rs) to assert on.
 
-    python mcp_through_jupyter.py URL TOKEN NOTEBOOK CELL SOURCE
+With GATED and GATE, it also proves that the proxy streams: it runs cell c0 of the notebook
+GATED, which prints and then waits until the file GATE exists, and this client makes GATE only
+when a progress notification of that call has reached it. A proxy that held the stream back until
+the call ended would never deliver one, and the run would not end (the script fails after 90 s).
+
+    python mcp_through_jupyter.py URL TOKEN NOTEBOOK CELL SOURCE [GATED GATE]
 
 TOKEN goes in `Authorization: token <TOKEN>`, as Jupyter's clients send it. Over https the CA
 comes from SSL_CERT_FILE.
@@ -16,6 +21,7 @@ import ssl
 import sys
 import warnings
 
+import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -28,7 +34,7 @@ def payload(result):
     return json.loads(result.content[0].text)
 
 
-async def main(url, token, notebook, cell, source):
+async def main(url, token, notebook, cell, source, gated=None, gate=None):
     warnings.simplefilter("ignore")
     verify = ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"]) if "SSL_CERT_FILE" in os.environ else True
     http = httpx2.AsyncClient(
@@ -63,8 +69,26 @@ async def main(url, token, notebook, cell, source):
             )
         )
         findings["run"] = run
+        if gated:
+            progress = []
+
+            async def on_progress(done, total, message):
+                progress.append({"progress": done, "total": total, "message": message})
+                if not os.path.exists(gate):
+                    with open(gate, "w"):
+                        pass
+
+            with anyio.fail_after(90):
+                streamed = payload(
+                    await client.call_tool(
+                        "run_cells",
+                        {"notebookRef": gated, "cellIds": ["c0"], "waitMs": 80000},
+                        progress_callback=on_progress,
+                    )
+                )
+            findings["streamed"] = {"run": streamed, "progress": progress}
     print(json.dumps(findings), flush=True)
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:6]))
+    asyncio.run(main(*sys.argv[1:8]))

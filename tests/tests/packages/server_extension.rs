@@ -17,13 +17,25 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 
 const NEW_SOURCE: &str = "y = 40 + 2\nprint('answer', y)";
 
+/// Writes `gated.ipynb` into `folder`: one cell that prints, then waits for the file `gate`,
+/// which the SDK client makes only when a progress notification of the run reached it.
+fn write_gated_notebook(folder: &Path, gate: &Path) {
+    let source = format!(
+        "import os, time\nprint('waiting', flush=True)\nwhile not os.path.exists({:?}):\n    time.sleep(0.05)\nprint('released')",
+        gate.display().to_string()
+    );
+    jupyter_mcp_tests::write_code_notebook(folder, "gated.ipynb", &[&source]);
+}
+
 /// Runs the official Python SDK client (`tests/python/mcp_through_jupyter.py`) against `url`
-/// with `token`: its findings.
-fn sdk_client(url: &str, token: &str, notebook: &str, ca: Option<&Path>) -> Value {
+/// with `token`: its findings. It also runs `gated.ipynb`, proving that the stream of that call
+/// reaches it as it is written.
+fn sdk_client(url: &str, token: &str, notebook: &str, gate: &Path, ca: Option<&Path>) -> Value {
     let mut command = std::process::Command::new(python());
     command
         .arg(workspace_root().join("tests/python/mcp_through_jupyter.py"))
-        .args([url, token, notebook, "c0", NEW_SOURCE]);
+        .args([url, token, notebook, "c0", NEW_SOURCE, "gated.ipynb"])
+        .arg(gate);
     if let Some(ca) = ca {
         command.env("SSL_CERT_FILE", ca);
     }
@@ -55,6 +67,18 @@ fn check_findings(findings: &Value, notebook: &str) {
     assert_eq!(findings["run"]["status"], "completed", "{findings}");
     assert!(
         findings["run"].to_string().contains("answer 42"),
+        "{findings}"
+    );
+    // The gated cell ended: a progress notification reached the client while the call was still
+    // open (the cell could not end before), so the proxy streamed it rather than buffering.
+    let streamed = &findings["streamed"];
+    assert_eq!(streamed["run"]["status"], "completed", "{findings}");
+    assert!(
+        streamed["run"].to_string().contains("released"),
+        "{findings}"
+    );
+    assert!(
+        !streamed["progress"].as_array().unwrap().is_empty(),
         "{findings}"
     );
 }
@@ -103,10 +127,13 @@ async fn a_jupyter_server_serves_mcp_behind_its_token_and_the_agent_edits_live()
     // The person has the notebook open; the agent edits and runs it through /mcp.
     let mut person = Peer::start(&server.url(), server.token()).unwrap();
     person.open("shared.ipynb").unwrap();
+    let gate = server.state_dir().join("gate");
+    write_gated_notebook(server.root(), &gate);
     let findings = sdk_client(
         &format!("{}mcp", server.url()),
         server.token(),
         "shared.ipynb",
+        &gate,
         None,
     );
     check_findings(&findings, "shared.ipynb");
@@ -214,10 +241,14 @@ async fn a_jupyterhub_users_server_serves_mcp_to_that_user_only() {
 
     let mut person = Peer::start_trusting(&base, hub.token(), Some(&hub.ca_file())).unwrap();
     person.open("hub.ipynb").unwrap();
+    let gate_folder = tempfile::tempdir().unwrap();
+    let gate = gate_folder.path().join("gate");
+    write_gated_notebook(&home, &gate);
     let findings = sdk_client(
         &format!("{base}mcp"),
         hub.token(),
         "hub.ipynb",
+        &gate,
         Some(&hub.ca_file()),
     );
     check_findings(&findings, "hub.ipynb");

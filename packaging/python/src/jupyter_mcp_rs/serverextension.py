@@ -93,6 +93,8 @@ class Backend:
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=200)
         self.started_at = 0.0
         self.stopping = False
+        # The binary of the last start could not start or has stopped (`reason` says why).
+        self.failed = False
         self.changed = asyncio.Event()
         self.client = SimpleAsyncHTTPClient(
             force_instance=True, max_clients=256, max_body_size=1 << 40
@@ -138,6 +140,7 @@ class Backend:
     def _fail(self, reason: str) -> None:
         self.url = None
         self.token = None
+        self.failed = True
         self.reason = reason
         self.log.error("jupyter-mcp: %s", reason)
         self.changed.set()
@@ -145,6 +148,7 @@ class Backend:
     async def start(self) -> None:
         self.started_at = time.monotonic()
         self.stopping = False
+        self.failed = False
         self.url = self.token = None
         self.reason = "jupyter-mcp is starting"
         self.stderr_tail.clear()
@@ -233,19 +237,22 @@ class Backend:
     async def ready(self) -> tuple[str, str | None] | str:
         """The binary's `(url, token)` once it serves, or why it does not."""
         if (
-            self.url is None
-            and self.process is not None
-            and self.process.returncode is not None
-            and time.monotonic() - self.started_at >= RESTART_INTERVAL_SECONDS
+            self.failed
             and not self.stopping
+            and time.monotonic() - self.started_at >= RESTART_INTERVAL_SECONDS
         ):
             self.log.info("jupyter-mcp: starting it again")
             await self.start()
         deadline = time.monotonic() + READY_WAIT_SECONDS
-        while self.url is None:
-            if self.process is None or self.process.returncode is not None or self.stopping:
-                return self.reason or "jupyter-mcp is not running"
+        while True:
+            # Cleared before looking, so that a change made after the look wakes the wait.
             self.changed.clear()
+            if self.url is not None:
+                return (self.url, self.token)
+            if self.stopping or self.failed:
+                return self.reason or "jupyter-mcp is not running"
+            # Not started yet, or starting, or exited with its watcher still reading what it
+            # said last: each ends in `url` or `failed`, and sets `changed`.
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return f"jupyter-mcp is still starting after {READY_WAIT_SECONDS:.0f} s"
@@ -253,7 +260,6 @@ class Backend:
                 await asyncio.wait_for(self.changed.wait(), remaining)
             except asyncio.TimeoutError:
                 pass
-        return (self.url, self.token)
 
     async def stop(self) -> None:
         self.stopping = True

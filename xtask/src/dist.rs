@@ -29,23 +29,6 @@ pub(crate) fn dist_dir() -> PathBuf {
     root().join("dist")
 }
 
-/// The workspace version (`[workspace.package] version`).
-pub(crate) fn version() -> Result<String> {
-    let manifest = std::fs::read_to_string(root().join("Cargo.toml"))?;
-    manifest
-        .lines()
-        .skip_while(|line| line.trim() != "[workspace.package]")
-        .find_map(|line| {
-            let value = line
-                .trim()
-                .strip_prefix("version")?
-                .trim()
-                .strip_prefix('=')?;
-            Some(value.trim().trim_matches('"').to_owned())
-        })
-        .context("no version in [workspace.package]")
-}
-
 pub(crate) fn dist(arguments: &[String]) -> Result<()> {
     let ci = match arguments {
         [] => false,
@@ -136,7 +119,8 @@ pub(crate) fn finish(mut build: WheelBuild, ci: bool) -> Result<()> {
             .unwrap_or_default();
         bail!("building the wheel (maturin with zig) failed ({status}):\n{log}");
     }
-    let version = version()?;
+    // xtask takes the workspace's version, as every package of it does.
+    let version = env!("CARGO_PKG_VERSION");
     let out = dist_dir();
     let wheels: Vec<PathBuf> = std::fs::read_dir(out.join("wheels"))?
         .map(|entry| entry.map(|entry| entry.path()))
@@ -173,9 +157,9 @@ pub(crate) fn finish(mut build: WheelBuild, ci: bool) -> Result<()> {
         wheels.push(windows);
     }
 
-    let tarballs = crate::packages::npm(&version, &binaries, &out.join("npm"))?;
-    let bundle = crate::packages::mcpb(&version, &binaries, &out.join("mcpb"))?;
-    let registry = crate::packages::registry(&version, &out)?;
+    let tarballs = crate::packages::npm(version, &binaries, &out.join("npm"))?;
+    let bundle = crate::packages::mcpb(version, &binaries, &out.join("mcpb"))?;
+    let registry = crate::packages::registry(version, &out)?;
     let vsix = if ci {
         None
     } else {

@@ -1,7 +1,8 @@
 """jupyter-mcp as a Python package.
 
 The wheel carries the `jupyter-mcp` binary (so `jupyter mcp ...` works too), the
-`jupyter-mcp-rs` command that runs it, and a Jupyter Server extension, enabled when installed,
+`jupyter-mcp-rs` binary that runs it (for `uvx jupyter-mcp-rs`; maturin allows no Python entry
+points beside binaries), and a Jupyter Server extension, enabled when installed,
 that serves MCP at `<base_url>mcp` on the server's live documents (see `serverextension`).
 """
 

@@ -3,6 +3,7 @@
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::params::*;
@@ -83,6 +84,8 @@ const EXECUTE: Annotations = Annotations {
 pub struct ToolSpec {
     /// The snake_case name a client calls the tool by.
     pub name: &'static str,
+    /// The tool, typed (its [`ToolName::as_str`] is `name`).
+    pub tool: ToolName,
     /// A short human-readable title for clients' tool lists.
     pub title: &'static str,
     /// What the tool does and how to use it, as `tools/list` shows it to the model.
@@ -423,335 +426,451 @@ fn free_object() -> Map<String, Value> {
     map
 }
 
-macro_rules! tool {
-    ($name:literal, $title:literal, $capability:ident, $annotations:expr, $params:ty, $result:expr, $description:literal) => {
-        ToolSpec {
-            name: $name,
-            title: $title,
-            description: $description,
-            annotations: $annotations,
-            capability: Capability::$capability,
-            input_schema: schema_object::<$params>,
-            output_schema: $result,
+macro_rules! tools {
+    ($($variant:ident($name:literal, $title:literal, $capability:ident, $annotations:expr, $params:ty, $result:expr, $description:literal $(,)?)),* $(,)?) => {
+        /// A tool of the contract, by name: what a call's name is parsed into once, so that no
+        /// code above this crate matches a tool name as a string. Serialised as the snake_case
+        /// name clients call it by.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum ToolName {
+            $(
+                #[doc = $title]
+                #[serde(rename = $name)]
+                $variant,
+            )*
+        }
+
+        impl ToolName {
+            /// Every tool, in the order `tools/list` shows them.
+            pub const ALL: &'static [ToolName] = &[$(ToolName::$variant,)*];
+
+            /// The snake_case name a client calls the tool by.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ToolName::$variant => $name,)*
+                }
+            }
+
+            /// The tool called `name`, if there is one (retired names are none).
+            pub fn parse(name: &str) -> Option<ToolName> {
+                match name {
+                    $($name => Some(ToolName::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// The tool's entry in the catalogue.
+            pub fn spec(self) -> ToolSpec {
+                match self {
+                    $(ToolName::$variant => ToolSpec {
+                        name: $name,
+                        tool: ToolName::$variant,
+                        title: $title,
+                        description: $description,
+                        annotations: $annotations,
+                        capability: Capability::$capability,
+                        input_schema: schema_object::<$params>,
+                        output_schema: $result,
+                    },)*
+                }
+            }
         }
     };
 }
 
+tools! {
+    ListNotebooks(
+        "list_notebooks",
+        "List notebooks",
+        Documents,
+        READ,
+        ListNotebooksParams,
+        result_schema::<ListNotebooksResult>,
+        "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."
+    ),
+    OpenNotebooks(
+        "open_notebooks",
+        "Open notebooks",
+        Documents,
+        IDEMPOTENT_WRITE,
+        OpenNotebooksParams,
+        result_schema::<OpenNotebooksResult>,
+        "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."
+    ),
+    CreateNotebook(
+        "create_notebook",
+        "Create a notebook",
+        Documents,
+        WRITE,
+        CreateNotebookParams,
+        result_schema::<CreateNotebookResult>,
+        "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."
+    ),
+    ReadNotebook(
+        "read_notebook",
+        "Read a notebook",
+        Documents,
+        READ,
+        ReadNotebookParams,
+        result_schema::<ReadNotebookResult>,
+        "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked. A reply fits maxResponseChars (default 60000): cells past it are left out, and `notice` and `nextCellOffset` say how to read them (pass `cellOffset`)."
+    ),
+    SearchCells(
+        "search_cells",
+        "Search cells",
+        Documents,
+        READ,
+        SearchCellsParams,
+        result_schema::<SearchCellsResult>,
+        "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."
+    ),
+    EditCells(
+        "edit_cells",
+        "Edit cells",
+        Documents,
+        DESTRUCTIVE,
+        EditCellsParams,
+        result_schema::<EditCellsResult>,
+        "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."
+    ),
+    MoveCells(
+        "move_cells",
+        "Move cells",
+        Documents,
+        WRITE,
+        MoveCellsParams,
+        result_schema::<MoveCellsResult>,
+        "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."
+    ),
+    ClearCellOutputs(
+        "clear_cell_outputs",
+        "Clear outputs",
+        Documents,
+        DESTRUCTIVE,
+        ClearCellOutputsParams,
+        result_schema::<ClearCellOutputsResult>,
+        "Clear the outputs and execution counts of cells, keeping their source, id and metadata."
+    ),
+    SaveNotebooks(
+        "save_notebooks",
+        "Save notebooks",
+        Documents,
+        IDEMPOTENT_WRITE,
+        NotebookRefsParams,
+        result_schema::<SaveNotebooksResult>,
+        "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"
+    ),
+    ExportNotebook(
+        "export_notebook",
+        "Export a notebook",
+        Documents,
+        READ,
+        ExportNotebookParams,
+        result_schema::<ExportNotebookResult>,
+        "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."
+    ),
+    UndoLast(
+        "undo_last",
+        "Undo the last change",
+        Documents,
+        DESTRUCTIVE,
+        NotebookRefParams,
+        result_schema::<UndoResult>,
+        "Undo the last change made through this server to the notebook (edits, moves, cleared outputs; at most 20 kept per notebook while the server runs) as a rev-checked change, and say what changed. Only what that change did is reverted: changes others made since to other cells stay, and so do outputs written since. If a cell the change touched has been changed since, nothing is undone: rev_mismatch lists each such cell's current rev and source (read again; their change is kept; redo by hand what you wanted to undo)."
+    ),
+    GetKernelInfo(
+        "get_kernel_info",
+        "Kernel info",
+        Execute,
+        READ,
+        NotebookRefParams,
+        result_schema::<KernelInfoResult>,
+        "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."
+    ),
+    ListKernels(
+        "list_kernels",
+        "List kernels",
+        ChooseKernel,
+        READ,
+        NotebookRefParams,
+        result_schema::<ListKernelsResult>,
+        "List the kernels this notebook can use, with exact ids: installed kernelspecs and project virtual environments with ipykernel (a Jupyter Server's kernelspecs with --kernel-server or --jupyter; VS Code's kernel controllers in a VS Code window). Read-only."
+    ),
+    SelectKernel(
+        "select_kernel",
+        "Select a kernel",
+        ChooseKernel,
+        WRITE,
+        SelectKernelParams,
+        result_schema::<SelectKernelResult>,
+        "Select an exact kernel id from list_kernels for a notebook: recorded in the notebook's metadata (with --jupyter also the server session's kernel, as JupyterLab's Change Kernel; in VS Code the controller of the notebook's editor). No fallback."
+    ),
+    ConfigureKernel(
+        "configure_kernel",
+        "Start the kernel",
+        ChooseKernel,
+        IDEMPOTENT_WRITE,
+        ConfigureKernelParams,
+        configure_schema,
+        "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers. With runtime \"colab\" (where a Colab source is configured): a tracked setup of the kernel on the Colab runtime, returned as a setup receipt (setupId, status, stage); it pauses at awaiting_kernel_selection (list_setup_kernels, select_setup_kernel) and is ready only after the check_colab nonce proof verified. serverAlias reuses exactly that earlier server and never creates one."
+    ),
+    GetKernelSetup(
+        "get_kernel_setup",
+        "Follow a Colab setup",
+        Colab,
+        READ,
+        KernelSetupParams,
+        setup_receipt_schema,
+        "Get a Colab setup's receipt (status, stage, providerStep, actionRequired, serverAlias, verification), optionally waiting up to waitMs (0 to 60000) for it to change. Never starts or stops anything."
+    ),
+    ListSetupKernels(
+        "list_setup_kernels",
+        "List a Colab setup's kernels",
+        Colab,
+        READ,
+        KernelSetupParams,
+        setup_receipt_schema,
+        "Observe the Colab runtime's kernel choices afresh for a setup awaiting a kernel selection; returns the receipt with kernelChoices (opaque kernelChoiceIds and labels). A new listing voids the ids of every earlier one. There is no default choice."
+    ),
+    SelectSetupKernel(
+        "select_setup_kernel",
+        "Select a Colab setup's kernel",
+        Colab,
+        WRITE,
+        SelectSetupKernelParams,
+        setup_receipt_schema,
+        "Select one kernelChoiceId from the setup's latest list_setup_kernels listing: the kernel is started on the runtime, its file service connected and the nonce proof run. Returns the receipt after waiting up to waitMs (default 1000)."
+    ),
+    MountColabServer(
+        "mount_colab_server",
+        "Mount a Colab server",
+        ColabMount,
+        WRITE,
+        MountColabServerParams,
+        setup_receipt_schema,
+        "Attach the file service of the Colab server with this exact alias (from an earlier setup's receipt) to the notebook's already active idle Python kernel, then verify it with the check_colab nonce proof. Selects and starts no kernel, edits no cell, creates and removes no server. A tracked setup: follow or cancel it with get_kernel_setup / cancel_kernel_setup."
+    ),
+    CancelKernelSetup(
+        "cancel_kernel_setup",
+        "Cancel a Colab setup",
+        Colab,
+        WRITE,
+        KernelSetupParams,
+        setup_receipt_schema,
+        "Cancel a Colab setup: it ends cancelled and undoes exactly what it created (a runtime it assigned is released); a server that existed before is never touched. The notebook stays blocked until every command the setup sent has settled (cleanupPending)."
+    ),
+    CheckColab(
+        "check_colab",
+        "Check the Colab runtime",
+        Colab,
+        EXECUTE,
+        CheckColabParams,
+        check_receipt_schema,
+        "Prove that the notebook's active idle Python kernel runs on the configured Colab runtime: the kernel writes a fresh nonce file in /content, the runtime's own file service (its Contents API behind Colab's proxy) must read the same nonce, then the probe is removed and its absence confirmed through both. verified is true only then; the build-info release tag is reported as identity evidence, never as proof. Reads no user file, edits no cell. Listed only where a Colab runtime is configured."
+    ),
+    InspectColabEnvironmentPreflight(
+        "inspect_colab_environment_preflight",
+        "Inspect Colab preparation blockers",
+        ColabEnvironment,
+        READ,
+        ColabPreflightParams,
+        result_schema::<ColabPreflightResult>,
+        "Read-only counts and booleans of every connected window, for preparing Colab: workspace shape, open notebooks and text documents with their editors, tabs, terminals, debug sessions, quit and restore policy, and the native debugging listener's page candidates (the catalog only: nothing is bound or evaluated). Each window answers within 30 s or is listed unavailable. Never returns contents, commands, paths or titles; changes nothing."
+    ),
+    ListColabTerminals(
+        "list_colab_terminals",
+        "List a window's terminals",
+        ColabEnvironment,
+        READ,
+        ListColabTerminalsParams,
+        result_schema::<ColabTerminalsResult>,
+        "List the window's terminals as an inventory of opaque terminalRefs with bounded name, shell pid, shell type, interaction and exit facts (never commands, arguments, history or environment). The inventory lives 60 s; a newer listing voids it. These facts cannot prove a terminal is idle."
+    ),
+    CloseColabTerminals(
+        "close_colab_terminals",
+        "Close named terminals",
+        ColabEnvironment,
+        DESTRUCTIVE,
+        CloseColabTerminalsParams,
+        result_schema::<CloseColabTerminalsResult>,
+        "Close exactly the terminals named by terminalRefs from the window's latest list_colab_terminals inventory (Terminal.dispose: a running command ends and its scrollback is lost). Reports each as closed, already_gone or uncertain, and partial when not all closed. Never closes anything it was not given."
+    ),
+    PrepareColabEnvironment(
+        "prepare_colab_environment",
+        "Prepare a window for Colab",
+        ColabEnvironment,
+        WRITE,
+        PrepareColabEnvironmentParams,
+        result_schema::<ColabPreparationResult>,
+        "Prepare the window before opening the notebook: check the native debugging connection binds to this window, open the local project folder (folderUri, else the window's one folder, else a new isolated one) and turn a single-folder window into an untitled workspace (updateWorkspaceFolders) so that mounting a Colab server later does not restart the extension host. The conversion restarts it once: reconnect, call list_notebooks, then get_colab_environment_preparation with the preparationId. Refused while notebooks, documents, terminals or debug sessions are open. Restarting VS Code itself is not supported."
+    ),
+    GetColabEnvironmentPreparation(
+        "get_colab_environment_preparation",
+        "Follow a Colab preparation",
+        ColabEnvironment,
+        READ,
+        ColabPreparationParams,
+        result_schema::<ColabPreparationResult>,
+        "Check a preparation afresh (it survives extension-host restarts): the workspace is the prepared one with its root, trusted, and the native connection binds to this window now (environmentReady). Not runtime readiness; changes nothing."
+    ),
+    RunCells(
+        "run_cells",
+        "Run cells",
+        Execute,
+        EXECUTE,
+        RunCellsParams,
+        receipt_schema,
+        "Run cells as one tracked run. Without cellIds: exactly the stale cells, in document order (minimal re-run). With cellIds: those cells in that order, after their stale ancestors (freshDeps, default true). Stops at the first failure. waitMs (default 1000) bounds only this call's wait; execution goes on, follow it with get_execution. Sends progress notifications when the request carries a progressToken."
+    ),
+    GetExecution(
+        "get_execution",
+        "Follow a run",
+        Execute,
+        READ,
+        GetExecutionParams,
+        receipt_schema,
+        "Get a tracked run's receipt (default: the notebook's latest), optionally waiting up to waitMs for it to finish. Returns output so far while it runs. Never starts or stops anything."
+    ),
+    InterruptKernels(
+        "interrupt_kernels",
+        "Interrupt kernels",
+        Interrupt,
+        EXECUTE,
+        NotebookRefsParams,
+        result_schema::<KernelRequestsResult>,
+        "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."
+    ),
+    RestartKernels(
+        "restart_kernels",
+        "Restart kernels",
+        Restart,
+        DESTRUCTIVE,
+        NotebookRefsParams,
+        result_schema::<KernelRequestsResult>,
+        "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."
+    ),
+    InspectVariable(
+        "inspect_variable",
+        "Inspect a variable",
+        Execute,
+        READ,
+        InspectVariableParams,
+        free_object,
+        "Inspect a live variable without adding cells or history: type, shape/length, schema (columns and dtypes for data frames) and its richest repr (data frames as CSV head, figures as images, else a bounded repr)."
+    ),
+    SummarizeCells(
+        "summarize_cells",
+        "Summarise cells",
+        Documents,
+        IDEMPOTENT_WRITE,
+        SummarizeCellsParams,
+        free_object,
+        "Give cells a tldr, a description and an output summary, cached in cell metadata by content hash (unchanged cells are never re-summarised). Uses the Anthropic API when ANTHROPIC_API_KEY is set, else deterministic summaries marked with *."
+    ),
+    UploadFile(
+        "upload_file",
+        "Upload a file to the kernel",
+        Transfer,
+        WRITE,
+        TransferParams,
+        result_schema::<TransferResult>,
+        "Copy a file from the server's machine (hostPath, inside the root folder or the window's workspace folders) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
+    ),
+    DownloadFile(
+        "download_file",
+        "Download a file from the kernel",
+        Transfer,
+        WRITE,
+        TransferParams,
+        result_schema::<TransferResult>,
+        "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root folder or the window's workspace folders), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
+    ),
+}
+
 /// Every tool, in the order `tools/list` shows them.
 pub fn all_tools() -> Vec<ToolSpec> {
-    vec![
-        tool!(
-            "list_notebooks",
-            "List notebooks",
-            Documents,
-            READ,
-            ListNotebooksParams,
-            result_schema::<ListNotebooksResult>,
-            "List every connected window (host) and its notebooks, with the short notebookRef to pass to other tools. The standalone server lists every .ipynb under its root folder."
-        ),
-        tool!(
-            "open_notebooks",
-            "Open notebooks",
-            Documents,
-            IDEMPOTENT_WRITE,
-            OpenNotebooksParams,
-            result_schema::<OpenNotebooksResult>,
-            "Open notebooks by file URI or root-relative path. An already open notebook is kept as it is (never reloaded over unsaved state)."
-        ),
-        tool!(
-            "create_notebook",
-            "Create a notebook",
-            Documents,
-            WRITE,
-            CreateNotebookParams,
-            result_schema::<CreateNotebookResult>,
-            "Create a new notebook (a title heading and an empty code cell) and report the kernel it will use. Never overwrites a file."
-        ),
-        tool!(
-            "read_notebook",
-            "Read a notebook",
-            Documents,
-            READ,
-            ReadNotebookParams,
-            result_schema::<ReadNotebookResult>,
-            "Read a notebook. The default `outline` view is cheap: per cell its index, id, kebab-case name, rev (quote it as expectedRev when editing), kind, state (fresh/stale/never-run/running/queued/error), inputs/dependents and a one-line summary, plus lint findings. `source`, `outputs` and `all` add source and condensed outputs (images as image content); `lint` lists findings only. Every cut is marked. A reply fits maxResponseChars (default 60000): cells past it are left out, and `notice` and `nextCellOffset` say how to read them (pass `cellOffset`)."
-        ),
-        tool!(
-            "search_cells",
-            "Search cells",
-            Documents,
-            READ,
-            SearchCellsParams,
-            result_schema::<SearchCellsResult>,
-            "Search cell sources, saved output text and cell names (substring, case-insensitive by default; `regex: true` for regular expressions). Lines are 1-based, like read_notebook's startLine."
-        ),
-        tool!(
-            "edit_cells",
-            "Edit cells",
-            Documents,
-            DESTRUCTIVE,
-            EditCellsParams,
-            result_schema::<EditCellsResult>,
-            "Insert, edit, delete or replace (exact oldText, once) cells as one transaction: every edit of an existing cell quotes its rev as expectedRev; any mismatch or error rejects the whole batch and returns the cell's current rev and source. `run: true` runs the changed code cells afterwards, `run: \"stale\"` the stale set."
-        ),
-        tool!(
-            "move_cells",
-            "Move cells",
-            Documents,
-            WRITE,
-            MoveCellsParams,
-            result_schema::<MoveCellsResult>,
-            "Move cells (in the order given) to toIndex among the cells that stay, keeping their content, outputs and metadata."
-        ),
-        tool!(
-            "clear_cell_outputs",
-            "Clear outputs",
-            Documents,
-            DESTRUCTIVE,
-            ClearCellOutputsParams,
-            result_schema::<ClearCellOutputsResult>,
-            "Clear the outputs and execution counts of cells, keeping their source, id and metadata."
-        ),
-        tool!(
-            "save_notebooks",
-            "Save notebooks",
-            Documents,
-            IDEMPOTENT_WRITE,
-            NotebookRefsParams,
-            result_schema::<SaveNotebooksResult>,
-            "Write notebooks to disk in canonical nbformat form. (The standalone server already persists every change when it is made.)"
-        ),
-        tool!(
-            "export_notebook",
-            "Export a notebook",
-            Documents,
-            READ,
-            ExportNotebookParams,
-            result_schema::<ExportNotebookResult>,
-            "Export a notebook as Markdown, Python (percent format, `# %%`) or HTML; return it, or write it to a new file under the root."
-        ),
-        tool!(
-            "undo_last",
-            "Undo the last change",
-            Documents,
-            DESTRUCTIVE,
-            NotebookRefParams,
-            result_schema::<UndoResult>,
-            "Undo the last change made through this server to the notebook (edits, moves, cleared outputs; at most 20 kept per notebook while the server runs) as a rev-checked change, and say what changed. Only what that change did is reverted: changes others made since to other cells stay, and so do outputs written since. If a cell the change touched has been changed since, nothing is undone: rev_mismatch lists each such cell's current rev and source (read again; their change is kept; redo by hand what you wanted to undo)."
-        ),
-        tool!(
-            "get_kernel_info",
-            "Kernel info",
-            Execute,
-            READ,
-            NotebookRefParams,
-            result_schema::<KernelInfoResult>,
-            "Report the notebook's kernel as observed now: status, language, implementation, epoch, or why none is active. Never starts a kernel."
-        ),
-        tool!(
-            "list_kernels",
-            "List kernels",
-            ChooseKernel,
-            READ,
-            NotebookRefParams,
-            result_schema::<ListKernelsResult>,
-            "List the kernels this notebook can use, with exact ids: installed kernelspecs and project virtual environments with ipykernel (a Jupyter Server's kernelspecs with --kernel-server or --jupyter; VS Code's kernel controllers in a VS Code window). Read-only."
-        ),
-        tool!(
-            "select_kernel",
-            "Select a kernel",
-            ChooseKernel,
-            WRITE,
-            SelectKernelParams,
-            result_schema::<SelectKernelResult>,
-            "Select an exact kernel id from list_kernels for a notebook: recorded in the notebook's metadata (with --jupyter also the server session's kernel, as JupyterLab's Change Kernel; in VS Code the controller of the notebook's editor). No fallback."
-        ),
-        tool!(
-            "configure_kernel",
-            "Start the kernel",
-            ChooseKernel,
-            IDEMPOTENT_WRITE,
-            ConfigureKernelParams,
-            configure_schema,
-            "Start the notebook's kernel now (the one select_kernel recorded, else the notebook's kernelspec, else python3) and report what it chose and whether it answers. With runtime \"colab\" (where a Colab source is configured): a tracked setup of the kernel on the Colab runtime, returned as a setup receipt (setupId, status, stage); it pauses at awaiting_kernel_selection (list_setup_kernels, select_setup_kernel) and is ready only after the check_colab nonce proof verified. serverAlias reuses exactly that earlier server and never creates one."
-        ),
-        tool!(
-            "get_kernel_setup",
-            "Follow a Colab setup",
-            Colab,
-            READ,
-            KernelSetupParams,
-            setup_receipt_schema,
-            "Get a Colab setup's receipt (status, stage, providerStep, actionRequired, serverAlias, verification), optionally waiting up to waitMs (0 to 60000) for it to change. Never starts or stops anything."
-        ),
-        tool!(
-            "list_setup_kernels",
-            "List a Colab setup's kernels",
-            Colab,
-            READ,
-            KernelSetupParams,
-            setup_receipt_schema,
-            "Observe the Colab runtime's kernel choices afresh for a setup awaiting a kernel selection; returns the receipt with kernelChoices (opaque kernelChoiceIds and labels). A new listing voids the ids of every earlier one. There is no default choice."
-        ),
-        tool!(
-            "select_setup_kernel",
-            "Select a Colab setup's kernel",
-            Colab,
-            WRITE,
-            SelectSetupKernelParams,
-            setup_receipt_schema,
-            "Select one kernelChoiceId from the setup's latest list_setup_kernels listing: the kernel is started on the runtime, its file service connected and the nonce proof run. Returns the receipt after waiting up to waitMs (default 1000)."
-        ),
-        tool!(
-            "mount_colab_server",
-            "Mount a Colab server",
-            ColabMount,
-            WRITE,
-            MountColabServerParams,
-            setup_receipt_schema,
-            "Attach the file service of the Colab server with this exact alias (from an earlier setup's receipt) to the notebook's already active idle Python kernel, then verify it with the check_colab nonce proof. Selects and starts no kernel, edits no cell, creates and removes no server. A tracked setup: follow or cancel it with get_kernel_setup / cancel_kernel_setup."
-        ),
-        tool!(
-            "cancel_kernel_setup",
-            "Cancel a Colab setup",
-            Colab,
-            WRITE,
-            KernelSetupParams,
-            setup_receipt_schema,
-            "Cancel a Colab setup: it ends cancelled and undoes exactly what it created (a runtime it assigned is released); a server that existed before is never touched. The notebook stays blocked until every command the setup sent has settled (cleanupPending)."
-        ),
-        tool!(
-            "check_colab",
-            "Check the Colab runtime",
-            Colab,
-            EXECUTE,
-            CheckColabParams,
-            check_receipt_schema,
-            "Prove that the notebook's active idle Python kernel runs on the configured Colab runtime: the kernel writes a fresh nonce file in /content, the runtime's own file service (its Contents API behind Colab's proxy) must read the same nonce, then the probe is removed and its absence confirmed through both. verified is true only then; the build-info release tag is reported as identity evidence, never as proof. Reads no user file, edits no cell. Listed only where a Colab runtime is configured."
-        ),
-        tool!(
-            "inspect_colab_environment_preflight",
-            "Inspect Colab preparation blockers",
-            ColabEnvironment,
-            READ,
-            ColabPreflightParams,
-            result_schema::<ColabPreflightResult>,
-            "Read-only counts and booleans of every connected window, for preparing Colab: workspace shape, open notebooks and text documents with their editors, tabs, terminals, debug sessions, quit and restore policy, and the native debugging listener's page candidates (the catalog only: nothing is bound or evaluated). Each window answers within 30 s or is listed unavailable. Never returns contents, commands, paths or titles; changes nothing."
-        ),
-        tool!(
-            "list_colab_terminals",
-            "List a window's terminals",
-            ColabEnvironment,
-            READ,
-            ListColabTerminalsParams,
-            result_schema::<ColabTerminalsResult>,
-            "List the window's terminals as an inventory of opaque terminalRefs with bounded name, shell pid, shell type, interaction and exit facts (never commands, arguments, history or environment). The inventory lives 60 s; a newer listing voids it. These facts cannot prove a terminal is idle."
-        ),
-        tool!(
-            "close_colab_terminals",
-            "Close named terminals",
-            ColabEnvironment,
-            DESTRUCTIVE,
-            CloseColabTerminalsParams,
-            result_schema::<CloseColabTerminalsResult>,
-            "Close exactly the terminals named by terminalRefs from the window's latest list_colab_terminals inventory (Terminal.dispose: a running command ends and its scrollback is lost). Reports each as closed, already_gone or uncertain, and partial when not all closed. Never closes anything it was not given."
-        ),
-        tool!(
-            "prepare_colab_environment",
-            "Prepare a window for Colab",
-            ColabEnvironment,
-            WRITE,
-            PrepareColabEnvironmentParams,
-            result_schema::<ColabPreparationResult>,
-            "Prepare the window before opening the notebook: check the native debugging connection binds to this window, open the local project folder (folderUri, else the window's one folder, else a new isolated one) and turn a single-folder window into an untitled workspace (updateWorkspaceFolders) so that mounting a Colab server later does not restart the extension host. The conversion restarts it once: reconnect, call list_notebooks, then get_colab_environment_preparation with the preparationId. Refused while notebooks, documents, terminals or debug sessions are open. Restarting VS Code itself is not supported."
-        ),
-        tool!(
-            "get_colab_environment_preparation",
-            "Follow a Colab preparation",
-            ColabEnvironment,
-            READ,
-            ColabPreparationParams,
-            result_schema::<ColabPreparationResult>,
-            "Check a preparation afresh (it survives extension-host restarts): the workspace is the prepared one with its root, trusted, and the native connection binds to this window now (environmentReady). Not runtime readiness; changes nothing."
-        ),
-        tool!(
-            "run_cells",
-            "Run cells",
-            Execute,
-            EXECUTE,
-            RunCellsParams,
-            receipt_schema,
-            "Run cells as one tracked run. Without cellIds: exactly the stale cells, in document order (minimal re-run). With cellIds: those cells in that order, after their stale ancestors (freshDeps, default true). Stops at the first failure. waitMs (default 1000) bounds only this call's wait; execution goes on, follow it with get_execution. Sends progress notifications when the request carries a progressToken."
-        ),
-        tool!(
-            "get_execution",
-            "Follow a run",
-            Execute,
-            READ,
-            GetExecutionParams,
-            receipt_schema,
-            "Get a tracked run's receipt (default: the notebook's latest), optionally waiting up to waitMs for it to finish. Returns output so far while it runs. Never starts or stops anything."
-        ),
-        tool!(
-            "interrupt_kernels",
-            "Interrupt kernels",
-            Interrupt,
-            EXECUTE,
-            NotebookRefsParams,
-            result_schema::<KernelRequestsResult>,
-            "Interrupt the notebooks' kernels (KeyboardInterrupt in the running cell). The tracked run ends as unavailable; queued cells are not run."
-        ),
-        tool!(
-            "restart_kernels",
-            "Restart kernels",
-            Restart,
-            DESTRUCTIVE,
-            NotebookRefsParams,
-            result_schema::<KernelRequestsResult>,
-            "Restart the notebooks' kernels: all kernel state is lost, every cell becomes stale, and a running tracked run ends as unavailable."
-        ),
-        tool!(
-            "inspect_variable",
-            "Inspect a variable",
-            Execute,
-            READ,
-            InspectVariableParams,
-            free_object,
-            "Inspect a live variable without adding cells or history: type, shape/length, schema (columns and dtypes for data frames) and its richest repr (data frames as CSV head, figures as images, else a bounded repr)."
-        ),
-        tool!(
-            "summarize_cells",
-            "Summarise cells",
-            Documents,
-            IDEMPOTENT_WRITE,
-            SummarizeCellsParams,
-            free_object,
-            "Give cells a tldr, a description and an output summary, cached in cell metadata by content hash (unchanged cells are never re-summarised). Uses the Anthropic API when ANTHROPIC_API_KEY is set, else deterministic summaries marked with *."
-        ),
-        tool!(
-            "upload_file",
-            "Upload a file to the kernel",
-            Transfer,
-            WRITE,
-            TransferParams,
-            result_schema::<TransferResult>,
-            "Copy a file from the server's machine (hostPath, inside the root folder or the window's workspace folders) to the kernel's filesystem (absolute kernelPath), chunked through the kernel, SHA-256 verified, atomically promoted, never overwriting by default."
-        ),
-        tool!(
-            "download_file",
-            "Download a file from the kernel",
-            Transfer,
-            WRITE,
-            TransferParams,
-            result_schema::<TransferResult>,
-            "Copy a file from the kernel's filesystem (absolute kernelPath) to the server's machine (hostPath, inside the root folder or the window's workspace folders), chunked through the kernel, verified against a kernel-side SHA-256 before the local file is promoted, never overwriting by default."
-        ),
-    ]
+    ToolName::ALL.iter().map(|tool| tool.spec()).collect()
 }
 
 /// The tool named `name`.
 pub fn tool(name: &str) -> Option<ToolSpec> {
-    all_tools().into_iter().find(|spec| spec.name == name)
+    ToolName::parse(name).map(ToolName::spec)
+}
+
+/// A name that is no tool of the contract (see [`RETIRED_TOOLS`] for the removed ones).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no tool is named `{0}`")]
+pub struct UnknownToolName(pub String);
+
+impl std::str::FromStr for ToolName {
+    type Err = UnknownToolName;
+
+    fn from_str(name: &str) -> Result<ToolName, UnknownToolName> {
+        ToolName::parse(name).ok_or_else(|| UnknownToolName(name.to_owned()))
+    }
+}
+
+impl std::fmt::Display for ToolName {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// Where a broker sends a call of a tool when several windows share one server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRoute {
+    /// Every window lists its notebooks and the broker merges the listings (`list_notebooks`).
+    MergedListing,
+    /// Every window answers and the broker joins their answers
+    /// (`inspect_colab_environment_preflight`).
+    EveryWindow,
+    /// The window that owns the notebook the arguments name (`notebookRef`, `notebookRefs`),
+    /// else the window `windowId` names, else the broker's own.
+    ByArguments,
+}
+
+/// The per-tool policies of the layers above this crate, decided here once so that they match
+/// a [`ToolName`] and never a string.
+impl ToolName {
+    /// Where a broker sends a call of this tool.
+    pub const fn broker_route(self) -> BrokerRoute {
+        match self {
+            ToolName::ListNotebooks => BrokerRoute::MergedListing,
+            ToolName::InspectColabEnvironmentPreflight => BrokerRoute::EveryWindow,
+            _ => BrokerRoute::ByArguments,
+        }
+    }
+
+    /// The tool's `waitMs` bounds how long the call itself waits (a run's receipt), so a caller
+    /// waiting for its answer waits that long plus a margin, and no longer.
+    pub const fn wait_bounds_reply(self) -> bool {
+        matches!(
+            self,
+            ToolName::RunCells | ToolName::GetExecution | ToolName::EditCells
+        )
+    }
+
+    /// A client may call the tool as an MCP task (it follows a tracked run).
+    pub const fn runs_as_task(self) -> bool {
+        matches!(self, ToolName::RunCells)
+    }
+
+    /// The output viewer (an MCP App) shows the tool's results.
+    pub const fn shown_in_viewer(self) -> bool {
+        matches!(
+            self,
+            ToolName::ReadNotebook | ToolName::RunCells | ToolName::GetExecution
+        )
+    }
+
+    /// The tool's reply carries a run receipt: the reply itself (`run_cells`,
+    /// `get_execution`) or its `execution` (`edit_cells` with `run`).
+    pub const fn replies_with_receipt(self) -> bool {
+        matches!(
+            self,
+            ToolName::RunCells | ToolName::GetExecution | ToolName::EditCells
+        )
+    }
 }
 
 /// Tools the reference removed or renamed; calling them gets an error that says what replaced them.
@@ -936,6 +1055,69 @@ mod tests {
         assert!(
             undescribed.is_empty(),
             "input properties without a description (give the params field a doc comment): {undescribed:?}"
+        );
+    }
+
+    #[test]
+    fn tool_names_parse_back_and_serialise_as_their_names() {
+        assert_eq!(ToolName::ALL.len(), all_tools().len());
+        for (tool, spec) in ToolName::ALL.iter().zip(all_tools()) {
+            assert_eq!(spec.tool, *tool);
+            assert_eq!(spec.name, tool.as_str());
+            assert_eq!(ToolName::parse(spec.name), Some(*tool));
+            assert_eq!(spec.name.parse::<ToolName>(), Ok(*tool));
+            assert_eq!(tool.to_string(), spec.name);
+            assert_eq!(serde_json::to_value(tool).unwrap(), Value::from(spec.name));
+            assert_eq!(
+                serde_json::from_value::<ToolName>(Value::from(spec.name)).unwrap(),
+                *tool
+            );
+        }
+        for (retired, _) in RETIRED_TOOLS {
+            assert_eq!(
+                retired.parse::<ToolName>(),
+                Err(UnknownToolName((*retired).to_owned()))
+            );
+        }
+        assert!(serde_json::from_value::<ToolName>(Value::from("Run_Cells")).is_err());
+    }
+
+    #[test]
+    fn policies_name_the_tools_they_always_did() {
+        let named = |policy: fn(ToolName) -> bool| -> Vec<&str> {
+            ToolName::ALL
+                .iter()
+                .filter(|tool| policy(**tool))
+                .map(|tool| tool.as_str())
+                .collect()
+        };
+        assert_eq!(
+            named(ToolName::shown_in_viewer),
+            ["read_notebook", "run_cells", "get_execution"]
+        );
+        assert_eq!(named(ToolName::runs_as_task), ["run_cells"]);
+        assert_eq!(
+            named(ToolName::wait_bounds_reply),
+            ["edit_cells", "run_cells", "get_execution"]
+        );
+        assert_eq!(
+            named(ToolName::replies_with_receipt),
+            named(ToolName::wait_bounds_reply)
+        );
+        let routes: Vec<(&str, BrokerRoute)> = ToolName::ALL
+            .iter()
+            .map(|tool| (tool.as_str(), tool.broker_route()))
+            .filter(|(_, route)| *route != BrokerRoute::ByArguments)
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                ("list_notebooks", BrokerRoute::MergedListing),
+                (
+                    "inspect_colab_environment_preflight",
+                    BrokerRoute::EveryWindow
+                )
+            ]
         );
     }
 

@@ -26,7 +26,7 @@ pub mod resources;
 pub mod results;
 pub mod windows_paths;
 
-pub use catalog::{Annotations, Capability, ToolSpec, all_tools};
+pub use catalog::{Annotations, BrokerRoute, Capability, ToolName, ToolSpec, all_tools};
 pub use coerce::parse_arguments;
 pub use dispatch::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ResourceBody, ResourceEntry, ResourceError,

@@ -7,6 +7,9 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::check::SetupChecker;
+use crate::picker::{PickerRow, PickerView};
+use crate::probe::CheckCommandKind;
+use crate::servers::{Availability, ServerRow};
 use crate::sim::SimHost;
 
 const START: u64 = 1_000_000;

@@ -17,7 +17,10 @@ use std::sync::Arc;
 
 use execution_tracker::{IopubEvent, KernelLifecycle, ReplyStatus};
 use mcp_contract::ErrorCode;
-use mcp_contract::results::{KernelChoice, KernelPlace};
+/// A kernel as `list_kernels` shows it and where it runs: the seam's own vocabulary (the
+/// contract's result types), so that kernel providers name them through this seam and never
+/// through the MCP contract.
+pub use mcp_contract::results::{KernelChoice, KernelPlace};
 use serde_json::{Map, Value};
 use thiserror::Error;
 use tokio::sync::watch;

@@ -3,10 +3,9 @@
 use execution_tracker::{IopubEvent, KernelLifecycle, ReplyStatus, Transient};
 use futures::StreamExt;
 use host_core::kernel::{
-    KernelError, KernelEvent, KernelEvents, KernelReply, KernelStatus, RaisedError,
+    KernelError, KernelEvent, KernelEvents, KernelPlace, KernelReply, KernelStatus, RaisedError,
 };
 use kernels::{ExecuteEvent, ExecuteHandle};
-use mcp_contract::results::KernelPlace;
 use serde_json::Value;
 
 /// A kernel status as host-core sees it.

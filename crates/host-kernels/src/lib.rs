@@ -27,14 +27,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use host_core::kernel::{
-    CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvents,
-    KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord, KernelSelection,
-    KernelSession, KernelStatus, NotebookKernels, RequestOutcome, SessionFeatures, SessionInfo,
-    SharedSession,
+    CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelChoice, KernelError,
+    KernelEvents, KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord,
+    KernelSelection, KernelSession, KernelStatus, NotebookKernels, RequestOutcome, SessionFeatures,
+    SessionInfo, SharedSession,
 };
 use host_core::{BoxFuture, NotebookLocation, ProgressSink};
 use kernels::{KernelHandle, KernelManager, KernelSpecInfo};
-use mcp_contract::results::KernelChoice;
 use tokio::sync::watch;
 
 pub use convert::{events, kernel_error, place, status};

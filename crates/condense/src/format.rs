@@ -13,7 +13,7 @@ use crate::terminal::{group_thousands, render_terminal};
 use crate::traceback::{TracebackOptions, condense_traceback};
 use crate::truncate::{head_tail, marker_overhead};
 
-pub use mcp_contract::params::OutputMode;
+use crate::mode::OutputMode;
 
 /// Options of [`format_outputs`]. `FormatOptions::default()` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

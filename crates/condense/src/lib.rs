@@ -12,6 +12,10 @@
 //! [`html_table_to_rows`], [`html_to_text`], [`downscale_image`], [`condense_traceback`]) are
 //! public for reuse.
 //!
+//! All of that is the default feature `render`. Without it the crate is only [`OutputMode`], the
+//! three renderings a caller can ask for, so that the tool contract (`mcp-contract`) names them
+//! without pulling image codecs into the transports that depend on it.
+//!
 //! ```
 //! use condense::{FormatOptions, format_outputs};
 //! use serde_json::json;
@@ -28,31 +32,49 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "render")]
 mod format;
+#[cfg(feature = "render")]
 mod html;
+#[cfg(feature = "render")]
 mod images;
+mod mode;
+#[cfg(feature = "render")]
 mod rich;
+#[cfg(feature = "render")]
 mod table;
+#[cfg(feature = "render")]
 mod terminal;
+#[cfg(feature = "render")]
 mod traceback;
+#[cfg(feature = "render")]
 mod truncate;
 
+#[cfg(feature = "render")]
 use serde_json::Value;
 
+#[cfg(feature = "render")]
 pub use format::{
-    FormatOptions, FormattedOutputs, ImageOutcome, ImageReport, MIN_TEXT_BOUND, OutputMode,
-    ReturnedImage, format_outputs,
+    FormatOptions, FormattedOutputs, ImageOutcome, ImageReport, MIN_TEXT_BOUND, ReturnedImage,
+    format_outputs,
 };
+#[cfg(feature = "render")]
 pub use html::{HtmlTable, html_table_to_rows, html_to_text};
+#[cfg(feature = "render")]
 pub use images::{
     DownscaledImage, RasterFormat, downscale_image, fit_within, image_dimensions, summarize_svg,
 };
+pub use mode::OutputMode;
+#[cfg(feature = "render")]
 pub use terminal::{collapse_carriage_returns, render_terminal, strip_ansi};
+#[cfg(feature = "render")]
 pub use traceback::{CondensedTraceback, TracebackOptions, condense_traceback};
+#[cfg(feature = "render")]
 pub use truncate::{HeadTail, HeadTailBuffer, head_tail};
 
 /// What can go wrong in this crate. [`format_outputs`] itself never fails: a bad output becomes
 /// a line of text that says what was wrong with it.
+#[cfg(feature = "render")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CondenseError {
     /// The bytes are an image format other than PNG and JPEG, or no image at all.
@@ -73,6 +95,7 @@ pub enum CondenseError {
 /// with `outputs`, any other JSON value as one output, or non-JSON bytes as one stdout stream) →
 /// formatted in every mode. Panics if a guarantee is broken: the text bound, the image limits,
 /// or determinism.
+#[cfg(feature = "render")]
 pub fn check_format_outputs(data: &[u8]) {
     let outputs: Vec<Value> = match serde_json::from_slice::<Value>(data) {
         Ok(Value::Array(items)) => items,
@@ -135,7 +158,7 @@ pub fn check_format_outputs(data: &[u8]) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "render"))]
 mod tests {
     use super::*;
 

@@ -40,7 +40,7 @@ const LEAST_RECEIPT_SHARE: usize = MIN_MAX_OUTPUT_CHARS - 100;
 /// Below this many characters a cut is not worth it and the omission marker is used instead.
 const SMALLEST_USEFUL_CUT: usize = 2 * OMISSION_RESERVE;
 
-pub use mcp_contract::params::OutputMode;
+pub use condense::OutputMode;
 
 /// The index of a mode in per-mode arrays.
 fn slot(mode: OutputMode) -> usize {

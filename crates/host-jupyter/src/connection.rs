@@ -92,27 +92,9 @@ fn config_error(failure: kernels::Error) -> JupyterError {
     }
 }
 
-/// `path` with each segment percent-encoded, `/` kept (for Contents API and room paths).
-pub fn encode_path(path: &str) -> String {
-    path.split('/')
-        .map(encode_segment)
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
-/// One path segment or query value, percent-encoded (RFC 3986 unreserved characters kept).
-pub fn encode_segment(segment: &str) -> String {
-    let mut encoded = String::with_capacity(segment.len());
-    for byte in segment.bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                encoded.push(byte as char);
-            }
-            _ => encoded.push_str(&format!("%{byte:02X}")),
-        }
-    }
-    encoded
-}
+/// Contents API and room paths, session ids: percent-encoded by the kernels crate's one path
+/// builder, as every request path to a server is.
+pub use kernels::{encode_path, encode_segment};
 
 #[cfg(test)]
 mod tests {
@@ -153,15 +135,5 @@ mod tests {
             error.to_string().contains("--allow-insecure-http"),
             "{error}"
         );
-    }
-
-    #[test]
-    fn paths_are_encoded_per_segment() {
-        assert_eq!(
-            encode_path("sub dir/my nb.ipynb"),
-            "sub%20dir/my%20nb.ipynb"
-        );
-        assert_eq!(encode_segment("a/b?c"), "a%2Fb%3Fc");
-        assert_eq!(encode_path("é.ipynb"), "%C3%A9.ipynb");
     }
 }

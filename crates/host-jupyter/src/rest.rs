@@ -79,9 +79,20 @@ impl Rest {
         }
     }
 
+    /// The server's Contents API (the kernels crate's one client of it).
+    fn contents(&self) -> kernels::Contents {
+        self.connection.client().contents()
+    }
+
+    /// A Contents API failure as this host's error.
+    fn contents_error(&self, failure: kernels::Error) -> JupyterError {
+        server_error(&self.connection, failure)
+    }
+
     /// Every notebook under the server's root (paths relative to it, `/`-separated, sorted),
     /// and folders that could not be listed.
     pub(crate) async fn list_notebooks(&self) -> Result<Vec<String>, JupyterError> {
+        let contents = self.contents();
         let mut notebooks = Vec::new();
         let mut folders = vec![(String::new(), 0usize)];
         let mut listed = 0;
@@ -90,18 +101,13 @@ impl Rest {
             if listed > MAX_FOLDERS {
                 break;
             }
-            let path = format!("api/contents/{}?content=1", encode_path(&folder));
-            let (status, value) = self.call(Method::GET, &path, None).await?;
-            if !status.is_success() {
-                if folder.is_empty() {
-                    return Err(Self::status("listing the server's files", status));
-                }
-                continue;
-            }
-            let Some(entries) = value.get("content").and_then(Value::as_array) else {
-                return Err(Self::malformed("listing the server's files"));
+            let entries = match contents.list(&folder).await {
+                Ok(entries) => entries,
+                // A folder below the root that cannot be listed is left out.
+                Err(kernels::Error::ServerStatus { .. }) if !folder.is_empty() => continue,
+                Err(failure) => return Err(self.contents_error(failure)),
             };
-            for entry in entries {
+            for entry in &entries {
                 let kind = entry.get("type").and_then(Value::as_str);
                 let Some(entry_path) = entry.get("path").and_then(Value::as_str) else {
                     continue;
@@ -121,25 +127,19 @@ impl Rest {
 
     /// Whether the server has a file or folder at `path`.
     pub(crate) async fn exists(&self, path: &str) -> Result<bool, JupyterError> {
-        let request = format!("api/contents/{}?content=0", encode_path(path));
-        let (status, _) = self.call(Method::GET, &request, None).await?;
-        match status {
-            status if status.is_success() => Ok(true),
-            StatusCode::NOT_FOUND => Ok(false),
-            status => Err(Self::status("looking up a file", status)),
+        match self.contents().stat(path).await {
+            Ok(model) => Ok(model.is_some()),
+            Err(failure) => Err(self.contents_error(failure)),
         }
     }
 
     /// Writes a new file through the Contents API (a notebook as nbformat JSON, or text). The
     /// caller has checked that nothing is there; the API itself cannot refuse to overwrite.
     pub(crate) async fn create(&self, path: &str, model: Value) -> Result<(), JupyterError> {
-        let request = format!("api/contents/{}", encode_path(path));
-        let (status, _) = self.call(Method::PUT, &request, Some(model)).await?;
-        if status.is_success() {
-            Ok(())
-        } else {
-            Err(Self::status("creating a file", status))
-        }
+        self.contents()
+            .create(path, &model)
+            .await
+            .map_err(|failure| self.contents_error(failure))
     }
 
     /// Creates the folders of `path` that do not exist yet.
@@ -276,6 +276,15 @@ pub(crate) fn server_error(connection: &ServerConnection, failure: kernels::Erro
         kernels::Error::Timeout { after, .. } => JupyterError::Unreachable {
             url,
             reason: format!("no answer within {} s", after.as_secs()),
+        },
+        kernels::Error::ServerStatus {
+            operation, status, ..
+        } => JupyterError::Status {
+            what: operation.to_owned(),
+            status,
+        },
+        kernels::Error::ServerProtocol { operation, .. } => JupyterError::Malformed {
+            what: operation.to_owned(),
         },
         other => JupyterError::Config {
             message: other.to_string(),

@@ -281,23 +281,24 @@ impl RuntimeFiles {
         Ok(())
     }
 
-    /// One call to the current runtime's API (`path` under its base URL).
-    async fn call(
-        &self,
-        method: http::Method,
-        path: &str,
-        body: Option<&serde_json::Value>,
-        timeout: std::time::Duration,
-    ) -> Result<(u16, bytes::Bytes), String> {
+    /// The client of the current runtime's API (its proxy token, headers and XSSI prefix),
+    /// each call bounded by [`FILE_SERVICE_TIMEOUT`].
+    async fn client(&self) -> Result<kernels::ServerClient, String> {
         let runtime = self
             .slot
             .current()
             .ok_or_else(|| "no Colab runtime is assigned yet".to_owned())?;
-        runtime
+        let client = runtime
             .api
-            .api_call(method, path, body, timeout)
+            .client()
             .await
-            .map_err(|error| error.to_string())
+            .map_err(|error| error.to_string())?;
+        Ok(client.with_timeout(FILE_SERVICE_TIMEOUT))
+    }
+
+    /// The current runtime's Contents API.
+    async fn contents(&self) -> Result<kernels::Contents, String> {
+        Ok(self.client().await?.contents())
     }
 
     /// The same, with setups timed by `setup` (tests shorten the deadline).
@@ -323,11 +324,32 @@ impl RuntimeFiles {
     /// `GET <path>` of the runtime's API: the status and the JSON body, `None` when the
     /// runtime did not answer.
     async fn get_json(&self, path: &str) -> Option<(u16, serde_json::Value)> {
-        let (status, body) = self
-            .call(http::Method::GET, path, None, FILE_SERVICE_TIMEOUT)
+        let answer = self
+            .client()
+            .await
+            .ok()?
+            .request(
+                kernels::Method::GET,
+                path,
+                None,
+                "reading the runtime's build",
+            )
             .await
             .ok()?;
-        Some((status, serde_json::from_slice(&body).unwrap_or_default()))
+        Some((
+            answer.status.as_u16(),
+            serde_json::from_slice(&answer.body).unwrap_or_default(),
+        ))
+    }
+}
+
+/// A file-service failure as the sentence the transfer reports.
+fn file_service_error(failure: kernels::Error) -> String {
+    match failure {
+        kernels::Error::ServerStatus { status, .. } => {
+            format!("the file service answered HTTP {status}")
+        }
+        other => other.to_string(),
     }
 }
 
@@ -409,17 +431,22 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                 }
                 CommandKind::ProbeRuntime => {
                     // The kernelspecs answer only through the proxy with a valid token.
-                    match self
-                        .call(
-                            http::Method::GET,
+                    let Ok(client) = self.client().await else {
+                        return Reply::Failed(Failure::Unavailable);
+                    };
+                    let probe = client
+                        .request(
+                            kernels::Method::GET,
                             "api/kernelspecs",
                             None,
-                            FILE_SERVICE_TIMEOUT,
+                            "probing the runtime",
                         )
-                        .await
-                    {
-                        Ok((200, _)) => Reply::Done,
-                        Ok((401 | 403, _)) => Reply::Failed(Failure::AuthenticationRequired),
+                        .await;
+                    match probe {
+                        Ok(answer) if answer.status == kernels::StatusCode::OK => Reply::Done,
+                        Err(kernels::Error::ServerAuth { .. }) => {
+                            Reply::Failed(Failure::AuthenticationRequired)
+                        }
                         _ => Reply::Failed(Failure::Unavailable),
                     }
                 }
@@ -501,34 +528,23 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
                     _ => CheckReply::ServiceUnavailable,
                 },
                 CheckCommandKind::ReadFile { root, path } if self.roots().contains(root) => {
-                    match self
-                        .get_json(&format!(
-                            "api/contents/{path}?content=1&format=base64&type=file"
-                        ))
-                        .await
-                    {
-                        Some((200, body)) => {
-                            use base64::Engine as _;
-                            match body["content"].as_str().map(|text| {
-                                base64::engine::general_purpose::STANDARD
-                                    .decode(text.replace('\n', ""))
-                            }) {
-                                Some(Ok(bytes)) => CheckReply::FileContent(bytes),
-                                _ => CheckReply::ServiceUnavailable,
-                            }
-                        }
-                        Some((404, _)) => CheckReply::FileMissing,
-                        _ => CheckReply::ServiceUnavailable,
+                    let Ok(contents) = self.contents().await else {
+                        return CheckReply::ServiceUnavailable;
+                    };
+                    match contents.read_file(path).await {
+                        Ok(Some(bytes)) => CheckReply::FileContent(bytes),
+                        Ok(None) => CheckReply::FileMissing,
+                        Err(_) => CheckReply::ServiceUnavailable,
                     }
                 }
                 CheckCommandKind::StatFile { root, path } if self.roots().contains(root) => {
-                    match self
-                        .get_json(&format!("api/contents/{path}?content=0"))
-                        .await
-                    {
-                        Some((200, _)) => CheckReply::FileExists,
-                        Some((404, _)) => CheckReply::FileMissing,
-                        _ => CheckReply::ServiceUnavailable,
+                    let Ok(contents) = self.contents().await else {
+                        return CheckReply::ServiceUnavailable;
+                    };
+                    match contents.stat(path).await {
+                        Ok(Some(_)) => CheckReply::FileExists,
+                        Ok(None) => CheckReply::FileMissing,
+                        Err(_) => CheckReply::ServiceUnavailable,
                     }
                 }
                 _ => CheckReply::ServiceUnavailable,
@@ -543,14 +559,10 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
     ) -> host_core::BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
             self.serving(root)?;
-            match self
-                .get_json(&format!("api/contents/{path}?content=0"))
-                .await
-            {
-                Some((200, body)) => Ok(body["size"].as_u64()),
-                Some((404, _)) => Ok(None),
-                Some((status, _)) => Err(format!("HTTP {status}")),
-                None => Err("no answer".to_owned()),
+            let model = self.contents().await?.stat(path).await;
+            match model.map_err(file_service_error)? {
+                Some(model) => Ok(model["size"].as_u64()),
+                None => Ok(None),
             }
         })
     }
@@ -563,34 +575,16 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         last: bool,
         bytes: Vec<u8>,
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
-        use base64::Engine as _;
         Box::pin(async move {
             self.serving(root)?;
             // Jupyter's chunked save: 1 starts the file, later ones append, -1 appends and
             // closes it (a one-chunk file is a single -1 into a fresh temporary name).
             let number: i64 = if last { -1 } else { i64::from(chunk) };
-            let name = path.rsplit('/').next().unwrap_or(path);
-            let body = serde_json::json!({
-                "type": "file",
-                "format": "base64",
-                "name": name,
-                "path": path,
-                "chunk": number,
-                "content": base64::engine::general_purpose::STANDARD.encode(&bytes),
-            });
-            match self
-                .call(
-                    http::Method::PUT,
-                    &format!("api/contents/{path}"),
-                    Some(&body),
-                    FILE_SERVICE_TIMEOUT,
-                )
+            let contents = self.contents().await?;
+            contents
+                .save_chunk(path, number, &bytes)
                 .await
-            {
-                Ok((200 | 201, _)) => Ok(()),
-                Ok((status, _)) => Err(format!("the file service answered HTTP {status}")),
-                Err(error) => Err(error.to_string()),
-            }
+                .map_err(file_service_error)
         })
     }
 
@@ -599,26 +593,12 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         root: &'a colab_setup::FileServiceRoot,
         path: &'a str,
     ) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
-        use base64::Engine as _;
         Box::pin(async move {
             self.serving(root)?;
-            match self
-                .get_json(&format!(
-                    "api/contents/{path}?content=1&format=base64&type=file"
-                ))
-                .await
-            {
-                Some((200, body)) => body["content"]
-                    .as_str()
-                    .ok_or_else(|| "no content in the answer".to_owned())
-                    .and_then(|text| {
-                        base64::engine::general_purpose::STANDARD
-                            .decode(text.replace('\n', ""))
-                            .map_err(|_| "the content is not base64".to_owned())
-                    }),
-                Some((status, _)) => Err(format!("the file service answered HTTP {status}")),
-                None => Err("no answer".to_owned()),
-            }
+            let bytes = self.contents().await?.read_file(path).await;
+            bytes
+                .map_err(file_service_error)?
+                .ok_or_else(|| "the file service answered HTTP 404".to_owned())
         })
     }
 
@@ -629,19 +609,8 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             self.serving(root)?;
-            match self
-                .call(
-                    http::Method::DELETE,
-                    &format!("api/contents/{path}"),
-                    None,
-                    FILE_SERVICE_TIMEOUT,
-                )
-                .await
-            {
-                Ok((200 | 204 | 404, _)) => Ok(()),
-                Ok((status, _)) => Err(format!("HTTP {status}")),
-                Err(error) => Err(error.to_string()),
-            }
+            let contents = self.contents().await?;
+            contents.delete(path).await.map_err(file_service_error)
         })
     }
 }

@@ -51,6 +51,9 @@ pub use execute::{
     ErrorOutput, ExecuteEvent, ExecuteHandle, ExecuteOptions, ExecuteReply, ExecuteResultSummary,
     JsonObject, ReplyStatus, StreamName,
 };
+/// The HTTP method and status of a [`ServerClient`] request and answer.
+#[cfg(feature = "remote")]
+pub use http::{Method, StatusCode};
 #[cfg(feature = "local")]
 pub use local::{LaunchConfig, LocalKernel, LocalProvider};
 pub use manager::{KernelManager, ManagerConfig};
@@ -59,11 +62,11 @@ pub use progress::{ProgressReporter, StartProgress, with_start_progress};
 pub use provider::{KernelHandle, KernelProvider};
 #[cfg(feature = "remote")]
 pub use remote::{
-    AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, CredentialPlacement,
-    CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient, HttpFailure,
-    JupyterHubConfig, KernelRequestAnswer, QuickAckStream, REMOTE_SPEC_PREFIX, RefreshCredential,
-    RemoteConfig, RemoteKernel, RemoteProvider, ServerAnswer, ServerClient, ServerToken, ServerUrl,
-    ServerWebSocket, TlsTrust,
+    AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, Contents,
+    CredentialPlacement, CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient,
+    HttpFailure, JupyterHubConfig, KernelRequestAnswer, QuickAckStream, REMOTE_SPEC_PREFIX,
+    RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider, ServerAnswer, ServerClient,
+    ServerToken, ServerUrl, ServerWebSocket, TlsTrust, encode_path, encode_segment,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

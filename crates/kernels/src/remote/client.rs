@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::connection::handshake;
+use super::contents::Contents;
 use super::profile::ConnectionProfile;
 use super::server::{Rest, ServerUrl, Transport};
 use crate::error::{Error, Result};
@@ -52,14 +53,32 @@ impl ServerClient {
         })
     }
 
+    /// A client over `rest`'s transport (its credential state, its TLS), for the server it
+    /// reaches now.
+    pub(crate) fn from_rest(rest: Rest) -> ServerClient {
+        ServerClient { rest }
+    }
+
+    /// The same client with `timeout` for each request and handshake.
+    pub fn with_timeout(mut self, timeout: Duration) -> ServerClient {
+        self.rest.timeout = timeout;
+        self
+    }
+
+    /// The server's Contents API through this client.
+    pub fn contents(&self) -> Contents {
+        Contents::new(self.clone())
+    }
+
     /// The server's base URL.
     pub fn url(&self) -> &ServerUrl {
         &self.rest.url
     }
 
-    /// Sends one request to `path` (relative to the base path, already encoded, with its
-    /// query) with `body` as JSON, and reads the whole answer. `operation` names it in
-    /// errors ("listing files").
+    /// Sends one request to `path` (relative to the base path, built with
+    /// [`encode_path`](super::encode_path), with its query) with `body` as JSON, and reads the
+    /// whole answer, the profile's JSON prefix removed. A refused credential is renewed once
+    /// and the request sent again. `operation` names it in errors ("listing files").
     pub async fn request(
         &self,
         method: Method,
@@ -81,9 +100,10 @@ impl ServerClient {
                 answer.status.as_u16(),
             ));
         }
+        let json = self.rest.transport.json_body(&answer.body);
         Ok(ServerAnswer {
             status: answer.status,
-            body: answer.body,
+            body: answer.body.slice_ref(json),
         })
     }
 

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::path::encode_segment;
 use super::server::{ServerToken, ServerUrl};
 
 /// `GET /hub/api/user`.
@@ -228,28 +229,19 @@ pub(crate) fn hub_said(message: &str, token: Option<&ServerToken>) -> String {
 /// `hub/api/users/<user>/server` or `hub/api/users/<user>/servers/<name>`.
 pub(crate) fn server_api_path(user: &str, name: &str) -> String {
     if name.is_empty() {
-        format!("hub/api/users/{}/server", segment(user))
+        format!("hub/api/users/{}/server", encode_segment(user))
     } else {
-        format!("hub/api/users/{}/servers/{}", segment(user), segment(name))
+        format!(
+            "hub/api/users/{}/servers/{}",
+            encode_segment(user),
+            encode_segment(name)
+        )
     }
 }
 
 /// The progress stream of that server.
 pub(crate) fn progress_api_path(user: &str, name: &str) -> String {
     format!("{}/progress", server_api_path(user, name))
-}
-
-/// A path segment, percent-encoded (user names may hold `@` or `.`).
-fn segment(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
 }
 
 /// The hub's base URL from what a user may pass: the public URL with or without `hub/`,

@@ -16,10 +16,12 @@
 
 mod client;
 mod connection;
+mod contents;
 mod frames;
 mod http_client;
 mod hub;
 mod hub_client;
+mod path;
 mod profile;
 mod quickack;
 mod server;
@@ -40,10 +42,12 @@ use self::connection::{
     Command, LinkFailure, LinkParams, Pump, PumpContext, PumpEnd, may_mean_stopped, new_msg_id,
     now_date, open_link,
 };
+pub use self::contents::Contents;
 use self::frames::{Outgoing, Protocol};
 pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
+pub use self::path::{encode_path, encode_segment};
 pub use self::profile::{
     AnswerKernelRequest, ConnectionProfile, CredentialPlacement, CredentialSource,
     KernelRequestAnswer, RefreshCredential, TlsTrust,
@@ -287,23 +291,11 @@ impl RemoteProvider {
         }))
     }
 
-    /// One call to the server's REST API (`path` under its base URL, e.g. `api/contents/a.txt`)
-    /// with the profile's credential and headers, the credential renewed once when refused:
-    /// the status and the body, with the profile's JSON prefix removed. For APIs beyond
-    /// kernels (the Contents API, a provider's own endpoints); the caller reads the status.
-    pub async fn api_call(
-        &self,
-        method: http::Method,
-        path: &str,
-        body: Option<&serde_json::Value>,
-        timeout: Duration,
-    ) -> Result<(u16, bytes::Bytes)> {
-        let rest = self.server().await?;
-        let answer = rest
-            .exchange(method, path, body, "calling the server's API", timeout)
-            .await?;
-        let body = rest.transport.json_body(&answer.body);
-        Ok((answer.status.as_u16(), answer.body.slice_ref(body)))
+    /// A client of the server's other APIs (the Contents API, a provider's own endpoints)
+    /// over this provider's transport: the profile's credential (renewed once when refused),
+    /// headers, trust and JSON prefix. For a hub, its user's server, started if needed.
+    pub async fn client(&self) -> Result<ServerClient> {
+        Ok(ServerClient::from_rest(self.server().await?))
     }
 
     /// Where its kernels run.

@@ -20,6 +20,7 @@ use hyper_util::rt::TokioExecutor;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::path::encode_segment;
 use super::profile::{ConnectionProfile, Credential, CredentialPlacement};
 use super::tls::{self, certificate_problem};
 use crate::error::{Error, Result};
@@ -330,8 +331,8 @@ impl Transport {
                 CredentialPlacement::WebSocketQuery(name) => {
                     placed.query.push(format!(
                         "{}={}",
-                        percent_encode(name),
-                        percent_encode(token.expose())
+                        encode_segment(name),
+                        encode_segment(token.expose())
                     ));
                 }
             }
@@ -370,19 +371,6 @@ impl Transport {
             None => bytes,
         }
     }
-}
-
-/// `name` or `value` as a URL query component.
-fn percent_encode(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
 }
 
 /// An error reaching `url`: a certificate problem says so and names the option that fixes it.

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Method;
 use mcp_server::http::ExtraRoutes;
@@ -13,6 +13,8 @@ use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+// Tokio's clock: on a paused test clock, heartbeats, staleness and deadlines keep one time.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use mcp_contract::{ToolDispatch, WindowInfo};

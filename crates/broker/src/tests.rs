@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::Method;
 use mcp_contract::catalog::{self, ToolSpec};
@@ -13,6 +13,7 @@ use mcp_contract::{
     BoxFuture, CallContext, ErrorCode, ToolDispatch, ToolError, ToolOutput, WindowInfo,
 };
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 
 use crate::client::{Call, LoopbackClient};
 use crate::coordinator::Shared;
@@ -20,6 +21,8 @@ use crate::protocol::{AUTH_HEADER, PEER_TOKEN_HEADER, PROTOCOL, Registration};
 use crate::secret::TokenFile;
 use crate::{BrokerError, Coordinator, CoordinatorConfig, Joined, Role, Timings};
 
+/// Short timings; every test runs on tokio's paused clock, which moves only when every task
+/// waits, so that a busy machine cannot make a heartbeat late or a peer stale.
 const FAST: Timings = Timings {
     tick: Duration::from_millis(50),
     stale_after: Duration::from_millis(400),
@@ -250,7 +253,7 @@ fn message(output: &ToolOutput) -> String {
         .to_owned()
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_go_to_the_owner_and_batches_split_per_owner() {
     let a = FakeHost::new(
         "wa",
@@ -409,7 +412,7 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_listed_tool_its_owner_lacks_answers_who_serves_it() {
     // The broker and gamma serve documents only; beta runs kernels. The broker also cannot
     // create notebooks.
@@ -512,7 +515,7 @@ async fn a_listed_tool_its_owner_lacks_answers_who_serves_it() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn calls_to_silent_or_departed_owners_end() {
     let a = FakeHost::new("wa", "alpha", &["file:///a.ipynb"]);
     let b = FakeHost::hanging("wb", "beta", &["file:///b.ipynb"], &["run_cells"]);
@@ -571,7 +574,7 @@ async fn calls_to_silent_or_departed_owners_end() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     let runtime = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -672,7 +675,7 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     broker.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn registration_and_invocation_need_the_secret() {
     let runtime = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -778,7 +781,7 @@ async fn registration_and_invocation_need_the_secret() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_peer_takes_over_when_the_broker_goes() {
     let a = FakeHost::new("wa", "alpha", &["file:///a.ipynb"]);
     let b = FakeHost::new("wb", "beta", &["file:///b.ipynb"]);
@@ -841,7 +844,7 @@ async fn a_peer_takes_over_when_the_broker_goes() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_same_window_twice_and_foreign_ports_are_refused() {
     let runtime = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -882,7 +885,7 @@ async fn the_same_window_twice_and_foreign_ports_are_refused() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn the_token_file_of_another_broker_does_not_let_a_peer_in() {
     let runtime = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -12,12 +12,10 @@ use mcp_contract::catalog::{self, ToolSpec};
 use mcp_contract::results::{ListNotebooksResult, WindowEntry};
 use mcp_server::http::{Body, ExtraRoutes, json_response};
 use serde_json::{Map, Value, json};
-// Tokio's clock: on a paused test clock, heartbeats, staleness and deadlines keep one time.
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use mcp_contract::refs::{self, RefKind};
-use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolOutput, WindowInfo};
+use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolName, ToolOutput, WindowInfo};
 
 use crate::Timings;
 use crate::client::{Call, LoopbackClient};
@@ -348,7 +346,11 @@ impl BrokerState {
         let own = async {
             let output = self
                 .local
-                .dispatch("list_notebooks".to_owned(), None, CallContext::default())
+                .dispatch(
+                    ToolName::ListNotebooks.as_str().to_owned(),
+                    None,
+                    CallContext::default(),
+                )
                 .await;
             (
                 self.window.id.clone(),
@@ -358,7 +360,13 @@ impl BrokerState {
         };
         let others = peers.into_iter().map(|(id, info)| async move {
             let output = self
-                .invoke_peer(&id, &info, "list_notebooks", Map::new(), Some(control))
+                .invoke_peer(
+                    &id,
+                    &info,
+                    ToolName::ListNotebooks.as_str(),
+                    Map::new(),
+                    Some(control),
+                )
                 .await
                 .ok();
             (id, info.label, output)

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_contract::ToolError;
 use mcp_contract::refs::{self, RefKind};
-use mcp_contract::{ErrorCode, ToolOutput};
+use mcp_contract::{BrokerRoute, ErrorCode, ToolName, ToolOutput};
 use serde_json::{Map, Value, json};
 
 /// How a tool call is routed.
@@ -33,11 +33,10 @@ pub enum RouteKind {
 /// have the expected shape go to the broker's own window, whose tools report the problem exactly
 /// as a lone server would.
 pub fn route_kind(tool: &str, arguments: &Map<String, Value>) -> RouteKind {
-    if tool == "list_notebooks" {
-        return RouteKind::ListAll;
-    }
-    if tool == "inspect_colab_environment_preflight" {
-        return RouteKind::EveryWindow;
+    match ToolName::parse(tool).map(ToolName::broker_route) {
+        Some(BrokerRoute::MergedListing) => return RouteKind::ListAll,
+        Some(BrokerRoute::EveryWindow) => return RouteKind::EveryWindow,
+        Some(BrokerRoute::ByArguments) | None => {}
     }
     if let Some(Value::String(reference)) = arguments.get("notebookRef") {
         return RouteKind::Notebook(reference.clone());
@@ -70,7 +69,7 @@ pub const MIN_INVOKE_TIMEOUT: Duration = Duration::from_millis(1500);
 /// whose `waitMs` bounds their own wait (`run_cells`, `get_execution`, `edit_cells`), otherwise
 /// no limit (the call is still abandoned as soon as its owner leaves; see `broker`).
 pub fn invoke_timeout(tool: &str, arguments: &Map<String, Value>) -> Option<Duration> {
-    if !matches!(tool, "run_cells" | "get_execution" | "edit_cells") {
+    if !ToolName::parse(tool).is_some_and(ToolName::wait_bounds_reply) {
         return None;
     }
     let wait_ms = arguments.get("waitMs")?.as_f64()?;

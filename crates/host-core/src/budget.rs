@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use mcp_contract::ErrorCode;
+use mcp_contract::{ErrorCode, ToolName};
 
 use crate::tools::{ToolOutput, error};
 
@@ -32,20 +32,20 @@ pub fn wire_estimate(output: &ToolOutput) -> usize {
 
 /// Replaces a reply too large to send with a `response_too_large` error naming the way to ask
 /// for less, so that a large answer never closes the client's transport.
-pub fn cap_reply(tool: &str, output: ToolOutput) -> ToolOutput {
+pub fn cap_reply(tool: ToolName, output: ToolOutput) -> ToolOutput {
     let size = wire_estimate(&output);
     if size <= MAX_REPLY_BYTES {
         return output;
     }
     let advice = match tool {
-        "read_notebook" => {
+        ToolName::ReadNotebook => {
             "read fewer cells at a time: keep the default maxResponseChars (or lower it) and follow nextCellOffset, or pass cellIds; outputMode \"summary\", a smaller maxOutputChars or includeImages: false shrink each cell"
         }
-        "export_notebook" => "pass outputPath to write the export to a file under the root",
-        "run_cells" => {
+        ToolName::ExportNotebook => "pass outputPath to write the export to a file under the root",
+        ToolName::RunCells => {
             "the run itself went ahead; read its receipt with get_execution and includeOutputs: false, and the outputs per cell with read_notebook"
         }
-        "get_execution" => {
+        ToolName::GetExecution => {
             "ask without outputs (includeOutputs: false) and read them per cell with read_notebook"
         }
         _ => "ask for fewer items or smaller parts",
@@ -144,7 +144,7 @@ mod tests {
     #[test]
     fn a_reply_over_the_cap_becomes_an_error_that_says_what_to_do() {
         let small = ToolOutput::success(serde_json::json!({"ok": true}), Vec::new());
-        assert_eq!(cap_reply("read_notebook", small.clone()), small);
+        assert_eq!(cap_reply(ToolName::ReadNotebook, small.clone()), small);
 
         let image = ImageContent {
             data: "A".repeat(MAX_REPLY_BYTES / 2),
@@ -152,7 +152,7 @@ mod tests {
         };
         let text = "x".repeat(MAX_REPLY_BYTES / 4 + 1);
         let large = ToolOutput::success(serde_json::json!({ "text": text }), vec![image]);
-        let capped = cap_reply("export_notebook", large);
+        let capped = cap_reply(ToolName::ExportNotebook, large);
         assert!(capped.is_error);
         assert!(
             capped.text.contains("\"response_too_large\""),

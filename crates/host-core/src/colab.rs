@@ -14,7 +14,7 @@ use colab_setup::{
     FileServiceRoot, KernelFailure, Nonce,
 };
 use mcp_contract::params::CheckColabParams;
-use mcp_contract::{ErrorCode, ToolError};
+use mcp_contract::{ErrorCode, ToolError, ToolName};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -460,7 +460,7 @@ impl<H: NotebookHost> Tools<H> {
                             .to_owned(),
                     ));
                 }
-                transfer_result("upload_file", size, sha256, host_path, params, chunk)
+                transfer_result(ToolName::UploadFile, size, sha256, host_path, params, chunk)
             }
             transfer::Direction::Download => {
                 let code = format!(
@@ -510,7 +510,7 @@ impl<H: NotebookHost> Tools<H> {
                 .await;
                 let _ = files.remove(&temp).await;
                 written.map_err(|io| failed("promote", io.kind().to_string()))?;
-                transfer_result("download_file", size, sha256, host_path, params, 1)
+                transfer_result(ToolName::DownloadFile, size, sha256, host_path, params, 1)
             }
         }
     }
@@ -647,7 +647,7 @@ async fn kernel_json(kernel: &crate::kernel::SharedSession, code: String) -> Res
 }
 
 fn transfer_result(
-    operation: &str,
+    operation: ToolName,
     bytes: u64,
     sha256: String,
     host_path: &str,
@@ -655,7 +655,7 @@ fn transfer_result(
     chunks: u32,
 ) -> Result<(Value, Vec<crate::tools::ImageContent>), ToolError> {
     let result = mcp_contract::results::TransferResult {
-        operation: operation.to_owned(),
+        operation: operation.as_str().to_owned(),
         bytes,
         sha256,
         host_path: host_path.to_owned(),

@@ -21,7 +21,7 @@ use colab_setup::{
 use mcp_contract::params::{
     ConfigureKernelParams, KernelSetupParams, MountColabServerParams, SelectSetupKernelParams,
 };
-use mcp_contract::{ErrorCode, ToolError};
+use mcp_contract::{ErrorCode, ToolError, ToolName};
 use serde_json::Value;
 
 use crate::colab::SharedColab;
@@ -153,17 +153,19 @@ fn receipt_value(receipt: &SetupReceipt) -> Result<(Value, Vec<ImageContent>), T
 }
 
 /// The tool a guarded call is, as the registry names it.
-pub(crate) fn guarded_operation(tool: &str) -> Option<GuardedOperation> {
+pub(crate) fn guarded_operation(tool: ToolName) -> Option<GuardedOperation> {
     Some(match tool {
-        "run_cells" => GuardedOperation::Run,
-        "upload_file" | "download_file" => GuardedOperation::Transfer,
-        "edit_cells" | "move_cells" | "clear_cell_outputs" | "undo_last" => {
-            GuardedOperation::NotebookMutation
-        }
-        "select_kernel" | "restart_kernels" | "interrupt_kernels" | "configure_kernel" => {
-            GuardedOperation::KernelChange
-        }
-        "mount_colab_server" => GuardedOperation::Setup,
+        ToolName::RunCells => GuardedOperation::Run,
+        ToolName::UploadFile | ToolName::DownloadFile => GuardedOperation::Transfer,
+        ToolName::EditCells
+        | ToolName::MoveCells
+        | ToolName::ClearCellOutputs
+        | ToolName::UndoLast => GuardedOperation::NotebookMutation,
+        ToolName::SelectKernel
+        | ToolName::RestartKernels
+        | ToolName::InterruptKernels
+        | ToolName::ConfigureKernel => GuardedOperation::KernelChange,
+        ToolName::MountColabServer => GuardedOperation::Setup,
         _ => return None,
     })
 }
@@ -183,7 +185,7 @@ impl<H: NotebookHost> Tools<H> {
     /// its own error).
     pub(crate) async fn setup_guard(
         &self,
-        tool: &str,
+        tool: ToolName,
         arguments: Option<&serde_json::Map<String, Value>>,
     ) -> Result<(), ToolError> {
         let Some(operation) = guarded_operation(tool) else {
@@ -192,7 +194,7 @@ impl<H: NotebookHost> Tools<H> {
         if self.setups.registry().is_empty() {
             return Ok(());
         }
-        if tool == "configure_kernel"
+        if tool == ToolName::ConfigureKernel
             && arguments.is_some_and(|arguments| arguments.get("runtime").is_some())
         {
             // The registry's own admission decides (`setup_active`).

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use mcp_contract::catalog::{self, Capability, RETIRED_TOOLS, ToolSpec};
+use mcp_contract::catalog::{self, Capability, RETIRED_TOOLS, ToolName, ToolSpec};
 use mcp_contract::params::*;
 use mcp_contract::results::*;
 use mcp_contract::{ErrorCode, ToolError, parse_arguments};
@@ -111,7 +111,7 @@ pub struct Inner<H: NotebookHost> {
     /// The Colab setups of this host's notebooks.
     pub(crate) setups: crate::setups::Setups,
     specs: Vec<ToolSpec>,
-    input_schemas: HashMap<&'static str, Map<String, Value>>,
+    input_schemas: HashMap<ToolName, Map<String, Value>>,
     known_refs: Mutex<HashMap<String, NotebookLocation>>,
     notebook_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// The document version each notebook had when a client last saw it (read or changed it),
@@ -242,7 +242,7 @@ impl<H: NotebookHost> Tools<H> {
             .collect();
         let input_schemas = specs
             .iter()
-            .map(|spec| (spec.name, (spec.input_schema)()))
+            .map(|spec| (spec.tool, (spec.input_schema)()))
             .collect();
         Tools {
             inner: Arc::new(Inner {
@@ -293,7 +293,9 @@ impl<H: NotebookHost> Tools<H> {
         arguments: Option<Map<String, Value>>,
         context: CallContext,
     ) -> ToolOutput {
-        let Some(schema) = self.input_schemas.get(name) else {
+        let listed =
+            ToolName::parse(name).and_then(|tool| Some((tool, self.input_schemas.get(&tool)?)));
+        let Some((tool, schema)) = listed else {
             let message = match RETIRED_TOOLS.iter().find(|(retired, _)| *retired == name) {
                 Some((_, replacement)) => {
                     format!(
@@ -320,70 +322,68 @@ impl<H: NotebookHost> Tools<H> {
                 }
             };
         }
-        if let Err(blocked) = self.setup_guard(name, arguments.as_ref()).await {
+        if let Err(blocked) = self.setup_guard(tool, arguments.as_ref()).await {
             return ToolOutput::failure(blocked);
         }
-        let result = match name {
-            "list_notebooks" => match parse_arguments::<ListNotebooksParams>(arguments, schema) {
-                Ok(_) => self.list_notebooks().await,
-                Err(error) => Err(error),
-            },
-            "open_notebooks" => with!(open_notebooks),
-            "create_notebook" => with!(create_notebook),
-            "read_notebook" => with!(read_notebook),
-            "search_cells" => with!(search_cells),
-            "edit_cells" => with!(edit_cells, context),
-            "move_cells" => with!(move_cells),
-            "clear_cell_outputs" => with!(clear_cell_outputs),
-            "save_notebooks" => with!(save_notebooks),
-            "export_notebook" => with!(export_notebook),
-            "undo_last" => with!(undo_last),
-            "get_kernel_info" => with!(kernel_info),
-            "list_kernels" => with!(list_kernels),
-            "select_kernel" => with!(select_kernel),
-            "configure_kernel" => with!(configure_kernel, context),
-            "restart_kernels" => with!(restart_kernels),
-            "interrupt_kernels" => with!(interrupt_kernels),
-            "run_cells" => with!(run_cells, context),
-            "get_execution" => with!(get_execution, context),
-            "summarize_cells" => with!(summarize_cells),
-            "inspect_variable" => with!(inspect_variable),
-            "upload_file" => with!(upload_file, context),
-            "download_file" => with!(download_file, context),
-            "check_colab" => with!(check_colab),
-            "get_kernel_setup" => with!(get_kernel_setup),
-            "list_setup_kernels" => with!(list_setup_kernels),
-            "select_setup_kernel" => with!(select_setup_kernel),
-            "cancel_kernel_setup" => with!(cancel_kernel_setup),
-            "mount_colab_server" => with!(mount_colab_server),
-            "inspect_colab_environment_preflight" => with!(colab_preflight),
-            "list_colab_terminals" => with!(list_colab_terminals),
-            "close_colab_terminals" => with!(close_colab_terminals),
-            "prepare_colab_environment" => with!(prepare_colab_environment),
-            "get_colab_environment_preparation" => with!(get_colab_environment_preparation),
-            other => Err(error(
-                ErrorCode::NotSupported,
-                format!("`{other}` is not available on this host"),
-            )),
+        let result = match tool {
+            ToolName::ListNotebooks => {
+                match parse_arguments::<ListNotebooksParams>(arguments, schema) {
+                    Ok(_) => self.list_notebooks().await,
+                    Err(error) => Err(error),
+                }
+            }
+            ToolName::OpenNotebooks => with!(open_notebooks),
+            ToolName::CreateNotebook => with!(create_notebook),
+            ToolName::ReadNotebook => with!(read_notebook),
+            ToolName::SearchCells => with!(search_cells),
+            ToolName::EditCells => with!(edit_cells, context),
+            ToolName::MoveCells => with!(move_cells),
+            ToolName::ClearCellOutputs => with!(clear_cell_outputs),
+            ToolName::SaveNotebooks => with!(save_notebooks),
+            ToolName::ExportNotebook => with!(export_notebook),
+            ToolName::UndoLast => with!(undo_last),
+            ToolName::GetKernelInfo => with!(kernel_info),
+            ToolName::ListKernels => with!(list_kernels),
+            ToolName::SelectKernel => with!(select_kernel),
+            ToolName::ConfigureKernel => with!(configure_kernel, context),
+            ToolName::RestartKernels => with!(restart_kernels),
+            ToolName::InterruptKernels => with!(interrupt_kernels),
+            ToolName::RunCells => with!(run_cells, context),
+            ToolName::GetExecution => with!(get_execution, context),
+            ToolName::SummarizeCells => with!(summarize_cells),
+            ToolName::InspectVariable => with!(inspect_variable),
+            ToolName::UploadFile => with!(upload_file, context),
+            ToolName::DownloadFile => with!(download_file, context),
+            ToolName::CheckColab => with!(check_colab),
+            ToolName::GetKernelSetup => with!(get_kernel_setup),
+            ToolName::ListSetupKernels => with!(list_setup_kernels),
+            ToolName::SelectSetupKernel => with!(select_setup_kernel),
+            ToolName::CancelKernelSetup => with!(cancel_kernel_setup),
+            ToolName::MountColabServer => with!(mount_colab_server),
+            ToolName::InspectColabEnvironmentPreflight => with!(colab_preflight),
+            ToolName::ListColabTerminals => with!(list_colab_terminals),
+            ToolName::CloseColabTerminals => with!(close_colab_terminals),
+            ToolName::PrepareColabEnvironment => with!(prepare_colab_environment),
+            ToolName::GetColabEnvironmentPreparation => with!(get_colab_environment_preparation),
         };
         let output = match result {
             Ok((value, images)) => {
-                let links = self.reply_links(name, &value).await;
+                let links = self.reply_links(tool, &value).await;
                 let mut output = ToolOutput::success(value, images);
                 output.links = links;
                 output
             }
             Err(failure) => ToolOutput::failure(failure),
         };
-        budget::cap_reply(name, output)
+        budget::cap_reply(tool, output)
     }
 
     /// Resource links to the outputs a successful reply condensed or left out: in a read with
     /// outputs, the long outputs of cells whose text was cut and the images not returned; in a
     /// run receipt with outputs, every long output and image not returned of its settled cells.
-    async fn reply_links(&self, tool: &str, value: &Value) -> Vec<mcp_contract::ResourceEntry> {
+    async fn reply_links(&self, tool: ToolName, value: &Value) -> Vec<mcp_contract::ResourceEntry> {
         let (uri, cells): (Option<&str>, Vec<(String, bool)>) = match tool {
-            "read_notebook" => (
+            ToolName::ReadNotebook => (
                 value["notebook"].as_str(),
                 value["cells"]
                     .as_array()
@@ -396,8 +396,8 @@ impl<H: NotebookHost> Tools<H> {
                     })
                     .collect(),
             ),
-            "run_cells" | "get_execution" | "edit_cells" => {
-                let receipt = if tool == "edit_cells" {
+            _ if tool.replies_with_receipt() => {
+                let receipt = if tool == ToolName::EditCells {
                     &value["execution"]
                 } else {
                     value

@@ -26,7 +26,7 @@ use execution_tracker::{IopubEvent, KernelLifecycle};
 use futures::StreamExt;
 use mcp_contract::params::TransferParams;
 use mcp_contract::results::TransferResult;
-use mcp_contract::{ErrorCode, ToolError};
+use mcp_contract::{ErrorCode, ToolError, ToolName};
 use serde_json::{Value, json};
 use transfer::{
     Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
@@ -349,9 +349,10 @@ impl<H: NotebookHost> Tools<H> {
         let receipt = outcome.map_err(|failure| transfer_error(&failure))?;
         let result = TransferResult {
             operation: match receipt.direction {
-                Direction::Upload => "upload_file",
-                Direction::Download => "download_file",
+                Direction::Upload => ToolName::UploadFile,
+                Direction::Download => ToolName::DownloadFile,
             }
+            .as_str()
             .to_owned(),
             bytes: receipt.bytes,
             sha256: receipt.sha256,

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, ToolOutput, Tools};
-use mcp_contract::catalog::ToolSpec;
+use mcp_contract::catalog::{ToolName, ToolSpec};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -55,7 +55,7 @@ impl VsCodeDispatch {
             "includeOutputs": false,
         });
         self.call(
-            "run_cells",
+            ToolName::RunCells.as_str(),
             arguments.as_object().cloned(),
             CallContext::default(),
         )
@@ -66,7 +66,7 @@ impl VsCodeDispatch {
     pub async fn interrupt_for_controller(&self, uri: &str) -> ToolOutput {
         let arguments = json!({ "notebookRefs": [uri] });
         self.call(
-            "interrupt_kernels",
+            ToolName::InterruptKernels.as_str(),
             arguments.as_object().cloned(),
             CallContext::default(),
         )

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_contract::resources::{NOTEBOOK_MIME, TEMPLATES};
-use mcp_contract::{CallContext, ResourceError, ToolDispatch, ToolOutput, ToolSpec};
+use mcp_contract::{CallContext, ResourceError, ToolDispatch, ToolName, ToolOutput, ToolSpec};
 #[expect(
     deprecated,
     reason = "logging/setLevel still belongs to the 2025 protocol versions"
@@ -37,7 +37,7 @@ use serde_json::{Value, json};
 
 use crate::progress::{CallProgress, PeerOut};
 use crate::subscriptions::Subscriptions;
-use crate::tasks::{TASK_TOOLS, Tasks};
+use crate::tasks::Tasks;
 
 /// What the server says about itself at `initialize`.
 pub const INSTRUCTIONS: &str = "Notebook tools. Start with list_notebooks, then read_notebook \
@@ -52,9 +52,6 @@ pub const APP_MIME: &str = "text/html;profile=mcp-app";
 /// The MCP Apps extension.
 pub const APPS_EXTENSION: &str = "io.modelcontextprotocol/ui";
 const VIEWER_HTML: &str = include_str!("viewer.html");
-
-/// The tools whose results the viewer shows.
-const VIEWED_TOOLS: &[&str] = &["read_notebook", "run_cells", "get_execution"];
 
 /// Serves one [`ToolDispatch`] over MCP. The tool list is asked of the dispatch on every
 /// `tools/list`, because a broker's changes as windows come and go.
@@ -118,7 +115,7 @@ pub fn rmcp_tool(spec: &ToolSpec) -> Tool {
         spec,
     )))
     .with_annotations(annotations);
-    if VIEWED_TOOLS.contains(&spec.name) {
+    if spec.tool.shown_in_viewer() {
         let mut meta = serde_json::Map::new();
         meta.insert("ui".to_owned(), json!({"resourceUri": VIEWER_URI}));
         tool.with_meta(MetaObject(meta))
@@ -302,7 +299,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let wants_task = TASK_TOOLS.contains(&request.name.as_ref())
+        let wants_task = ToolName::parse(&request.name).is_some_and(ToolName::runs_as_task)
             && is_modern(&context)
             && context
                 .client_capabilities()

@@ -9,15 +9,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_contract::{CallContext, ToolDispatch, ToolOutput};
+use mcp_contract::{CallContext, ToolDispatch, ToolName, ToolOutput};
 use rmcp::model::{CallToolResult, CreateTaskResult};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Map, Value, json};
 
 use crate::handler::call_tool_result;
-
-/// The tools a client can have as a task.
-pub(crate) const TASK_TOOLS: &[&str] = &["run_cells"];
 
 /// How long one `get_execution` of the follower waits, in ms.
 const FOLLOW_WAIT_MS: u64 = 30_000;
@@ -95,10 +92,10 @@ impl Tasks {
     }
 }
 
-async fn call(dispatch: &dyn ToolDispatch, tool: &str, arguments: Value) -> ToolOutput {
+async fn call(dispatch: &dyn ToolDispatch, tool: ToolName, arguments: Value) -> ToolOutput {
     dispatch
         .dispatch(
-            tool.to_owned(),
+            tool.as_str().to_owned(),
             arguments.as_object().cloned(),
             CallContext::default(),
         )
@@ -117,7 +114,12 @@ async fn follow(
         .cloned()
         .unwrap_or(Value::Bool(true));
     arguments.insert("waitMs".to_owned(), json!(0));
-    let started = call(dispatch.as_ref(), "run_cells", Value::Object(arguments)).await;
+    let started = call(
+        dispatch.as_ref(),
+        ToolName::RunCells,
+        Value::Object(arguments),
+    )
+    .await;
     let Some(receipt) = started.structured.clone().filter(|_| !started.is_error) else {
         // A refusal (a bad argument, a busy notebook) is the task's result, as data.
         return Ok(call_tool_result(started));
@@ -139,7 +141,7 @@ async fn follow(
             () = context.cancelled() => {
                 let interrupted = call(
                     dispatch.as_ref(),
-                    "interrupt_kernels",
+                    ToolName::InterruptKernels,
                     json!({"notebookRefs": [notebook]}),
                 )
                 .await;
@@ -149,7 +151,7 @@ async fn follow(
                 // The interrupt ends the run; its receipt says how.
                 let ended = call(
                     dispatch.as_ref(),
-                    "get_execution",
+                    ToolName::GetExecution,
                     json!({"notebookRef": notebook, "executionId": execution, "waitMs": 15_000}),
                 )
                 .await;
@@ -158,7 +160,7 @@ async fn follow(
                 }
                 return Err(TaskExit::Cancelled);
             }
-            followed = call(dispatch.as_ref(), "get_execution", follow_arguments.clone()) => {
+            followed = call(dispatch.as_ref(), ToolName::GetExecution, follow_arguments.clone()) => {
                 let Some(receipt) = followed.structured.clone().filter(|_| !followed.is_error) else {
                     return Ok(call_tool_result(followed));
                 };

@@ -4,7 +4,9 @@
 //!   test client, Jupyter Server, Kernel Gateway and JupyterHub, from
 //!   `python/requirements.txt`, and JupyterHub's proxy (`tests/hub`, from npm).
 //! - `corpus`: the nbformat/nbclient/nbconvert/jupyter_client test notebooks in `.work/corpus`.
-//! - `deps`: fails when a domain crate depends on tokio, hyper, rmcp, napi or does I/O.
+//! - `deps`: fails when a workspace edge or an I/O dependency is not in ARCHITECTURE.md's code
+//!   map, or a domain crate (or a pure module) depends on tokio, hyper, rmcp, napi or does I/O
+//!   (see `deps.rs`).
 //! - `ci [--lean]`: everything CI checks: setup, corpus, deps, fmt, clippy, build, tests, the MCP
 //!   conformance suite, the extension's tests, `e2e-vscode`, `windows`, `docs`, `dist --ci` and
 //!   `dist-test`; `--lean` (CI) removes scratch builds once checked.
@@ -29,6 +31,7 @@
 //!   (see `docs.rs`).
 
 mod conformance;
+mod deps;
 mod dist;
 mod docs;
 mod packages;
@@ -41,129 +44,6 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 
 mod fuzz;
-
-/// Domain crates: pure, synchronous, sans-I/O.
-const DOMAIN_CRATES: &[&str] = &[
-    "notebook-model",
-    "mcp-contract",
-    "execution-tracker",
-    "transfer",
-    "dataflow",
-    "condense",
-    "colab-setup",
-];
-
-/// Packages a domain crate must never depend on, directly or through others.
-const FORBIDDEN_PACKAGES: &[&str] = &[
-    "tokio",
-    "mio",
-    "hyper",
-    "hyper-util",
-    "reqwest",
-    "rmcp",
-    "napi",
-    "napi-derive",
-    "async-std",
-    "zeromq",
-    "jupyter-zmq-client",
-    "rand",
-    "getrandom",
-    "uuid",
-];
-
-/// Source patterns that mean I/O, clocks or randomness in a domain crate.
-const FORBIDDEN_SOURCE: &[&str] = &[
-    "std::fs",
-    "std::net",
-    "std::process",
-    "std::env::var",
-    "SystemTime::now",
-    "Instant::now",
-    "tokio::",
-];
-
-/// Crates above the domain layer that must still stay clear of some packages and of some
-/// I/O in their own source: what each may not depend on (transitively, normal dependencies)
-/// and may not use outside tests.
-struct LayerRule {
-    crates: &'static [&'static str],
-    packages: &'static [&'static str],
-    source: &'static [&'static str],
-    why: &'static str,
-}
-
-const LAYER_RULES: &[LayerRule] = &[
-    LayerRule {
-        crates: &["host-core"],
-        packages: &[
-            "kernels",
-            "nix",
-            "zeromq",
-            "jupyter-zmq-client",
-            "hyper",
-            "rmcp",
-            "napi",
-        ],
-        source: &[
-            "std::process",
-            "tokio::process",
-            "std::fs",
-            "std::net",
-            "std::os::unix",
-        ],
-        why: "host-core holds the tools and the seams: no kernels, processes, files or sockets of its own",
-    },
-    LayerRule {
-        crates: &["mcp-server", "broker"],
-        packages: &["host-core", "kernels", "nix", "ruff_python_parser", "image"],
-        source: &[],
-        why: "transports move JSON: they compile without the tool layer",
-    },
-    LayerRule {
-        crates: &["host-jupyter"],
-        packages: &["rmcp", "napi", "zeromq", "jupyter-zmq-client", "openssl"],
-        source: &[
-            "std::fs",
-            "std::process",
-            "tokio::process",
-            "std::net",
-            "tokio::net",
-            "connect_async",
-        ],
-        why: "the JupyterLab host starts no local kernels, serves no MCP itself, never touches the notebook files and opens no connection of its own (its REST calls and WebSockets go through the kernels crate's transport: its rustls, never the system's OpenSSL)",
-    },
-    LayerRule {
-        crates: &["summarizer"],
-        packages: &[
-            "rmcp",
-            "napi",
-            "zeromq",
-            "jupyter-zmq-client",
-            "openssl",
-            "mcp-server",
-            "broker",
-            "host-files",
-            "host-kernels",
-        ],
-        source: &[
-            "std::fs",
-            "std::process",
-            "tokio::process",
-            "std::net",
-            "tokio::net",
-            "hyper_util",
-            "hyper_rustls",
-            "tokio_rustls",
-        ],
-        why: "the summarizer reaches the API only through the kernels crate's HttpClient (the trust of kernel servers, its rustls): no connection or TLS of its own, no files, no kernels, no MCP",
-    },
-    LayerRule {
-        crates: &["mcp-server"],
-        packages: &[],
-        source: &["std::process", "tokio::process", "std::fs", "std::net"],
-        why: "the MCP binding touches no files or processes and binds through tokio",
-    },
-];
 
 /// Sub-folders of `.work/corpus` and the source distributions whose test notebooks they hold.
 const CORPUS: &[&str] = &[
@@ -330,145 +210,6 @@ print(f"corpus: {count} notebooks in {target}")
     Ok(())
 }
 
-/// Checks that domain crates stay pure.
-fn deps() -> Result<()> {
-    // `cargo tree -p` resolves features for that package alone, as a build of it would (the
-    // workspace's metadata unifies them across every member, tests included).
-    let check = |krate: &str,
-                 packages_forbidden: &[&str],
-                 source_forbidden: &[&str],
-                 problems: &mut Vec<String>|
-     -> Result<()> {
-        let output = cargo()
-            .args([
-                "tree", "-p", krate, "-e", "normal", "--prefix", "none", "--format", "{p}",
-            ])
-            .output()
-            .with_context(|| format!("cargo tree -p {krate}"))?;
-        if !output.status.success() {
-            bail!(
-                "cargo tree -p {krate} failed: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-        }
-        let tree = String::from_utf8_lossy(&output.stdout);
-        let mut found: Vec<&str> = tree
-            .lines()
-            .filter_map(|line| line.split_whitespace().next())
-            .filter(|name| packages_forbidden.contains(name))
-            .collect();
-        found.sort_unstable();
-        found.dedup();
-        for name in found {
-            problems.push(format!(
-                "{krate} depends on {name} (`cargo tree -p {krate} -e normal -i {name}` shows how)"
-            ));
-        }
-        let source = root().join("crates").join(krate).join("src");
-        scan_source(&source, krate, source_forbidden, problems)
-    };
-    let mut problems = Vec::new();
-    for domain in DOMAIN_CRATES {
-        check(domain, FORBIDDEN_PACKAGES, FORBIDDEN_SOURCE, &mut problems)?;
-    }
-    for rule in LAYER_RULES {
-        for krate in rule.crates {
-            let before = problems.len();
-            check(krate, rule.packages, rule.source, &mut problems)?;
-            for problem in &mut problems[before..] {
-                problem.push_str(&format!(": {}", rule.why));
-            }
-        }
-    }
-    if !problems.is_empty() {
-        bail!(
-            "the layers must stay as ARCHITECTURE.md says:\n  {}",
-            problems.join("\n  ")
-        );
-    }
-    eprintln!(
-        "deps: {} domain crates are pure; host-core, host-jupyter, summarizer, mcp-server and broker keep their layers",
-        DOMAIN_CRATES.len()
-    );
-    Ok(())
-}
-
-fn scan_source(
-    folder: &Path,
-    domain: &str,
-    forbidden: &[&str],
-    problems: &mut Vec<String>,
-) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if path.file_name().is_some_and(|name| name == "tests") {
-                continue;
-            }
-            scan_source(&path, domain, forbidden, problems)?;
-            continue;
-        }
-        if path.extension().is_none_or(|extension| extension != "rs")
-            || path.file_name().is_some_and(|name| name == "tests.rs")
-        {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path)?;
-        for (number, line) in production_lines(&text) {
-            let code = line.split("//").next().unwrap_or_default();
-            for pattern in forbidden {
-                if code.contains(pattern) {
-                    problems.push(format!(
-                        "{domain}: {}:{} uses `{pattern}`",
-                        path.strip_prefix(root()).unwrap_or(&path).display(),
-                        number + 1
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The lines of a source file outside `#[cfg(test)]` items (unit tests may use the
-/// filesystem; production code may not), with their 0-based numbers.
-fn production_lines(text: &str) -> Vec<(usize, &str)> {
-    let mut lines = Vec::new();
-    let mut skipping = false;
-    let mut depth: i64 = 0;
-    let mut entered = false;
-    for (number, line) in text.lines().enumerate() {
-        if !skipping && line.trim_start().starts_with("#[cfg(test)]") {
-            skipping = true;
-            depth = 0;
-            entered = false;
-            continue;
-        }
-        if skipping {
-            for character in line.chars() {
-                match character {
-                    '{' => {
-                        depth += 1;
-                        entered = true;
-                    }
-                    '}' => depth -= 1,
-                    _ => {}
-                }
-            }
-            // An item without a body (`mod tests;`) ends at its semicolon.
-            if (entered && depth <= 0) || (!entered && line.trim_end().ends_with(';')) {
-                skipping = false;
-            }
-            continue;
-        }
-        lines.push((number, line));
-    }
-    lines
-}
-
 /// `cargo xtask ci [--lean]`. `--lean` (what `.ci/run` uses on a fresh machine whose disk may be
 /// nearly full) deletes each scratch build as soon as its check is done and reports free disk space
 /// before and after, so that a failure for lack of space says so.
@@ -483,7 +224,7 @@ fn ci(arguments: &[String]) -> Result<()> {
     let mdbook = docs::install_in_background()?;
     setup()?;
     corpus()?;
-    deps()?;
+    deps::deps()?;
     codegen(true)?;
     run(cargo().args(["fmt", "--all", "--", "--check"]))?;
     run(cargo().args([
@@ -673,7 +414,7 @@ fn main() -> Result<()> {
     match arguments.first().map(String::as_str) {
         Some("setup") => setup(),
         Some("corpus") => corpus(),
-        Some("deps") => deps(),
+        Some("deps") => deps::deps(),
         Some("ci") => ci(&arguments[1..]),
         Some("serve") => serve(&arguments[1..]),
         Some("bench") => bench(&arguments[1..]),

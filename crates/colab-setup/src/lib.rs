@@ -72,6 +72,7 @@
 
 mod check;
 mod choices;
+pub mod environment;
 mod error;
 mod names;
 mod picker;

@@ -103,6 +103,45 @@ pub enum PickerView {
     Prompt(UserPrompt),
 }
 
+impl PickerView {
+    /// Whether this is the workbench's kernel picker (the kernel or kernel-source list), the one
+    /// thing a dismissal may close again: anything else opened meanwhile is the user's.
+    pub fn is_kernel_picker(&self, labels: &PickerLabels) -> bool {
+        match self {
+            PickerView::QuickPick { title, rows, .. } => {
+                title.contains("Kernel")
+                    || rows.iter().any(|row| {
+                        row.label == labels.colab_source
+                            || same_label(&row.label, labels.select_another_kernel)
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a settled quick pick still shows the row `label` (allowing "…" for "..."): a
+    /// click has not shown yet while it does.
+    pub fn still_shows_row(&self, label: &str) -> bool {
+        match self {
+            PickerView::QuickPick { rows, busy, .. } => {
+                !busy && rows.iter().any(|row| same_label(&row.label, label))
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a settled quick pick offers an enabled row named exactly `label`: the row a host
+    /// waits for before choosing it.
+    pub fn offers_row(&self, label: &str) -> bool {
+        match self {
+            PickerView::QuickPick { rows, busy, .. } => {
+                !busy && rows.iter().any(|row| row.label == label && row.enabled)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Whether two labels are the same, allowing VS Code's "…" for "...".
 pub(crate) fn same_label(observed: &str, expected: &str) -> bool {
     observed == expected || observed.replace('…', "...") == expected
@@ -146,6 +185,57 @@ pub(crate) fn server_rows(rows: &[PickerRow]) -> Vec<ServerRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quick_pick(title: &str, labels: &[&str], busy: bool) -> PickerView {
+        PickerView::QuickPick {
+            title: title.into(),
+            rows: labels.iter().map(|label| PickerRow::new(*label)).collect(),
+            busy,
+        }
+    }
+
+    #[test]
+    fn only_the_kernel_lists_count_as_the_kernel_picker() {
+        let labels = PickerLabels::default();
+        assert!(quick_pick("Select Kernel", &[], false).is_kernel_picker(&labels));
+        assert!(
+            quick_pick("", &["Colab", "Python Environments..."], false).is_kernel_picker(&labels)
+        );
+        assert!(quick_pick("", &["Select Another Kernel…"], false).is_kernel_picker(&labels));
+        assert!(!quick_pick("Go to File", &["main.py"], false).is_kernel_picker(&labels));
+        assert!(!PickerView::Closed.is_kernel_picker(&labels));
+        let input = PickerView::InputBox {
+            title: "Kernel".into(),
+            prompt: String::new(),
+            value: String::new(),
+        };
+        assert!(!input.is_kernel_picker(&labels));
+    }
+
+    #[test]
+    fn a_clicked_row_shows_until_the_pick_changes_or_loads() {
+        let view = quick_pick("", &["Select Another Kernel…"], false);
+        assert!(view.still_shows_row("Select Another Kernel..."));
+        assert!(!view.still_shows_row("Colab"));
+        assert!(!quick_pick("", &["Colab"], true).still_shows_row("Colab"));
+        assert!(!PickerView::Closed.still_shows_row("Colab"));
+    }
+
+    #[test]
+    fn a_row_is_offered_only_enabled_exact_and_settled() {
+        assert!(quick_pick("", &["my-alias"], false).offers_row("my-alias"));
+        assert!(!quick_pick("", &["my-alias"], true).offers_row("my-alias"));
+        assert!(!quick_pick("", &["my-alias2"], false).offers_row("my-alias"));
+        let disabled = PickerView::QuickPick {
+            title: String::new(),
+            rows: vec![PickerRow {
+                label: "my-alias".into(),
+                enabled: false,
+            }],
+            busy: false,
+        };
+        assert!(!disabled.offers_row("my-alias"));
+    }
 
     #[test]
     fn ellipsis_forms_match_and_nothing_else_does() {

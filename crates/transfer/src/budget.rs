@@ -1,5 +1,7 @@
 //! The per-kernel chunk-traffic budget.
 
+use crate::error::Cause;
+
 /// The default budget: 64 MiB of chunk traffic per kernel object.
 pub const KERNEL_BUDGET_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -51,16 +53,9 @@ impl KernelBudget {
 
     /// Charges `bytes` if they fit, otherwise leaves the budget unchanged.
     pub(crate) fn try_charge(&mut self, bytes: u64) -> Result<(), BudgetRefusal> {
-        if bytes <= self.remaining() {
-            self.used += bytes;
-            Ok(())
-        } else {
-            Err(BudgetRefusal {
-                needed: bytes,
-                remaining: self.remaining(),
-                limit: self.limit,
-            })
-        }
+        self.check(bytes)?;
+        self.used += bytes;
+        Ok(())
     }
 
     /// Checks without charging.
@@ -89,6 +84,16 @@ pub(crate) struct BudgetRefusal {
     pub(crate) needed: u64,
     pub(crate) remaining: u64,
     pub(crate) limit: u64,
+}
+
+impl From<BudgetRefusal> for Cause {
+    fn from(refusal: BudgetRefusal) -> Cause {
+        Cause::BudgetExhausted {
+            needed: refusal.needed,
+            remaining: refusal.remaining,
+            limit: refusal.limit,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -8,16 +8,14 @@
 //! promotes its temp file (`promote destination`). The kernel side is read-only, so cleanup is always the host's: after a failure the machine asks to remove
 //! the host temp file, if one was created.
 
-use std::io::ErrorKind;
-use std::mem;
-
 use sha2::Digest as _;
+use std::io::ErrorKind;
 
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, Leftover, Phase, Side, TransferError, TransferReceipt};
 use crate::machine::{
-    Action, Chunking, Common, Deadline, Event, KernelWire, Pending, TransferMachine,
-    validate_common,
+    Action, Chunking, Common, Deadline, Driver, Emitted, Event, KernelWire, Pending, Steps,
+    TransferMachine, validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -81,6 +79,12 @@ impl DownloadConfig {
 /// One download's state machine. See [`TransferMachine`] for the driving loop.
 #[derive(Debug)]
 pub struct Download {
+    driver: Driver<DownloadSteps>,
+}
+
+/// What the download knows between steps.
+#[derive(Debug)]
+struct DownloadSteps {
     common: Common,
     host_temp_path: String,
     /// The source size the kernel reported.
@@ -94,23 +98,21 @@ pub struct Download {
     /// Whether a read reply has carried binary buffers: later batches are
     /// `buffered_batch_len`.
     kernel_sends_buffers: bool,
-    state: State,
-}
-
-#[derive(Debug)]
-enum State {
-    Next(Next),
-    Awaiting(Awaiting),
-    Finished(Action),
 }
 
 /// Decided but not yet handed out.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Next {
+    #[default]
     Inspect,
     CreateTemp,
-    Request { offset: u64 },
-    Write { offset: u64, bytes: Vec<u8> },
+    Request {
+        offset: u64,
+    },
+    Write {
+        offset: u64,
+        bytes: Vec<u8>,
+    },
     Verify,
     Promote(TransferReceipt),
     RemoveAfterCommit(TransferReceipt),
@@ -158,175 +160,35 @@ impl Download {
         let host_temp_path = temp_file_path(&common.host_path, &common.nonce);
         let buffered_batch_len = common.chunk_size * config.buffered_chunks_per_request as u64;
         Ok(Download {
-            common,
-            host_temp_path,
-            remote_size: 0,
-            host_temp_exists: false,
-            reply_buffers: config.wire == KernelWire::Messages,
-            buffered_batch_len,
-            kernel_sends_buffers: false,
-            state: State::Next(Next::Inspect),
+            driver: Driver::new(DownloadSteps {
+                common,
+                host_temp_path,
+                remote_size: 0,
+                host_temp_exists: false,
+                reply_buffers: config.wire == KernelWire::Messages,
+                buffered_batch_len,
+                kernel_sends_buffers: false,
+            }),
         })
     }
 
     /// The host-side temp file: `<hostPath>.jupyter-mcp-<nonce>.part`.
     pub fn host_temp_path(&self) -> &str {
-        &self.host_temp_path
+        &self.driver.steps.host_temp_path
     }
 
     /// The next action; see [`TransferMachine::next_action`].
     pub fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        match mem::replace(&mut self.state, State::Next(Next::Inspect)) {
-            State::Next(next) => self.emit(next, budget),
-            State::Awaiting(awaiting) => {
-                let next = self.on_unanswered(awaiting);
-                self.emit(next, budget)
-            }
-            State::Finished(action) => {
-                self.state = State::Finished(action.clone());
-                action
-            }
-        }
+        self.driver.next_action(budget)
     }
 
     /// Feeds the host's answer; see [`TransferMachine::handle`].
     pub fn handle(&mut self, event: Event) {
-        self.state = match mem::replace(&mut self.state, State::Next(Next::Inspect)) {
-            State::Awaiting(awaiting) => State::Next(self.on_event(awaiting, event)),
-            State::Next(next) => State::Next(self.on_event_without_action(next)),
-            finished @ State::Finished(_) => finished,
-        };
+        self.driver.handle(event);
     }
+}
 
-    fn emit(&mut self, next: Next, budget: &mut KernelBudget) -> Action {
-        let (action, state) = match next {
-            Next::Inspect => {
-                let operation = KernelOperation::InspectSource {
-                    source_path: self.source(),
-                };
-                let action = self.common.kernel_step(
-                    operation,
-                    Deadline::Lookup,
-                    Phase::InspectRemoteSource,
-                );
-                (action, State::Awaiting(Awaiting::Inspect))
-            }
-            Next::CreateTemp => {
-                if let Err(refusal) = budget.check(self.remote_size) {
-                    let cause = Cause::BudgetExhausted {
-                        needed: refusal.needed,
-                        remaining: refusal.remaining,
-                        limit: refusal.limit,
-                    };
-                    let next = self.fail(Phase::InspectRemoteSource, cause);
-                    return self.emit(next, budget);
-                }
-                let action = Action::CreateHostTemp {
-                    temp_path: self.host_temp_path.clone(),
-                };
-                (action, State::Awaiting(Awaiting::CreateTemp))
-            }
-            Next::Request { offset } => {
-                let batch_len = if self.kernel_sends_buffers {
-                    self.buffered_batch_len
-                } else {
-                    self.common.batch_len()
-                };
-                let len = (self.remote_size - offset).min(batch_len);
-                if let Err(refusal) = budget.try_charge(len) {
-                    let cause = Cause::BudgetExhausted {
-                        needed: refusal.needed,
-                        remaining: refusal.remaining,
-                        limit: refusal.limit,
-                    };
-                    let next = self.fail(Phase::TransferChunk, cause);
-                    return self.emit(next, budget);
-                }
-                let operation = KernelOperation::ReadChunks {
-                    source_path: self.source(),
-                    offset,
-                    len,
-                    chunk_size: self.common.chunk_size,
-                    reply_buffers: self.reply_buffers,
-                };
-                let action =
-                    self.common
-                        .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
-                (action, State::Awaiting(Awaiting::Read { offset, len }))
-            }
-            Next::Write { offset, bytes } => {
-                let len = bytes.len() as u64;
-                let action = Action::WriteHostChunk {
-                    temp_path: self.host_temp_path.clone(),
-                    offset,
-                    bytes,
-                };
-                (action, State::Awaiting(Awaiting::Write { offset, len }))
-            }
-            Next::Verify => {
-                let sha256 = self.common.sha256_hex();
-                let operation = KernelOperation::HashSource {
-                    source_path: self.source(),
-                };
-                let action =
-                    self.common
-                        .kernel_step(operation, Deadline::Lookup, Phase::VerifyRemoteSource);
-                (action, State::Awaiting(Awaiting::Verify { sha256 }))
-            }
-            Next::Promote(receipt) => {
-                let action = Action::PromoteHostFile {
-                    temp_path: self.host_temp_path.clone(),
-                    destination_path: self.common.host_path.clone(),
-                    overwrite: self.common.overwrite,
-                };
-                (action, State::Awaiting(Awaiting::Promote(receipt)))
-            }
-            Next::RemoveAfterCommit(receipt) => {
-                let action = Action::RemoveHostTemp {
-                    temp_path: self.host_temp_path.clone(),
-                };
-                (
-                    action,
-                    State::Awaiting(Awaiting::RemoveAfterCommit(receipt)),
-                )
-            }
-            Next::Cleanup(pending) => {
-                let action = Action::RemoveHostTemp {
-                    temp_path: self.host_temp_path.clone(),
-                };
-                (action, State::Awaiting(Awaiting::Cleanup(pending)))
-            }
-            Next::Finish(action) => (action.clone(), State::Finished(action)),
-        };
-        self.state = state;
-        action
-    }
-
-    fn on_event(&mut self, awaiting: Awaiting, event: Event) -> Next {
-        match awaiting {
-            Awaiting::Inspect => self.on_inspect(event),
-            Awaiting::CreateTemp => self.on_create_temp(event),
-            Awaiting::Read { offset, len } => self.on_read(offset, len, event),
-            Awaiting::Write { offset, len } => self.on_write(offset, len, event),
-            Awaiting::Verify { sha256 } => self.on_verify(sha256, event),
-            Awaiting::Promote(receipt) => self.on_promote(receipt, event),
-            Awaiting::RemoveAfterCommit(receipt) => match event {
-                Event::HostDone => {
-                    self.host_temp_exists = false;
-                    Next::Finish(Action::Done(receipt))
-                }
-                _ => Next::Finish(Action::Failed(TransferError::CommittedCleanupUnconfirmed {
-                    receipt,
-                    leftover: self.leftover(),
-                })),
-            },
-            Awaiting::Cleanup(pending) => {
-                let leftover = (event != Event::HostDone).then(|| self.leftover());
-                Next::Finish(self.common.conclude(pending, leftover))
-            }
-        }
-    }
-
+impl DownloadSteps {
     fn on_inspect(&mut self, event: Event) -> Next {
         let phase = Phase::InspectRemoteSource;
         match event {
@@ -472,6 +334,154 @@ impl Download {
         }
     }
 
+    fn after_chunk(&self, offset: u64) -> Next {
+        if offset >= self.remote_size {
+            Next::Verify
+        } else {
+            Next::Request { offset }
+        }
+    }
+
+    fn fail(&mut self, phase: Phase, cause: Cause) -> Next {
+        self.begin_failure(Pending::before_commit(phase, cause))
+    }
+
+    fn begin_failure(&mut self, pending: Pending) -> Next {
+        if self.host_temp_exists {
+            Next::Cleanup(pending)
+        } else {
+            Next::Finish(self.common.conclude(pending, None))
+        }
+    }
+
+    fn source(&self) -> String {
+        self.common.kernel_path.as_str().to_owned()
+    }
+
+    fn leftover(&self) -> Leftover {
+        Leftover {
+            side: Side::Host,
+            path: self.host_temp_path.clone(),
+        }
+    }
+}
+
+impl Steps for DownloadSteps {
+    type Next = Next;
+    type Awaiting = Awaiting;
+
+    fn emit(&mut self, next: Next, budget: &mut KernelBudget) -> Emitted<Self> {
+        match next {
+            Next::Inspect => {
+                let operation = KernelOperation::InspectSource {
+                    source_path: self.source(),
+                };
+                let action = self.common.kernel_step(
+                    operation,
+                    Deadline::Lookup,
+                    Phase::InspectRemoteSource,
+                );
+                Emitted::Wait(action, Awaiting::Inspect)
+            }
+            Next::CreateTemp => {
+                if let Err(refusal) = budget.check(self.remote_size) {
+                    return Emitted::Then(self.fail(Phase::InspectRemoteSource, refusal.into()));
+                }
+                let action = Action::CreateHostTemp {
+                    temp_path: self.host_temp_path.clone(),
+                };
+                Emitted::Wait(action, Awaiting::CreateTemp)
+            }
+            Next::Request { offset } => {
+                let batch_len = if self.kernel_sends_buffers {
+                    self.buffered_batch_len
+                } else {
+                    self.common.batch_len()
+                };
+                let len = (self.remote_size - offset).min(batch_len);
+                if let Err(refusal) = budget.try_charge(len) {
+                    return Emitted::Then(self.fail(Phase::TransferChunk, refusal.into()));
+                }
+                let operation = KernelOperation::ReadChunks {
+                    source_path: self.source(),
+                    offset,
+                    len,
+                    chunk_size: self.common.chunk_size,
+                    reply_buffers: self.reply_buffers,
+                };
+                let action =
+                    self.common
+                        .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
+                Emitted::Wait(action, Awaiting::Read { offset, len })
+            }
+            Next::Write { offset, bytes } => {
+                let len = bytes.len() as u64;
+                let action = Action::WriteHostChunk {
+                    temp_path: self.host_temp_path.clone(),
+                    offset,
+                    bytes,
+                };
+                Emitted::Wait(action, Awaiting::Write { offset, len })
+            }
+            Next::Verify => {
+                let sha256 = self.common.sha256_hex();
+                let operation = KernelOperation::HashSource {
+                    source_path: self.source(),
+                };
+                let action =
+                    self.common
+                        .kernel_step(operation, Deadline::Lookup, Phase::VerifyRemoteSource);
+                Emitted::Wait(action, Awaiting::Verify { sha256 })
+            }
+            Next::Promote(receipt) => {
+                let action = Action::PromoteHostFile {
+                    temp_path: self.host_temp_path.clone(),
+                    destination_path: self.common.host_path.clone(),
+                    overwrite: self.common.overwrite,
+                };
+                Emitted::Wait(action, Awaiting::Promote(receipt))
+            }
+            Next::RemoveAfterCommit(receipt) => {
+                let action = Action::RemoveHostTemp {
+                    temp_path: self.host_temp_path.clone(),
+                };
+                Emitted::Wait(action, Awaiting::RemoveAfterCommit(receipt))
+            }
+            Next::Cleanup(pending) => {
+                let action = Action::RemoveHostTemp {
+                    temp_path: self.host_temp_path.clone(),
+                };
+                Emitted::Wait(action, Awaiting::Cleanup(pending))
+            }
+            Next::Finish(action) => Emitted::Finished(action),
+        }
+    }
+
+    fn on_event(&mut self, awaiting: Awaiting, event: Event) -> Next {
+        match awaiting {
+            Awaiting::Inspect => self.on_inspect(event),
+            Awaiting::CreateTemp => self.on_create_temp(event),
+            Awaiting::Read { offset, len } => self.on_read(offset, len, event),
+            Awaiting::Write { offset, len } => self.on_write(offset, len, event),
+            Awaiting::Verify { sha256 } => self.on_verify(sha256, event),
+            Awaiting::Promote(receipt) => self.on_promote(receipt, event),
+            Awaiting::RemoveAfterCommit(receipt) => match event {
+                Event::HostDone => {
+                    self.host_temp_exists = false;
+                    Next::Finish(Action::Done(receipt))
+                }
+                _ => Next::Finish(Action::Failed(TransferError::CommittedCleanupUnconfirmed {
+                    receipt,
+                    leftover: self.leftover(),
+                })),
+            },
+            Awaiting::Cleanup(pending) => {
+                let leftover = (event != Event::HostDone).then(|| self.leftover());
+                Next::Finish(self.common.conclude(pending, leftover))
+            }
+        }
+    }
+
     /// The host answered with no action outstanding (a host bug).
     fn on_event_without_action(&mut self, next: Next) -> Next {
         let phase = match next {
@@ -507,37 +517,6 @@ impl Download {
             Awaiting::Cleanup(pending) => {
                 Next::Finish(self.common.conclude(pending, Some(self.leftover())))
             }
-        }
-    }
-
-    fn after_chunk(&self, offset: u64) -> Next {
-        if offset >= self.remote_size {
-            Next::Verify
-        } else {
-            Next::Request { offset }
-        }
-    }
-
-    fn fail(&mut self, phase: Phase, cause: Cause) -> Next {
-        self.begin_failure(Pending::before_commit(phase, cause))
-    }
-
-    fn begin_failure(&mut self, pending: Pending) -> Next {
-        if self.host_temp_exists {
-            Next::Cleanup(pending)
-        } else {
-            Next::Finish(self.common.conclude(pending, None))
-        }
-    }
-
-    fn source(&self) -> String {
-        self.common.kernel_path.as_str().to_owned()
-    }
-
-    fn leftover(&self) -> Leftover {
-        Leftover {
-            side: Side::Host,
-            path: self.host_temp_path.clone(),
         }
     }
 }

@@ -200,6 +200,94 @@ pub trait TransferMachine {
     fn handle(&mut self, event: Event);
 }
 
+/// What one machine decides between the host's calls. [`Driver`] holds the state between them
+/// and answers [`TransferMachine`] for every machine the same way.
+pub(crate) trait Steps {
+    /// A step decided but not yet handed out. The default is the first step.
+    type Next: Default;
+    /// A step handed out, waiting for the host's event.
+    type Awaiting;
+
+    /// Turns a decided step into an action for the host, or into another step decided at once
+    /// (a refusal found before anything was handed out).
+    fn emit(&mut self, next: Self::Next, budget: &mut KernelBudget) -> Emitted<Self>;
+
+    /// The host's answer to the step it was handed.
+    fn on_event(&mut self, awaiting: Self::Awaiting, event: Event) -> Self::Next;
+
+    /// The host answered with no action outstanding (a host bug).
+    fn on_event_without_action(&mut self, next: Self::Next) -> Self::Next;
+
+    /// The host asked for the next action without answering the last one (a host bug): the
+    /// outstanding step's outcome is unknown.
+    fn on_unanswered(&mut self, awaiting: Self::Awaiting) -> Self::Next;
+}
+
+/// What [`Steps::emit`] made of a step.
+pub(crate) enum Emitted<S: Steps + ?Sized> {
+    /// Hand this action out and wait for the host's event.
+    Wait(Action, S::Awaiting),
+    /// Nothing for the host yet: emit this step instead.
+    Then(S::Next),
+    /// The transfer is over: this terminal action repeats from now on.
+    Finished(Action),
+}
+
+/// The driving loop's state around one machine's [`Steps`].
+#[derive(Debug)]
+pub(crate) struct Driver<S: Steps> {
+    pub(crate) steps: S,
+    state: State<S::Next, S::Awaiting>,
+}
+
+#[derive(Debug)]
+enum State<Next, Awaiting> {
+    Next(Next),
+    Awaiting(Awaiting),
+    Finished(Action),
+}
+
+impl<S: Steps> Driver<S> {
+    pub(crate) fn new(steps: S) -> Driver<S> {
+        Driver {
+            steps,
+            state: State::Next(S::Next::default()),
+        }
+    }
+
+    pub(crate) fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
+        let mut next = match std::mem::replace(&mut self.state, State::Next(S::Next::default())) {
+            State::Next(next) => next,
+            State::Awaiting(awaiting) => self.steps.on_unanswered(awaiting),
+            State::Finished(action) => {
+                self.state = State::Finished(action.clone());
+                return action;
+            }
+        };
+        loop {
+            match self.steps.emit(next, budget) {
+                Emitted::Wait(action, awaiting) => {
+                    self.state = State::Awaiting(awaiting);
+                    return action;
+                }
+                Emitted::Then(then) => next = then,
+                Emitted::Finished(action) => {
+                    self.state = State::Finished(action.clone());
+                    return action;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn handle(&mut self, event: Event) {
+        self.state = match std::mem::replace(&mut self.state, State::Next(S::Next::default())) {
+            State::Awaiting(awaiting) => State::Next(self.steps.on_event(awaiting, event)),
+            State::Next(next) => State::Next(self.steps.on_event_without_action(next)),
+            finished @ State::Finished(_) => finished,
+        };
+    }
+}
+
 /// How a failing transfer will end once cleanup (if any) is over.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {

@@ -8,15 +8,13 @@
 //! that may have left the temp file, a best-effort cleanup step runs first, unless the kernel
 //! died or restarted.
 
-use std::mem;
-
 use sha2::Digest as _;
 
 use crate::budget::KernelBudget;
 use crate::error::{Cause, Direction, KernelFailure, Leftover, Phase, Side, TransferError};
 use crate::machine::{
-    Action, Chunking, Common, Deadline, Event, KernelWire, Outcome, Pending, TransferMachine,
-    validate_common,
+    Action, Chunking, Common, Deadline, Driver, Emitted, Event, KernelWire, Outcome, Pending,
+    Steps, TransferMachine, validate_common,
 };
 use crate::names::temp_file_path;
 use crate::receipt::{self, Reply};
@@ -72,6 +70,12 @@ impl UploadConfig {
 /// One upload's state machine. See [`TransferMachine`] for the driving loop.
 #[derive(Debug)]
 pub struct Upload {
+    driver: Driver<UploadSteps>,
+}
+
+/// What the upload knows between steps.
+#[derive(Debug)]
+struct UploadSteps {
     common: Common,
     temp_path: String,
     file_size: u64,
@@ -81,22 +85,20 @@ pub struct Upload {
     remote_temp_may_exist: bool,
     /// False once the kernel died or restarted: no more code goes to it.
     kernel_usable: bool,
-    state: State,
-}
-
-#[derive(Debug)]
-enum State {
-    Next(Next),
-    Awaiting(Awaiting),
-    Finished(Action),
 }
 
 /// Decided but not yet handed out.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 enum Next {
+    #[default]
     Validate,
-    Read { offset: u64 },
-    Send { offset: u64, bytes: Vec<u8> },
+    Read {
+        offset: u64,
+    },
+    Send {
+        offset: u64,
+        bytes: Vec<u8>,
+    },
     Promote,
     Cleanup(Pending),
     Finish(Action),
@@ -131,159 +133,34 @@ impl Upload {
         )?;
         let temp_path = temp_file_path(common.kernel_path.as_str(), &common.nonce);
         Ok(Upload {
-            common,
-            temp_path,
-            file_size: config.file_size,
-            sha256: String::new(),
-            remote_temp_may_exist: false,
-            kernel_usable: true,
-            state: State::Next(Next::Validate),
+            driver: Driver::new(UploadSteps {
+                common,
+                temp_path,
+                file_size: config.file_size,
+                sha256: String::new(),
+                remote_temp_may_exist: false,
+                kernel_usable: true,
+            }),
         })
     }
 
     /// The kernel-side temp file: `<kernelPath>.jupyter-mcp-<nonce>.part`.
     pub fn temp_path(&self) -> &str {
-        &self.temp_path
+        &self.driver.steps.temp_path
     }
 
     /// The next action; see [`TransferMachine::next_action`].
     pub fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        match mem::replace(&mut self.state, State::Next(Next::Validate)) {
-            State::Next(next) => self.emit(next, budget),
-            State::Awaiting(awaiting) => {
-                // The host asked again without answering: the outstanding step's outcome is
-                // unknown.
-                let next = self.on_unanswered(awaiting);
-                self.emit(next, budget)
-            }
-            State::Finished(action) => {
-                self.state = State::Finished(action.clone());
-                action
-            }
-        }
+        self.driver.next_action(budget)
     }
 
     /// Feeds the host's answer; see [`TransferMachine::handle`].
     pub fn handle(&mut self, event: Event) {
-        self.state = match mem::replace(&mut self.state, State::Next(Next::Validate)) {
-            State::Awaiting(awaiting) => State::Next(self.on_event(awaiting, event)),
-            State::Next(next) => State::Next(self.on_event_without_action(next)),
-            finished @ State::Finished(_) => finished,
-        };
+        self.driver.handle(event);
     }
+}
 
-    fn emit(&mut self, next: Next, budget: &mut KernelBudget) -> Action {
-        let (action, state) = match next {
-            Next::Validate => {
-                if self.file_size > self.common.max_bytes {
-                    let cause = Cause::TooLarge {
-                        bytes: self.file_size,
-                        max_bytes: self.common.max_bytes,
-                    };
-                    let next = self.fail(Phase::ValidateSource, cause);
-                    return self.emit(next, budget);
-                }
-                if let Err(refusal) = budget.check(self.file_size) {
-                    let cause = Cause::BudgetExhausted {
-                        needed: refusal.needed,
-                        remaining: refusal.remaining,
-                        limit: refusal.limit,
-                    };
-                    let next = self.fail(Phase::ValidateSource, cause);
-                    return self.emit(next, budget);
-                }
-                self.remote_temp_may_exist = true;
-                let operation = KernelOperation::CreateTemp {
-                    temp_path: self.temp_path.clone(),
-                };
-                let action = self.common.kernel_step(
-                    operation,
-                    Deadline::Lookup,
-                    Phase::InitializeRemoteTemporaryFile,
-                );
-                (action, State::Awaiting(Awaiting::Create))
-            }
-            Next::Read { offset } => {
-                let len = (self.file_size - offset).min(self.common.batch_len()) as usize;
-                (
-                    Action::ReadHostChunk { offset, len },
-                    State::Awaiting(Awaiting::Read { offset, len }),
-                )
-            }
-            Next::Send { offset, bytes } => {
-                let len = bytes.len() as u64;
-                if let Err(refusal) = budget.try_charge(len) {
-                    let cause = Cause::BudgetExhausted {
-                        needed: refusal.needed,
-                        remaining: refusal.remaining,
-                        limit: refusal.limit,
-                    };
-                    let next = self.fail(Phase::TransferChunk, cause);
-                    return self.emit(next, budget);
-                }
-                let chunks: Vec<EncodedChunk> = bytes
-                    .chunks(self.common.chunk_size as usize)
-                    .map(EncodedChunk::encode)
-                    .collect();
-                let count = chunks.len() as u64;
-                let operation = KernelOperation::AppendChunks {
-                    temp_path: self.temp_path.clone(),
-                    offset,
-                    chunks,
-                };
-                let action =
-                    self.common
-                        .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
-                (
-                    action,
-                    State::Awaiting(Awaiting::Append { offset, len, count }),
-                )
-            }
-            Next::Promote => {
-                self.sha256 = self.common.sha256_hex();
-                let operation = KernelOperation::PromoteTemp {
-                    temp_path: self.temp_path.clone(),
-                    destination_path: self.common.kernel_path.as_str().to_owned(),
-                    bytes: self.file_size,
-                    sha256: self.sha256.clone(),
-                    overwrite: self.common.overwrite,
-                };
-                let action = self.common.kernel_step(
-                    operation,
-                    Deadline::Lookup,
-                    Phase::VerifyAndPromoteDestination,
-                );
-                (action, State::Awaiting(Awaiting::Promote))
-            }
-            Next::Cleanup(pending) => {
-                let phase = match pending.outcome {
-                    Outcome::BeforeCommit(phase) => phase,
-                    Outcome::Uncertain | Outcome::Committed(_) => {
-                        Phase::VerifyAndPromoteDestination
-                    }
-                };
-                let operation = KernelOperation::RemoveTemp {
-                    temp_path: self.temp_path.clone(),
-                };
-                let action = self.common.kernel_step(operation, Deadline::Cleanup, phase);
-                (action, State::Awaiting(Awaiting::Cleanup(pending)))
-            }
-            Next::Finish(action) => (action.clone(), State::Finished(action)),
-        };
-        self.state = state;
-        action
-    }
-
-    fn on_event(&mut self, awaiting: Awaiting, event: Event) -> Next {
-        match awaiting {
-            Awaiting::Create => self.on_create(event),
-            Awaiting::Read { offset, len } => self.on_read(offset, len, event),
-            Awaiting::Append { offset, len, count } => self.on_append(offset, len, count, event),
-            Awaiting::Promote => self.on_promote(event),
-            Awaiting::Cleanup(pending) => self.on_cleanup(pending, event),
-        }
-    }
-
+impl UploadSteps {
     fn on_create(&mut self, event: Event) -> Next {
         let phase = Phase::InitializeRemoteTemporaryFile;
         match event {
@@ -419,36 +296,6 @@ impl Upload {
         Next::Finish(self.common.conclude(pending, leftover))
     }
 
-    /// The host answered with no action outstanding (a host bug).
-    fn on_event_without_action(&mut self, next: Next) -> Next {
-        let phase = match next {
-            Next::Cleanup(_) | Next::Finish(_) => return next,
-            Next::Validate => Phase::ValidateSource,
-            Next::Read { .. } | Next::Send { .. } => Phase::TransferChunk,
-            Next::Promote => Phase::VerifyAndPromoteDestination,
-        };
-        self.fail(phase, Cause::HostProtocolViolation)
-    }
-
-    /// The host asked for the next action without answering the last one (a host bug).
-    fn on_unanswered(&mut self, awaiting: Awaiting) -> Next {
-        match awaiting {
-            Awaiting::Create => self.fail(
-                Phase::InitializeRemoteTemporaryFile,
-                Cause::HostProtocolViolation,
-            ),
-            Awaiting::Read { .. } | Awaiting::Append { .. } => {
-                self.fail(Phase::TransferChunk, Cause::HostProtocolViolation)
-            }
-            Awaiting::Promote => {
-                self.begin_failure(Pending::uncertain(Cause::HostProtocolViolation))
-            }
-            Awaiting::Cleanup(pending) => {
-                Next::Finish(self.common.conclude(pending, Some(self.leftover())))
-            }
-        }
-    }
-
     fn after_chunk(&self, offset: u64) -> Next {
         if offset >= self.file_size {
             Next::Promote
@@ -480,6 +327,135 @@ impl Upload {
         Leftover {
             side: Side::Kernel,
             path: self.temp_path.clone(),
+        }
+    }
+}
+
+impl Steps for UploadSteps {
+    type Next = Next;
+    type Awaiting = Awaiting;
+
+    fn emit(&mut self, next: Next, budget: &mut KernelBudget) -> Emitted<Self> {
+        match next {
+            Next::Validate => {
+                if self.file_size > self.common.max_bytes {
+                    let cause = Cause::TooLarge {
+                        bytes: self.file_size,
+                        max_bytes: self.common.max_bytes,
+                    };
+                    return Emitted::Then(self.fail(Phase::ValidateSource, cause));
+                }
+                if let Err(refusal) = budget.check(self.file_size) {
+                    return Emitted::Then(self.fail(Phase::ValidateSource, refusal.into()));
+                }
+                self.remote_temp_may_exist = true;
+                let operation = KernelOperation::CreateTemp {
+                    temp_path: self.temp_path.clone(),
+                };
+                let action = self.common.kernel_step(
+                    operation,
+                    Deadline::Lookup,
+                    Phase::InitializeRemoteTemporaryFile,
+                );
+                Emitted::Wait(action, Awaiting::Create)
+            }
+            Next::Read { offset } => {
+                let len = (self.file_size - offset).min(self.common.batch_len()) as usize;
+                Emitted::Wait(
+                    Action::ReadHostChunk { offset, len },
+                    Awaiting::Read { offset, len },
+                )
+            }
+            Next::Send { offset, bytes } => {
+                let len = bytes.len() as u64;
+                if let Err(refusal) = budget.try_charge(len) {
+                    return Emitted::Then(self.fail(Phase::TransferChunk, refusal.into()));
+                }
+                let chunks: Vec<EncodedChunk> = bytes
+                    .chunks(self.common.chunk_size as usize)
+                    .map(EncodedChunk::encode)
+                    .collect();
+                let count = chunks.len() as u64;
+                let operation = KernelOperation::AppendChunks {
+                    temp_path: self.temp_path.clone(),
+                    offset,
+                    chunks,
+                };
+                let action =
+                    self.common
+                        .kernel_step(operation, Deadline::Payload, Phase::TransferChunk);
+                Emitted::Wait(action, Awaiting::Append { offset, len, count })
+            }
+            Next::Promote => {
+                self.sha256 = self.common.sha256_hex();
+                let operation = KernelOperation::PromoteTemp {
+                    temp_path: self.temp_path.clone(),
+                    destination_path: self.common.kernel_path.as_str().to_owned(),
+                    bytes: self.file_size,
+                    sha256: self.sha256.clone(),
+                    overwrite: self.common.overwrite,
+                };
+                let action = self.common.kernel_step(
+                    operation,
+                    Deadline::Lookup,
+                    Phase::VerifyAndPromoteDestination,
+                );
+                Emitted::Wait(action, Awaiting::Promote)
+            }
+            Next::Cleanup(pending) => {
+                let phase = match pending.outcome {
+                    Outcome::BeforeCommit(phase) => phase,
+                    Outcome::Uncertain | Outcome::Committed(_) => {
+                        Phase::VerifyAndPromoteDestination
+                    }
+                };
+                let operation = KernelOperation::RemoveTemp {
+                    temp_path: self.temp_path.clone(),
+                };
+                let action = self.common.kernel_step(operation, Deadline::Cleanup, phase);
+                Emitted::Wait(action, Awaiting::Cleanup(pending))
+            }
+            Next::Finish(action) => Emitted::Finished(action),
+        }
+    }
+
+    fn on_event(&mut self, awaiting: Awaiting, event: Event) -> Next {
+        match awaiting {
+            Awaiting::Create => self.on_create(event),
+            Awaiting::Read { offset, len } => self.on_read(offset, len, event),
+            Awaiting::Append { offset, len, count } => self.on_append(offset, len, count, event),
+            Awaiting::Promote => self.on_promote(event),
+            Awaiting::Cleanup(pending) => self.on_cleanup(pending, event),
+        }
+    }
+
+    /// The host answered with no action outstanding (a host bug).
+    fn on_event_without_action(&mut self, next: Next) -> Next {
+        let phase = match next {
+            Next::Cleanup(_) | Next::Finish(_) => return next,
+            Next::Validate => Phase::ValidateSource,
+            Next::Read { .. } | Next::Send { .. } => Phase::TransferChunk,
+            Next::Promote => Phase::VerifyAndPromoteDestination,
+        };
+        self.fail(phase, Cause::HostProtocolViolation)
+    }
+
+    /// The host asked for the next action without answering the last one (a host bug).
+    fn on_unanswered(&mut self, awaiting: Awaiting) -> Next {
+        match awaiting {
+            Awaiting::Create => self.fail(
+                Phase::InitializeRemoteTemporaryFile,
+                Cause::HostProtocolViolation,
+            ),
+            Awaiting::Read { .. } | Awaiting::Append { .. } => {
+                self.fail(Phase::TransferChunk, Cause::HostProtocolViolation)
+            }
+            Awaiting::Promote => {
+                self.begin_failure(Pending::uncertain(Cause::HostProtocolViolation))
+            }
+            Awaiting::Cleanup(pending) => {
+                Next::Finish(self.common.conclude(pending, Some(self.leftover())))
+            }
         }
     }
 }

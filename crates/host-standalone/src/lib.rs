@@ -9,6 +9,7 @@
 //! [`host_core::NotebookHost`] and serves the tools over Streamable HTTP or stdio through
 //! `mcp-server`. It knows nothing about VS Code, and tool logic does not live here.
 
+mod atomic;
 pub mod colab;
 pub mod files;
 pub mod server;

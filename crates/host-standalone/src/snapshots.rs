@@ -77,7 +77,7 @@ impl SnapshotStore {
     /// Keeps `bytes` as the newest snapshot of `notebook`, then trims to [`MAX_SNAPSHOTS`].
     pub fn push(&self, notebook: &Path, bytes: &[u8], description: &str) -> std::io::Result<()> {
         self.push_with(notebook, description, |data| {
-            crate::files::write_atomically(data, bytes, crate::files::WriteMode::REPLACE)
+            crate::atomic::write_atomically(data, bytes, crate::atomic::WriteMode::REPLACE)
         })
     }
 
@@ -93,13 +93,13 @@ impl SnapshotStore {
         self.push_with(notebook, description, |data| {
             let plain_file = std::fs::symlink_metadata(notebook)?.file_type().is_file();
             if plain_file && std::fs::hard_link(notebook, data).is_ok() {
-                crate::files::sync_file(data)?;
-                crate::files::sync_folder_of(data);
+                crate::atomic::sync_file(data)?;
+                crate::atomic::sync_folder_of(data);
                 return Ok(());
             }
-            let mut temporary = crate::files::Temporary::create(data)?;
+            let mut temporary = crate::atomic::Temporary::create(data)?;
             std::io::copy(&mut std::fs::File::open(notebook)?, temporary.file())?;
-            temporary.promote(crate::files::WriteMode::REPLACE)
+            temporary.promote(crate::atomic::WriteMode::REPLACE)
         })
     }
 
@@ -184,7 +184,7 @@ mod tests {
         let notebook = folder.path().join("a.ipynb");
         std::fs::write(&notebook, "before").unwrap();
         store.push_file(&notebook, "edit").unwrap();
-        crate::files::write_atomically(&notebook, b"after", crate::files::WriteMode::REPLACE)
+        crate::atomic::write_atomically(&notebook, b"after", crate::atomic::WriteMode::REPLACE)
             .unwrap();
         let (newest, count) = store.newest(&notebook).unwrap().unwrap();
         assert_eq!(newest.bytes, b"before");

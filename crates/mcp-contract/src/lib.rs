@@ -3,7 +3,8 @@
 //! Layer 1 (domain). Types only: what each tool accepts ([`params`]) and returns ([`results`]),
 //! the catalogue of tools with their annotations and schemas ([`catalog`]), the stable error
 //! codes ([`errors`]), the lenient reading of stringified arguments ([`coerce`]), notebook
-//! references ([`refs`]) and what a transport serves ([`dispatch`]). No tokio, no rmcp, no
+//! references ([`refs`]), what a transport serves ([`dispatch`]) and the calls that follow a run
+//! as an MCP task ([`run_task`]). No tokio, no rmcp, no
 //! filesystem, no clock: hosts and transports build on these types.
 //!
 //! ```
@@ -24,6 +25,7 @@ pub mod prompts;
 pub mod refs;
 pub mod resources;
 pub mod results;
+pub mod run_task;
 pub mod windows_paths;
 
 pub use catalog::{Annotations, BrokerRoute, Capability, ToolName, ToolSpec, all_tools};

@@ -4,20 +4,24 @@
 //! is terminal and ends with the run's final receipt as its result. Cancelling the task
 //! interrupts the kernel (`interrupt_kernels`), which ends the run as an interrupt does. A retry
 //! with the same `idempotencyKey` gets the task it started. Everything goes through the
-//! dispatch, so a run routed through the broker is followed the same way.
+//! dispatch, so a run routed through the broker is followed the same way. What the calls say
+//! (a notebook, a run) is the contract's ([`mcp_contract::run_task`]): this module moves them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use mcp_contract::{CallContext, ToolDispatch, ToolName, ToolOutput};
+use mcp_contract::run_task::{RunTask, ToolCall, execution_id, is_terminal, status_message};
+use mcp_contract::{CallContext, ToolDispatch, ToolOutput};
 use rmcp::model::{CallToolResult, CreateTaskResult};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::handler::call_tool_result;
 
 /// How long one `get_execution` of the follower waits, in ms.
 const FOLLOW_WAIT_MS: u64 = 30_000;
+/// How long a cancelled task waits for the interrupted run's receipt, in ms.
+const ENDED_WAIT_MS: u64 = 15_000;
 /// How long a task is kept (a day: a long training run must not be cut off by its handle).
 const TASK_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// How often clients are told to poll.
@@ -27,23 +31,8 @@ const POLL_INTERVAL_MS: u64 = 1_000;
 #[derive(Default)]
 pub(crate) struct Tasks {
     manager: TaskManager,
-    /// (notebookRef, idempotency key) → the task it started.
-    keys: Mutex<HashMap<(String, String), String>>,
-}
-
-fn is_terminal(receipt: &Value) -> bool {
-    matches!(
-        receipt["status"].as_str(),
-        Some("completed" | "failed" | "unavailable")
-    )
-}
-
-/// A progress line for the task's status message.
-fn status_message(receipt: &Value) -> String {
-    let status = receipt["status"].as_str().unwrap_or("running");
-    let done = receipt["progress"]["cellsDone"].as_u64().unwrap_or(0);
-    let total = receipt["progress"]["cellsTotal"].as_u64().unwrap_or(0);
-    format!("{status}: {done} of {total} cells done")
+    /// A call's retry key ([`RunTask::retry_key`]) → the task it started.
+    keys: Mutex<HashMap<String, String>>,
 }
 
 impl Tasks {
@@ -59,15 +48,8 @@ impl Tasks {
         dispatch: Arc<dyn ToolDispatch>,
         arguments: Map<String, Value>,
     ) -> CreateTaskResult {
-        let notebook = arguments
-            .get("notebookRef")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let key = arguments
-            .get("idempotencyKey")
-            .and_then(Value::as_str)
-            .map(|key| (notebook.clone(), key.to_owned()));
+        let run = RunTask::new(&arguments);
+        let key = run.retry_key();
         if let Some(key) = &key {
             let known = self.keys.lock().expect("task keys lock").get(key).cloned();
             if let Some(task) = known.and_then(|id| self.manager.get_task(&id).ok()) {
@@ -79,7 +61,7 @@ impl Tasks {
                 .with_ttl_ms(TASK_TTL_MS)
                 .with_poll_interval_ms(POLL_INTERVAL_MS)
                 .with_status_message("starting the run"),
-            move |context| Box::pin(follow(dispatch, arguments, notebook, context)),
+            move |context| Box::pin(follow(dispatch, run, arguments, context)),
         );
         if let Some(key) = key {
             let mut keys = self.keys.lock().expect("task keys lock");
@@ -92,11 +74,11 @@ impl Tasks {
     }
 }
 
-async fn call(dispatch: &dyn ToolDispatch, tool: ToolName, arguments: Value) -> ToolOutput {
+async fn call(dispatch: &dyn ToolDispatch, call: ToolCall) -> ToolOutput {
     dispatch
         .dispatch(
-            tool.as_str().to_owned(),
-            arguments.as_object().cloned(),
+            call.tool.as_str().to_owned(),
+            Some(call.arguments),
             CallContext::default(),
         )
         .await
@@ -105,26 +87,16 @@ async fn call(dispatch: &dyn ToolDispatch, tool: ToolName, arguments: Value) -> 
 /// The task's work: start the run, follow it to its end, or interrupt it when cancelled.
 async fn follow(
     dispatch: Arc<dyn ToolDispatch>,
-    mut arguments: Map<String, Value>,
-    notebook: String,
+    run: RunTask,
+    arguments: Map<String, Value>,
     context: TaskContext,
 ) -> Result<CallToolResult, TaskExit> {
-    let include_outputs = arguments
-        .get("includeOutputs")
-        .cloned()
-        .unwrap_or(Value::Bool(true));
-    arguments.insert("waitMs".to_owned(), json!(0));
-    let started = call(
-        dispatch.as_ref(),
-        ToolName::RunCells,
-        Value::Object(arguments),
-    )
-    .await;
+    let started = call(dispatch.as_ref(), run.start(arguments)).await;
     let Some(receipt) = started.structured.clone().filter(|_| !started.is_error) else {
         // A refusal (a bad argument, a busy notebook) is the task's result, as data.
         return Ok(call_tool_result(started));
     };
-    let Some(execution) = receipt["executionId"].as_str().map(str::to_owned) else {
+    let Some(execution) = execution_id(&receipt).map(str::to_owned) else {
         // Nothing needed running.
         return Ok(call_tool_result(started));
     };
@@ -132,35 +104,22 @@ async fn follow(
         return Ok(call_tool_result(started));
     }
     context.set_status_message(status_message(&receipt));
-    let follow_arguments = json!({
-        "notebookRef": notebook, "executionId": execution, "waitMs": FOLLOW_WAIT_MS,
-        "includeOutputs": include_outputs,
-    });
+    let follow_call = run.follow(&execution, FOLLOW_WAIT_MS);
     loop {
         tokio::select! {
             () = context.cancelled() => {
-                let interrupted = call(
-                    dispatch.as_ref(),
-                    ToolName::InterruptKernels,
-                    json!({"notebookRefs": [notebook]}),
-                )
-                .await;
+                let interrupted = call(dispatch.as_ref(), run.interrupt()).await;
                 if interrupted.is_error {
                     tracing::warn!(text = %interrupted.text, "a cancelled task's interrupt failed");
                 }
                 // The interrupt ends the run; its receipt says how.
-                let ended = call(
-                    dispatch.as_ref(),
-                    ToolName::GetExecution,
-                    json!({"notebookRef": notebook, "executionId": execution, "waitMs": 15_000}),
-                )
-                .await;
+                let ended = call(dispatch.as_ref(), run.ended(&execution, ENDED_WAIT_MS)).await;
                 if let Some(receipt) = &ended.structured {
                     context.set_status_message(format!("cancelled: {}", status_message(receipt)));
                 }
                 return Err(TaskExit::Cancelled);
             }
-            followed = call(dispatch.as_ref(), ToolName::GetExecution, follow_arguments.clone()) => {
+            followed = call(dispatch.as_ref(), follow_call.clone()) => {
                 let Some(receipt) = followed.structured.clone().filter(|_| !followed.is_error) else {
                     return Ok(call_tool_result(followed));
                 };

@@ -166,41 +166,188 @@ fn an_answer_is_read_from_its_text_blocks_and_failures_are_short_sentences() {
 /// A loopback stand-in of the Messages API that answers one request with `answer` and hands
 /// back what it received.
 async fn stand_in(answer: Value) -> (String, tokio::task::JoinHandle<String>) {
+    let (base, served) = stand_in_with(answer, None, 1).await;
+    let first = tokio::spawn(async move { served.await.unwrap().remove(0) });
+    (base, first)
+}
+
+/// The stand-in over `tls` when given (then its URL is `https://`), for `connections`
+/// connections: what each received, or `"refused"` when its TLS handshake failed.
+async fn stand_in_with(
+    answer: Value,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    connections: usize,
+) -> (String, tokio::task::JoinHandle<Vec<String>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let base = format!("{scheme}://{}", listener.local_addr().unwrap());
     let served = tokio::spawn(async move {
-        let (mut stream, _) = listener.accept().await.unwrap();
         let mut received = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let read = stream.read(&mut chunk).await.unwrap();
-            received.extend_from_slice(&chunk[..read]);
-            let text = String::from_utf8_lossy(&received).into_owned();
-            if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                let length: usize = head
-                    .lines()
-                    .find_map(|line| {
-                        line.to_lowercase()
-                            .strip_prefix("content-length:")
-                            .map(|value| value.trim().to_owned())
-                    })
-                    .and_then(|value| value.parse().ok())
-                    .unwrap_or(0);
-                if body.len() >= length {
-                    break;
-                }
-            }
-            assert!(read > 0, "the request ended early");
+        for _ in 0..connections {
+            let (stream, _) = listener.accept().await.unwrap();
+            received.push(match &tls {
+                Some(acceptor) => match acceptor.accept(stream).await {
+                    Ok(stream) => answer_one(stream, &answer).await,
+                    Err(_) => "refused".to_owned(),
+                },
+                None => answer_one(stream, &answer).await,
+            });
         }
-        let answer = answer.to_string();
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
-            answer.len()
-        );
-        stream.write_all(response.as_bytes()).await.unwrap();
-        String::from_utf8_lossy(&received).into_owned()
+        received
     });
     (base, served)
+}
+
+/// Reads one request from `stream`, answers it with `answer`, and returns the request.
+async fn answer_one(
+    mut stream: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    answer: &Value,
+) -> String {
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let read = stream.read(&mut chunk).await.unwrap();
+        received.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&received).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|line| {
+                    line.to_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|value| value.trim().to_owned())
+                })
+                .and_then(|value| value.parse().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                break;
+            }
+        }
+        assert!(read > 0, "the request ended early");
+    }
+    let answer = answer.to_string();
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+    stream.write_all(response.as_bytes()).await.unwrap();
+    let _ = stream.shutdown().await;
+    String::from_utf8_lossy(&received).into_owned()
+}
+
+/// A certificate authority made for this test and a TLS acceptor for `127.0.0.1` with a
+/// certificate it signed; the CA's PEM file lives in the returned folder.
+fn private_ca() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    tokio_rustls::TlsAcceptor,
+) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+        KeyUsagePurpose,
+    };
+    use tokio_rustls::rustls;
+    let mut authority = CertificateParams::new(Vec::<String>::new()).unwrap();
+    authority
+        .distinguished_name
+        .push(DnType::CommonName, "summarizer test CA");
+    authority.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    authority.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let authority_key = KeyPair::generate().unwrap();
+    let authority_certificate = authority.self_signed(&authority_key).unwrap();
+    let issuer = rcgen::Issuer::new(authority, authority_key);
+    let mut server = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let server_key = KeyPair::generate().unwrap();
+    let server_certificate = server.signed_by(&server_key, &issuer).unwrap();
+
+    let folder = tempfile::tempdir().unwrap();
+    let ca_file = folder.path().join("ca.pem");
+    std::fs::write(&ca_file, authority_certificate.pem()).unwrap();
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![server_certificate.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(server_key.serialize_der().into()),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    (folder, ca_file, acceptor)
+}
+
+/// The answer of the Messages API with one summary of cell `a`.
+fn one_summary() -> Value {
+    let text = json!([{"id": "a", "tldr": "Sets x", "description": "D.", "outputSummary": ""}]);
+    json!({"type": "message", "content": [{"type": "text", "text": text.to_string()}]})
+}
+
+#[tokio::test]
+async fn a_private_ca_given_as_kernel_server_trust_is_trusted_for_the_api() {
+    let (_folder, ca_file, acceptor) = private_ca();
+    let (base, served) = stand_in_with(one_summary(), Some(acceptor), 2).await;
+    // Without the CA (the platform's store only), the certificate is refused.
+    let untrusting = summarizer(&base);
+    let failure = untrusting.summarize(&[cell("a", "")]).await.unwrap_err();
+    assert_eq!(
+        failure,
+        "the API could not be reached (see the server's log)"
+    );
+    // With it, as `--kernel-server-ca` gives it to kernel servers, the request goes through.
+    let trust = TlsTrust {
+        extra_roots: vec![ca_file],
+    };
+    let trusting = AnthropicSummarizer::new(config(&base), &trust).unwrap();
+    let summaries = trusting.summarize(&[cell("a", "")]).await.unwrap();
+    assert_eq!(summaries[0].tldr, "Sets x");
+    let received = served.await.unwrap();
+    assert_eq!(received[0], "refused");
+    assert!(
+        received[1].starts_with("POST /v1/messages "),
+        "{received:?}"
+    );
+}
+
+/// Set (to the stand-in's URL) only in the child process of
+/// `ssl_cert_file_is_trusted_for_the_api`, which also sets `SSL_CERT_FILE`.
+const CHILD_BASE_URL: &str = "SUMMARIZER_TEST_CHILD_BASE_URL";
+
+#[tokio::test]
+async fn ssl_cert_file_is_trusted_for_the_api() {
+    let (_folder, ca_file, acceptor) = private_ca();
+    let (base, served) = stand_in_with(one_summary(), Some(acceptor), 1).await;
+    // The platform's store is read once per process: a child process of this test binary runs
+    // `ssl_cert_file_child` with `SSL_CERT_FILE` naming the private CA and no other trust.
+    let child = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args(["tests::ssl_cert_file_child", "--exact", "--nocapture"])
+        .env("SSL_CERT_FILE", &ca_file)
+        .env_remove("SSL_CERT_DIR")
+        .env(CHILD_BASE_URL, &base)
+        .output()
+        .await
+        .unwrap();
+    let output = String::from_utf8_lossy(&child.stdout);
+    assert!(child.status.success(), "{output}");
+    assert!(output.contains("1 passed"), "{output}");
+    let received = served.await.unwrap();
+    assert!(
+        received[0].starts_with("POST /v1/messages "),
+        "{received:?}"
+    );
+}
+
+/// The child side of `ssl_cert_file_is_trusted_for_the_api`: with `SSL_CERT_FILE` set, the
+/// summarizer with no extra trust reaches the stand-in. Outside that child it has nothing to do.
+#[tokio::test]
+async fn ssl_cert_file_child() {
+    let Ok(base) = std::env::var(CHILD_BASE_URL) else {
+        return;
+    };
+    let summarizer = summarizer(&base);
+    let summaries = summarizer.summarize(&[cell("a", "")]).await.unwrap();
+    assert_eq!(summaries[0].tldr, "Sets x");
 }
 
 #[tokio::test]

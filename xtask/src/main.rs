@@ -235,13 +235,16 @@ fn ci(arguments: &[String]) -> Result<()> {
         "-D",
         "warnings",
     ]))?;
-    // The package tests are no default test target (they need `dist`): linted by name.
+    // The package tests (they need `dist`) and the minute-long load test are no default test
+    // targets: linted by name.
     run(cargo().args([
         "clippy",
         "-p",
         "jupyter-mcp-tests",
         "--test",
         "packages",
+        "--test",
+        "load",
         "--",
         "-D",
         "warnings",
@@ -263,6 +266,12 @@ fn ci(arguments: &[String]) -> Result<()> {
         .args(["test", "--workspace"])
         .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         // The build above made the server binary with the same features the tests use.
+        .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
+    // 32 clients for a minute against one server, left out of `cargo test` so that a developer's
+    // run does not wait on it.
+    run(cargo()
+        .args(["test", "-p", "jupyter-mcp-tests", "--test", "load"])
+        .env("JUPYTER_MCP_TEST_PYTHON", venv_python())
         .env("JUPYTER_MCP_SKIP_BUILD", "1"))?;
     conformance::conformance()?;
     vscode::extension_test()?;
@@ -338,7 +347,7 @@ fn bench(arguments: &[String]) -> Result<()> {
         "build",
         "--release",
         "-p",
-        "jupyter-mcp-tests",
+        "jupyter-mcp-bench",
         "--bin",
         "bench",
         "-p",

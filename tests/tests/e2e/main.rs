@@ -11,7 +11,6 @@ mod faults;
 mod hub;
 mod intelligence;
 mod jupyter;
-mod load;
 mod mcp_features;
 mod parity;
 mod remote;

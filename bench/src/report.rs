@@ -434,7 +434,7 @@ print(f"Python {sys.version.split()[0]}, ipykernel {v('ipykernel')}, jupyter_cli
 /// Where a run's results go: the dated and `latest` files for a full run; `raw/` (not
 /// committed) for `--quick`.
 pub fn results_paths(quick: bool) -> (PathBuf, Vec<String>) {
-    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/results");
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
     if quick {
         (results.join("raw"), vec!["quick".to_owned()])
     } else {

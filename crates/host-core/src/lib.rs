@@ -50,6 +50,7 @@ pub mod colab;
 pub mod environment;
 mod epoch;
 mod execution;
+mod failure;
 pub mod files;
 pub mod host;
 mod inspect;

@@ -126,7 +126,10 @@ impl<H: NotebookHost> Tools<H> {
             undid: change.description.clone(),
             snapshot_taken_at: change.made_at.clone(),
             cell_count: committed.notebook.len(),
-            changed_cells: crate::tools::changed_cells(&document.notebook, &committed.notebook),
+            changed_cells: crate::tools::edit::changed_cells(
+                &document.notebook,
+                &committed.notebook,
+            ),
             remaining,
         };
         Ok((to_value(&result), Vec::new()))

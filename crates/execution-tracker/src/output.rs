@@ -207,17 +207,9 @@ impl OutputAccumulator {
                 execution_count,
                 transient,
             } => {
+                let count = execution_count.map_or(Value::Null, Value::from);
+                let value = rich_output("execute_result", data, Some(count), metadata);
                 let display_id = transient.and_then(|transient| transient.display_id);
-                let mut value = Map::new();
-                // Keys are inserted in sorted order, which is the order nbformat writes them in,
-                // so the result looks the same whether or not serde_json preserves order.
-                value.insert("data".into(), data);
-                value.insert(
-                    "execution_count".into(),
-                    execution_count.map_or(Value::Null, Value::from),
-                );
-                value.insert("metadata".into(), metadata);
-                value.insert("output_type".into(), "execute_result".into());
                 self.push_rich(position, value, display_id)
             }
             IopubEvent::DisplayData {
@@ -225,11 +217,8 @@ impl OutputAccumulator {
                 metadata,
                 transient,
             } => {
+                let value = rich_output("display_data", data, None, metadata);
                 let display_id = transient.and_then(|transient| transient.display_id);
-                let mut value = Map::new();
-                value.insert("data".into(), data);
-                value.insert("metadata".into(), metadata);
-                value.insert("output_type".into(), "display_data".into());
                 self.push_rich(position, value, display_id)
             }
             IopubEvent::Error {
@@ -893,6 +882,25 @@ fn merge_adjacent_streams(outputs: Vec<(Value, bool)>) -> Vec<Value> {
         }
     }
     merged
+}
+
+/// An `execute_result` (with its execution count) or `display_data` output. Keys are inserted in
+/// sorted order, which is the order nbformat writes them in, so the output looks the same whether
+/// or not serde_json preserves order.
+fn rich_output(
+    output_type: &str,
+    data: Value,
+    execution_count: Option<Value>,
+    metadata: Value,
+) -> Map<String, Value> {
+    let mut value = Map::new();
+    value.insert("data".into(), data);
+    if let Some(count) = execution_count {
+        value.insert("execution_count".into(), count);
+    }
+    value.insert("metadata".into(), metadata);
+    value.insert("output_type".into(), output_type.into());
+    value
 }
 
 #[cfg(test)]

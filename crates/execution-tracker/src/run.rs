@@ -404,13 +404,7 @@ impl Run {
                 now_ms,
                 &mut actions,
             ),
-            CellCheck::NotebookClosed => self.finish(
-                RunStatus::Unavailable,
-                ReasonCode::NotebookClosed,
-                "The notebook was closed; tracking stopped.".to_owned(),
-                now_ms,
-                &mut actions,
-            ),
+            CellCheck::NotebookClosed => self.stop_for_closed_notebook(now_ms, &mut actions),
         }
         actions
     }
@@ -648,15 +642,19 @@ impl Run {
     pub fn on_notebook_closed(&mut self, now_ms: u64) -> Vec<RunAction> {
         let mut actions = Vec::new();
         if !self.is_terminal() {
-            self.finish(
-                RunStatus::Unavailable,
-                ReasonCode::NotebookClosed,
-                "The notebook was closed; tracking stopped.".to_owned(),
-                now_ms,
-                &mut actions,
-            );
+            self.stop_for_closed_notebook(now_ms, &mut actions);
         }
         actions
+    }
+
+    fn stop_for_closed_notebook(&mut self, now_ms: u64, actions: &mut Vec<RunAction>) {
+        self.finish(
+            RunStatus::Unavailable,
+            ReasonCode::NotebookClosed,
+            "The notebook was closed; tracking stopped.".to_owned(),
+            now_ms,
+            actions,
+        );
     }
 
     fn is_executing(&self, position: usize) -> bool {

@@ -17,6 +17,19 @@ fn registry() -> Registry {
     Registry::new(RegistryConfig::default(), formatter())
 }
 
+/// A registry that keeps at most two notebooks.
+fn registry_of_two_notebooks() -> Registry {
+    let limits = RegistryLimits {
+        max_notebooks: 2,
+        ..RegistryLimits::default()
+    };
+    let config = RegistryConfig {
+        limits,
+        ..RegistryConfig::default()
+    };
+    Registry::new(config, formatter())
+}
+
 fn request(notebook: &str, cells: usize) -> RunRequest {
     RunRequest {
         notebook: notebook.to_owned(),
@@ -214,17 +227,7 @@ fn sixteen_notebooks_with_active_work_fill_the_window() {
 
 #[test]
 fn a_full_registry_with_nothing_to_evict_refuses_new_notebooks() {
-    let limits = RegistryLimits {
-        max_notebooks: 2,
-        ..RegistryLimits::default()
-    };
-    let mut registry = Registry::new(
-        RegistryConfig {
-            limits,
-            ..RegistryConfig::default()
-        },
-        formatter(),
-    );
+    let mut registry = registry_of_two_notebooks();
     registry.admit(request("a", 1), 1, 1).unwrap();
     registry.admit(request("b", 1), 2, 2).unwrap();
     let refused = registry.admit(request("c", 1), 3, 3).unwrap_err();
@@ -258,17 +261,7 @@ fn at_capacity_the_notebook_with_the_oldest_newest_run_is_evicted() {
 
 #[test]
 fn an_active_notebook_is_not_evicted() {
-    let limits = RegistryLimits {
-        max_notebooks: 2,
-        ..RegistryLimits::default()
-    };
-    let mut registry = Registry::new(
-        RegistryConfig {
-            limits,
-            ..RegistryConfig::default()
-        },
-        formatter(),
-    );
+    let mut registry = registry_of_two_notebooks();
     registry.admit(request("old-active", 1), 1, 1).unwrap();
     let newer = registry.admit(request("newer", 1), 2, 2).unwrap();
     complete(&mut registry, &newer, 3);
@@ -279,17 +272,7 @@ fn an_active_notebook_is_not_evicted() {
 
 #[test]
 fn equal_start_times_evict_the_earlier_admission() {
-    let limits = RegistryLimits {
-        max_notebooks: 2,
-        ..RegistryLimits::default()
-    };
-    let mut registry = Registry::new(
-        RegistryConfig {
-            limits,
-            ..RegistryConfig::default()
-        },
-        formatter(),
-    );
+    let mut registry = registry_of_two_notebooks();
     for (notebook, random) in [("first", 1), ("second", 2)] {
         let id = registry.admit(request(notebook, 1), 5, random).unwrap();
         complete(&mut registry, &id, 6);

@@ -7,13 +7,20 @@ use crate::html::analyze_html;
 use crate::images::{
     decode_base64, downscale_image, encode_base64, image_dimensions, summarize_svg,
 };
+use crate::mode::OutputMode;
 use crate::rich::{summarize_plotly, summarize_vega, summarize_widget};
 use crate::table::{TableLimits, parse_frame_shape, render_table};
 use crate::terminal::{group_thousands, render_terminal};
 use crate::traceback::{TracebackOptions, condense_traceback};
-use crate::truncate::{head_tail, marker_overhead};
+use bundle::{
+    is_default_repr, is_javascript, is_plotly, is_textual, is_vega, is_widget, json_size,
+    multiline_text, output_type, sorted_bundle, textual_body,
+};
+use summary::format_summary;
 
-use crate::mode::OutputMode;
+mod bundle;
+mod fit;
+mod summary;
 
 /// Options of [`format_outputs`]. `FormatOptions::default()` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,119 +216,6 @@ pub fn format_outputs(outputs: &[Value], options: &FormatOptions) -> FormattedOu
         index += 1;
     }
     formatter.finish(outputs.is_empty())
-}
-
-fn output_type(output: &Value) -> &str {
-    output
-        .get("output_type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// nbformat multi-line strings: a string, or a list of strings to concatenate.
-fn multiline_text(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// Stored size of a value in bytes: the text for strings (and lists of strings), the JSON
-/// otherwise.
-fn json_size(value: &Value) -> usize {
-    match value {
-        Value::String(text) => text.len(),
-        Value::Array(items) if items.iter().all(Value::is_string) => {
-            items.iter().filter_map(Value::as_str).map(str::len).sum()
-        }
-        other => serde_json::to_string(other).map_or(0, |text| text.len()),
-    }
-}
-
-fn is_plotly(mime: &str) -> bool {
-    mime.starts_with("application/vnd.plotly.")
-}
-
-fn is_vega(mime: &str) -> bool {
-    mime.starts_with("application/vnd.vegalite.") || mime.starts_with("application/vnd.vega.")
-}
-
-fn is_widget(mime: &str) -> bool {
-    mime == "application/vnd.jupyter.widget-view+json"
-}
-
-fn is_javascript(mime: &str) -> bool {
-    matches!(
-        mime,
-        "application/javascript" | "text/javascript" | "application/x-javascript"
-    )
-}
-
-/// A representation shown as text: `text/*` (but JavaScript) and JSON that no summary handles.
-fn is_textual(mime: &str) -> bool {
-    if is_javascript(mime) || is_plotly(mime) || is_vega(mime) || is_widget(mime) {
-        return false;
-    }
-    mime.starts_with("text/") || mime == "application/json" || mime.ends_with("+json")
-}
-
-/// The order in which MIME types are considered and listed; ties break alphabetically, so that
-/// the result never depends on the order of keys in the bundle.
-fn mime_rank(mime: &str) -> usize {
-    const PREFERRED_TEXT: [&str; 5] = [
-        "text/markdown",
-        "text/plain",
-        "application/json",
-        "text/html",
-        "text/latex",
-    ];
-    if let Some(position) = PREFERRED_TEXT
-        .iter()
-        .position(|preferred| *preferred == mime)
-    {
-        return position;
-    }
-    match mime {
-        _ if mime.starts_with("text/") && !is_javascript(mime) => 5,
-        "image/png" => 10,
-        "image/jpeg" => 11,
-        "image/svg+xml" => 12,
-        _ if mime.starts_with("image/") => 13,
-        _ if is_plotly(mime) => 20,
-        _ if is_vega(mime) => 21,
-        _ if is_widget(mime) => 22,
-        _ if is_javascript(mime) => 23,
-        _ => 30,
-    }
-}
-
-fn sorted_bundle(output: &Value) -> Vec<(&str, &Value)> {
-    let mut entries: Vec<(&str, &Value)> = output
-        .get("data")
-        .and_then(Value::as_object)
-        .map(|data| {
-            data.iter()
-                .map(|(mime, value)| (mime.as_str(), value))
-                .collect()
-        })
-        .unwrap_or_default();
-    entries.sort_by(|a, b| {
-        mime_rank(a.0)
-            .cmp(&mime_rank(b.0))
-            .then_with(|| a.0.cmp(b.0))
-    });
-    entries
-}
-
-/// A `text/plain` that only names an object (`<IPython.core.display.JSON object>`,
-/// `<pandas.io.formats.style.Styler at 0x7f...>`): useless when another representation exists.
-fn is_default_repr(text: &str) -> bool {
-    let first_line = text.trim().lines().next().unwrap_or("");
-    first_line.starts_with('<')
-        && first_line.ends_with('>')
-        && (first_line.contains(" object") || first_line.contains(" at 0x"))
 }
 
 fn output_label(first: usize, last: usize) -> String {
@@ -871,100 +765,6 @@ impl<'o> Formatter<'o> {
         placeholder.push_str(", returned as image content");
         placeholder
     }
-
-    fn finish(mut self, no_outputs: bool) -> FormattedOutputs {
-        let max_chars = self.options.max_chars;
-        let text = if self.parts.is_empty() {
-            (if no_outputs {
-                "(no outputs)"
-            } else {
-                "(no visible output)"
-            })
-            .to_owned()
-        } else {
-            self.fit_parts(max_chars.max(MIN_TEXT_BOUND));
-            join_parts(&self.parts)
-        };
-        let text = self.bound(text);
-        FormattedOutputs {
-            text,
-            images: self.images,
-            image_reports: self.image_reports,
-            truncated: self.truncated,
-            dropped_chars: self.dropped_chars,
-        }
-    }
-
-    /// Shares the budget between the bodies: bodies under their fair share keep everything, the
-    /// others share what is left equally and are cut head + tail.
-    fn fit_parts(&mut self, max_chars: usize) {
-        let total: usize = join_parts(&self.parts).chars().count();
-        if total <= max_chars {
-            return;
-        }
-        let body_lengths: Vec<usize> = self
-            .parts
-            .iter()
-            .map(|part| part.body.chars().count())
-            .collect();
-        let bodies: usize = body_lengths.iter().sum();
-        let fixed = total - bodies;
-        let available = max_chars.saturating_sub(fixed);
-        // Errors first, as long as they leave a quarter of the budget to the rest; then
-        // water-filling: bodies under their fair share keep everything.
-        let mut allocation = vec![0usize; self.parts.len()];
-        let priority: Vec<usize> = (0..self.parts.len())
-            .filter(|&index| self.parts[index].priority && body_lengths[index] > 0)
-            .collect();
-        let priority_total: usize = priority.iter().map(|&index| body_lengths[index]).sum();
-        let mut remaining = available;
-        let mut shared: Vec<usize> = (0..self.parts.len())
-            .filter(|&index| body_lengths[index] > 0)
-            .collect();
-        if priority_total <= available / 4 * 3 {
-            for &index in &priority {
-                allocation[index] = body_lengths[index];
-            }
-            remaining -= priority_total;
-            shared.retain(|index| !priority.contains(index));
-        }
-        shared.sort_by_key(|&index| (body_lengths[index], index));
-        for (position, &index) in shared.iter().enumerate() {
-            let share = remaining / (shared.len() - position);
-            let given = body_lengths[index].min(share);
-            allocation[index] = given;
-            remaining -= given;
-        }
-        for (index, part) in self.parts.iter_mut().enumerate() {
-            let length = body_lengths[index];
-            if length <= allocation[index] {
-                continue;
-            }
-            let overhead = marker_overhead(length, part.body.matches('\n').count());
-            let mut kept = allocation[index].saturating_sub(overhead);
-            if kept < 20 {
-                kept = 0;
-            }
-            let cut = head_tail(&part.body, kept);
-            self.dropped_chars += cut.dropped_chars;
-            self.truncated = true;
-            part.body = cut.text.into_owned();
-        }
-    }
-
-    /// The last resort when headers alone exceed the budget: cut the whole text.
-    fn bound(&mut self, text: String) -> String {
-        let length = text.chars().count();
-        let max_chars = self.options.max_chars.max(MIN_TEXT_BOUND);
-        if length <= max_chars {
-            return text;
-        }
-        let overhead = marker_overhead(length, text.matches('\n').count());
-        let cut = head_tail(&text, max_chars.saturating_sub(overhead));
-        self.dropped_chars += cut.dropped_chars;
-        self.truncated = true;
-        cut.text.into_owned()
-    }
 }
 
 fn short_reason(error: &CondenseError) -> String {
@@ -974,112 +774,6 @@ fn short_reason(error: &CondenseError) -> String {
         CondenseError::ImageEncode(_) => "could not re-encode".to_owned(),
         _ => "could not decode the image".to_owned(),
     }
-}
-
-/// The text of a textual MIME entry: JSON pretty-printed, everything else rendered as terminal
-/// text (ANSI removed, carriage returns collapsed).
-fn textual_body(mime: &str, value: &Value) -> String {
-    if mime == "application/json" || mime.ends_with("+json") {
-        let parsed = crate::rich::json_payload(value);
-        let text = match parsed {
-            Some(json) => serde_json::to_string_pretty(json.as_ref()).unwrap_or_default(),
-            None => multiline_text(value),
-        };
-        return text;
-    }
-    let text = multiline_text(value);
-    render_terminal(&text).trim_end_matches('\n').to_owned()
-}
-
-fn join_parts(parts: &[Part]) -> String {
-    let mut out = String::new();
-    for (index, part) in parts.iter().enumerate() {
-        if index > 0 {
-            out.push_str(if parts[index - 1].group == part.group {
-                "\n"
-            } else {
-                "\n\n"
-            });
-        }
-        out.push_str(&part.header);
-        if !part.body.is_empty() {
-            out.push('\n');
-            out.push_str(&part.body);
-        }
-    }
-    out
-}
-
-fn format_summary(outputs: &[Value], options: &FormatOptions) -> FormattedOutputs {
-    let mut lines: Vec<String> = Vec::new();
-    for (index, output) in outputs.iter().enumerate() {
-        let number = index + 1;
-        let line = match output_type(output) {
-            "stream" => {
-                let name = output
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("stdout");
-                let size = output.get("text").map_or(0, json_size);
-                format!(
-                    "[output {number}: stream {name}, {} bytes]",
-                    group_thousands(size)
-                )
-            }
-            "error" => {
-                let ename = output
-                    .get("ename")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Error");
-                let size = output.get("traceback").map_or(0, json_size);
-                format!(
-                    "[output {number}: error {}, {} bytes of traceback]",
-                    crate::strip_ansi(ename),
-                    group_thousands(size)
-                )
-            }
-            kind @ ("execute_result" | "display_data" | "update_display_data") => {
-                let listed: Vec<String> = sorted_bundle(output)
-                    .iter()
-                    .map(|(mime, value)| {
-                        format!("{mime} {} bytes", group_thousands(json_size(value)))
-                    })
-                    .collect();
-                if listed.is_empty() {
-                    format!("[output {number}: {kind} with no data]")
-                } else {
-                    format!("[output {number}: {kind} {}]", listed.join(", "))
-                }
-            }
-            other => format!(
-                "[output {number}: unknown output type {other:?}, {} bytes]",
-                group_thousands(json_size(output))
-            ),
-        };
-        lines.push(line);
-    }
-    let text = if lines.is_empty() {
-        "(no outputs)".to_owned()
-    } else {
-        lines.join("\n")
-    };
-    let mut result = FormattedOutputs {
-        text,
-        images: Vec::new(),
-        image_reports: Vec::new(),
-        truncated: false,
-        dropped_chars: 0,
-    };
-    let max_chars = options.max_chars.max(MIN_TEXT_BOUND);
-    let length = result.text.chars().count();
-    if length > max_chars {
-        let overhead = marker_overhead(length, result.text.matches('\n').count());
-        let cut = head_tail(&result.text, max_chars.saturating_sub(overhead));
-        result.dropped_chars = cut.dropped_chars;
-        result.truncated = true;
-        result.text = cut.text.into_owned();
-    }
-    result
 }
 
 #[cfg(test)]

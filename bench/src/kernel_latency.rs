@@ -2,14 +2,14 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use host_core::{CallContext, Tools};
 use host_standalone::{FileHost, FileHostConfig, StandaloneHost};
 use serde_json::json;
 
 use crate::transfer::{Wire, transfer_rows};
-use crate::{Row, Stats, measure_async, ms, print_rows, stats};
+use crate::{Row, Stats, measure_async, print_rows, stats};
 
 /// One trivial execute request (`1 + 1`) from send to its terminal reply.
 async fn trivial_cell(kernel: &dyn kernels::KernelHandle, runs: usize) -> Stats {
@@ -189,58 +189,43 @@ pub(crate) async fn remote_kernel_bench(report: &mut String, runs: usize) -> any
     )
     .await?;
 
-    let ratio = |value: Duration, base: Duration| value.as_secs_f64() / base.as_secs_f64();
-    let mut rows = vec![Row {
-        name: "execute `1 + 1`, local kernel (ZeroMQ)".to_owned(),
-        figure: format!("{} ({})", ms(local_cell.median), ms(local_cell.p90)),
-        baseline: "—".to_owned(),
-        ratio: "1×".to_owned(),
-        target: "",
-        pass: None,
-    }];
+    let mut rows = vec![Row::reference(
+        "execute `1 + 1`, local kernel (ZeroMQ)",
+        local_cell,
+    )];
     for (transport, protocol, figures, raw) in &remote_cells {
         let protocol = if *protocol == "json" {
             "JSON"
         } else {
             "v1 binary"
         };
-        rows.push(Row {
-            name: format!(
+        rows.push(Row::compared(
+            format!(
                 "execute `1 + 1`, Jupyter Server kernel, {transport}, {protocol} WebSocket protocol"
             ),
-            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
-            baseline: format!("{} (local kernel)", ms(local_cell.median)),
-            ratio: format!("{:.2}×", ratio(figures.median, local_cell.median)),
-            target: "",
-            pass: None,
-        });
-        rows.push(Row {
-            name: format!(
+            *figures,
+            local_cell,
+            "local kernel",
+        ));
+        rows.push(Row::compared(
+            format!(
                 "the same, against that server's floor (a raw WebSocket execute round trip, {transport}, {protocol})"
             ),
-            figure: format!("{} ({})", ms(figures.median), ms(figures.p90)),
-            baseline: format!("{} (raw client)", ms(raw.median)),
-            ratio: format!("{:.2}×", ratio(figures.median, raw.median)),
-            target: "",
-            pass: None,
-        });
+            *figures,
+            *raw,
+            "raw client",
+        ));
     }
-    rows.push(Row {
-        name: "run_cells of one trivial cell, local kernel (tool call, outputs saved)".to_owned(),
-        figure: format!("{} ({})", ms(local_run.median), ms(local_run.p90)),
-        baseline: "—".to_owned(),
-        ratio: "1×".to_owned(),
-        target: "",
-        pass: None,
-    });
-    rows.push(Row {
-        name: "run_cells of one trivial cell, Jupyter Server kernel".to_owned(),
-        figure: format!("{} ({})", ms(remote_run.median), ms(remote_run.p90)),
-        baseline: format!("{} (local kernel)", ms(local_run.median)),
-        ratio: format!("{:.2}×", ratio(remote_run.median, local_run.median)),
-        target: "",
-        pass: None,
-    });
+    rows.push(Row::reference(
+        "run_cells of one trivial cell, local kernel (tool call, outputs saved)",
+        local_run,
+    ));
+    rows.push(Row::compared(
+        "run_cells of one trivial cell, Jupyter Server kernel",
+        remote_run,
+        local_run,
+        "local kernel",
+    ));
     print_rows(
         "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback (HTTP and HTTPS), and against that server's own floor",
         &rows,

@@ -62,6 +62,36 @@ struct Row {
     pass: Option<bool>,
 }
 
+impl Row {
+    /// The row the others of its table are compared with: its own baseline.
+    fn reference(name: impl Into<String>, figure: Stats) -> Row {
+        Row {
+            name: name.into(),
+            figure: format!("{} ({})", ms(figure.median), ms(figure.p90)),
+            baseline: "—".to_owned(),
+            ratio: "1×".to_owned(),
+            target: "",
+            pass: None,
+        }
+    }
+
+    /// `figure` against `baseline` (what `baseline_is` says it is), as the ratio of the medians,
+    /// with no target.
+    fn compared(name: impl Into<String>, figure: Stats, baseline: Stats, baseline_is: &str) -> Row {
+        Row {
+            name: name.into(),
+            figure: format!("{} ({})", ms(figure.median), ms(figure.p90)),
+            baseline: format!("{} ({baseline_is})", ms(baseline.median)),
+            ratio: format!(
+                "{:.2}×",
+                figure.median.as_secs_f64() / baseline.median.as_secs_f64()
+            ),
+            target: "",
+            pass: None,
+        }
+    }
+}
+
 fn print_rows(title: &str, rows: &[Row], report: &mut String) {
     let mut table = format!(
         "\n### {title}\n\n| measurement | median (p90) | baseline median | ratio | target | |\n|---|---|---|---|---|---|\n"

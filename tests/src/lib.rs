@@ -25,6 +25,7 @@ pub mod browser;
 pub mod colab;
 pub mod collab;
 pub mod hub;
+pub mod kernel_runs;
 pub mod kernel_server;
 pub mod messages;
 

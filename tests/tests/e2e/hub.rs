@@ -8,12 +8,12 @@
 use std::time::Duration;
 
 use jupyter_mcp_tests::hub::Hub;
+use jupyter_mcp_tests::kernel_runs::{NotebookRuns, printed_lines};
 use jupyter_mcp_tests::kernel_server::SeveringProxy;
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, sha256_hex,
-    write_code_notebook,
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 
 const NB: &str = "work/hub.ipynb";
 
@@ -70,34 +70,13 @@ async fn setup(server: &str, sources: &[&str], extra: &[&str]) -> Setup {
     }
 }
 
-async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
-    client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
-        )
-        .await
-        .ok()
-}
-
-async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
-    client.follow(NB, Duration::from_secs(180), done).await
-}
-
-async fn epoch(client: &Client) -> u64 {
-    let info = client
-        .call("get_kernel_info", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    info["kernel"]["epoch"].as_u64().expect("a running kernel")
-}
-
-fn lines(output: &str, prefix: &str) -> Vec<String> {
-    output
-        .lines()
-        .filter(|line| line.starts_with(prefix))
-        .map(str::to_owned)
-        .collect()
+/// The notebook's runs through `client`; a hub server's spawn can take minutes.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NB,
+        patience: Duration::from_secs(180),
+    }
 }
 
 const TICKS: &str =
@@ -111,6 +90,7 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
 {
     let setup = setup("main", &[TICKS, SLEEP, "x = 6 * 7\nx", STEPS], &[]).await;
     let client = &setup.client;
+    let runs = on(client);
     assert!(
         hub().server("main").is_none(),
         "the server is not running yet"
@@ -176,73 +156,28 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
     assert!(!info.to_string().contains(hub().token()));
 
     // A long run is followed while it runs, then to its end.
-    run(client, json!([0, 2]), 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("tick 1")).await;
-    let finished = follow(client, terminal).await;
+    runs.run(json!([0, 2]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("tick 1"))
+        .await;
+    let finished = runs.follow(terminal).await;
     assert_eq!(finished["status"], "completed", "{finished}");
-    assert_eq!(lines(&output_of(&finished, 0), "tick ").len(), 6);
+    assert_eq!(printed_lines(&output_of(&finished, 0), "tick ").len(), 6);
     assert!(output_of(&finished, 1).contains("42"));
 
     // Interrupt, then restart.
-    run(client, json!([1, 2]), 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
-    let interrupted = client
-        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
-    let receipt = follow(client, terminal).await;
-    assert!(
-        output_of(&receipt, 0).contains("KeyboardInterrupt"),
-        "{receipt}"
-    );
-    assert_eq!(receipt["cells"][1]["state"], "not-run");
-    let before = epoch(client).await;
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(
-        restarted["results"][0]["outcome"], "restarted",
-        "{restarted}"
-    );
-    assert!(epoch(client).await > before);
+    runs.interrupt_sleeping_cell(json!([1, 2])).await;
+    runs.restart().await;
 
     // 10 MiB up to the kernel and back, through the hub's proxy.
-    let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 29);
-    std::fs::write(setup.root.path().join("payload.bin"), &payload).unwrap();
-    let kernel_side = tempfile::tempdir().unwrap();
-    let kernel_file = kernel_side.path().join("payload.bin");
-    let uploaded = client
-        .call(
-            "upload_file",
-            json!({"notebookRef": NB, "hostPath": "payload.bin",
-                   "kernelPath": kernel_file.to_str().unwrap()}),
-        )
-        .await
-        .ok();
-    assert_eq!(uploaded["sha256"], sha256_hex(&payload), "{uploaded}");
-    assert!(
-        std::fs::read(&kernel_file).unwrap() == payload,
-        "the kernel's copy is intact"
-    );
-    let downloaded = client
-        .call(
-            "download_file",
-            json!({"notebookRef": NB, "hostPath": "back.bin",
-                   "kernelPath": kernel_file.to_str().unwrap()}),
-        )
-        .await
-        .ok();
-    assert_eq!(downloaded["sha256"], sha256_hex(&payload), "{downloaded}");
-    assert!(std::fs::read(setup.root.path().join("back.bin")).unwrap() == payload);
+    on(client).transfer_round_trip(setup.root.path(), 29).await;
 
     // The hub stops the server mid-run (as its idle culler would): the run ends unavailable
     // with `server_stopped`, the output so far kept, the later cell not run.
-    run(client, json!([3, 2]), 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("step 5\n")).await;
+    runs.run(json!([3, 2]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("step 5\n"))
+        .await;
     tokio::task::block_in_place(|| hub().stop_server("main"));
-    let receipt = follow(client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["status"], "unavailable", "{receipt}");
     assert_eq!(receipt["reasonCode"], "server_stopped", "{receipt}");
     assert_eq!(receipt["cells"][0]["state"], "unavailable", "{receipt}");
@@ -277,17 +212,19 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
 async fn with_jupyterhub_start_a_server_the_hub_stopped_is_started_again() {
     let setup = setup("again", &[STEPS, "y = 7 * 6\ny"], &["--jupyterhub-start"]).await;
     let client = &setup.client;
-    run(client, json!([0, 1]), 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("step 3\n")).await;
-    let before = epoch(client).await;
+    let runs = on(client);
+    runs.run(json!([0, 1]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("step 3\n"))
+        .await;
+    let before = runs.epoch().await;
     tokio::task::block_in_place(|| hub().stop_server("again"));
-    let receipt = follow(client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["reasonCode"], "server_stopped", "{receipt}");
     // The next run starts the server again, and a new kernel on it.
-    let again = run(client, json!([1]), 120_000).await;
+    let again = runs.run(json!([1]), 120_000).await;
     assert_eq!(again["status"], "completed", "{again}");
     assert!(output_of(&again, 0).contains("42"));
-    assert!(epoch(client).await > before);
+    assert!(runs.epoch().await > before);
     assert_eq!(hub().server("again").unwrap()["ready"], true);
 }
 
@@ -325,12 +262,11 @@ async fn a_token_replaced_mid_run_is_picked_up_without_losing_the_run() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mcp = HttpServer::start(root.path(), &args).unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
+    let runs = on(&client);
 
-    run(&client, json!([0, 1]), 0).await;
-    follow(&client, |receipt| {
-        output_of(receipt, 0).contains("line 3\n")
-    })
-    .await;
+    runs.run(json!([0, 1]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("line 3\n"))
+        .await;
     // The credential expires: a new token goes into the file (renamed into place, as tools that
     // refresh tokens write them), the old one is revoked, and the connections drop, so the
     // WebSocket must be reopened with the new token.
@@ -344,9 +280,9 @@ async fn a_token_replaced_mid_run_is_picked_up_without_losing_the_run() {
         proxy.sever() > 0,
         "the kernel WebSocket went through the proxy"
     );
-    let receipt = follow(&client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
-    let printed = lines(&output_of(&receipt, 0), "line ");
+    let printed = printed_lines(&output_of(&receipt, 0), "line ");
     assert_eq!(
         printed.last().map(String::as_str),
         Some("line 39"),
@@ -354,14 +290,7 @@ async fn a_token_replaced_mid_run_is_picked_up_without_losing_the_run() {
     );
     assert!(output_of(&receipt, 1).contains("42"));
     // New requests (REST and a new kernel) use the new token too.
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(
-        restarted["results"][0]["outcome"], "restarted",
-        "{restarted}"
-    );
-    let again = run(&client, json!([1]), 60_000).await;
+    runs.restart().await;
+    let again = runs.run(json!([1]), 60_000).await;
     assert_eq!(again["status"], "completed", "{again}");
 }

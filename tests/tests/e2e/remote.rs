@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use jupyter_mcp_tests::kernel_runs::{NotebookRuns, printed_lines};
 use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind, SeveringProxy, TestCa};
 use jupyter_mcp_tests::{
     Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
@@ -14,7 +15,7 @@ use kernels::{
     ExecuteOptions, KernelHandle as _, KernelProvider as _, RemoteConfig, RemoteProvider,
     ServerToken, ServerUrl,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest as _, Sha256};
 
 /// The notebook, in a subfolder so that the kernel's working folder shows where it started.
@@ -67,46 +68,13 @@ fn serve_against(root: &Path, server: &KernelServer, url: &str) -> HttpServer {
     .expect("jupyter-mcp starts")
 }
 
-/// Follows the notebook's latest run until `done` holds for its receipt; panics after two
-/// minutes.
-async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
-    client.follow(NB, Duration::from_secs(120), done).await
-}
-
-async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
-    client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
-        )
-        .await
-        .ok()
-}
-
-/// Runs `cells` (the first one sleeps), interrupts the kernel once it sleeps, and checks that
-/// the cell got a `KeyboardInterrupt` and the next one did not run.
-async fn interrupt_sleeping_cell(client: &Client, cells: Value) {
-    run(client, cells, 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
-    let interrupted = client
-        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
-    let receipt = follow(client, terminal).await;
-    assert!(
-        output_of(&receipt, 0).contains("KeyboardInterrupt"),
-        "{receipt}"
-    );
-    assert_eq!(receipt["cells"][1]["state"], "not-run");
-}
-
-async fn epoch(client: &Client) -> u64 {
-    let info = client
-        .call("get_kernel_info", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    info["kernel"]["epoch"].as_u64().expect("a running kernel")
+/// The notebook's runs through `client`, followed for two minutes at most.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NB,
+        patience: Duration::from_secs(120),
+    }
 }
 
 /// The working folder printed by `PRINT_CWD`.
@@ -116,15 +84,6 @@ fn printed_folder(output: &str) -> PathBuf {
         .find_map(|line| line.strip_prefix("cwd="))
         .unwrap_or_else(|| panic!("no cwd= line in {output}"));
     PathBuf::from(line.trim())
-}
-
-/// The lines of a receipt's output that start with `prefix`.
-fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
-    output
-        .lines()
-        .filter(|line| line.starts_with(prefix))
-        .map(str::to_owned)
-        .collect()
 }
 
 const PRINT_CWD: &str = "import os\nprint('cwd=' + os.getcwd(), flush=True)";
@@ -142,6 +101,7 @@ async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
     )
     .await;
     let client = &setup.client;
+    let runs = on(client);
     let listed = client
         .call("list_kernels", json!({"notebookRef": NB}))
         .await
@@ -157,12 +117,14 @@ async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
     assert_eq!(python["language"], "python");
 
     // A long run is followed while it runs, then to its end.
-    let first = run(client, json!([0, 1, 2]), 200).await;
+    let first = runs.run(json!([0, 1, 2]), 200).await;
     assert!(matches!(
         first["status"].as_str(),
         Some("requested" | "running" | "completed")
     ));
-    let running = follow(client, |receipt| output_of(receipt, 1).contains("tick 0")).await;
+    let running = runs
+        .follow(|receipt| output_of(receipt, 1).contains("tick 0"))
+        .await;
     let finished = client
         .call(
             "get_execution",
@@ -208,13 +170,15 @@ async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
     )
     .await;
     let client = &setup.client;
+    let runs = on(client);
 
-    interrupt_sleeping_cell(client, json!([0, 1])).await;
+    runs.interrupt_sleeping_cell(json!([0, 1])).await;
 
     // Restart: the running run is invalidated and the epoch moves on.
-    run(client, json!([0, 1]), 0).await;
-    follow(client, |receipt| output_of(receipt, 0).contains("sleeping")).await;
-    let before = epoch(client).await;
+    runs.run(json!([0, 1]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("sleeping"))
+        .await;
+    let before = runs.epoch().await;
     let restarted = client
         .call("restart_kernels", json!({"notebookRefs": [NB]}))
         .await
@@ -224,19 +188,19 @@ async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
         "{restarted}"
     );
     assert!(restarted["results"][0]["epoch"].as_u64().unwrap() > before);
-    let receipt = follow(client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["status"], "unavailable");
     assert_eq!(receipt["reasonCode"], "invalidated_by_restart");
 
     // A kernel that dies on the server is restarted by the server, which says so: the run
     // ends with `kernel_restarted` and the epoch moves on again.
-    let before = epoch(client).await;
-    let receipt = run(client, json!([2, 1]), 60000).await;
+    let before = runs.epoch().await;
+    let receipt = runs.run(json!([2, 1]), 60000).await;
     assert_eq!(receipt["status"], "unavailable", "{receipt}");
     assert_eq!(receipt["reasonCode"], "kernel_restarted", "{receipt}");
     assert_eq!(receipt["cells"][1]["state"], "not-run");
-    assert!(epoch(client).await > before);
-    let again = run(client, json!([1]), 60000).await;
+    assert!(runs.epoch().await > before);
+    let again = runs.run(json!([1]), 60000).await;
     assert_eq!(again["status"], "completed", "{again}");
 }
 
@@ -256,11 +220,10 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     let proxy = SeveringProxy::start(server.port()).await.unwrap();
     let mcp = serve_against(root.path(), &server, &proxy.url());
     let client = Client::http(&mcp.url).await.unwrap();
-    run(&client, json!([0, 1]), 0).await;
-    follow(&client, |receipt| {
-        output_of(receipt, 0).contains("line 3\n")
-    })
-    .await;
+    let runs = on(&client);
+    runs.run(json!([0, 1]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("line 3\n"))
+        .await;
     // An outage: the socket is cut (as a network failure would) and reconnections are refused
     // until the client has retried four times (its back-off makes that 1.5 s at least), while
     // the kernel keeps printing.
@@ -270,7 +233,7 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     );
     proxy.refused_at_least(4).await;
     proxy.release();
-    let receipt = follow(&client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     let text = output_of(&receipt, 0);
     let printed: Vec<usize> = printed_lines(&text, "line ")
@@ -304,10 +267,10 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     }
     assert!(output_of(&receipt, 1).contains("42"));
     // The kernel is the same one (same epoch), and later runs work.
-    let before = epoch(&client).await;
-    let again = run(&client, json!([1]), 60000).await;
+    let before = runs.epoch().await;
+    let again = runs.run(json!([1]), 60000).await;
     assert_eq!(again["status"], "completed", "{again}");
-    assert_eq!(epoch(&client).await, before);
+    assert_eq!(runs.epoch().await, before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -318,7 +281,8 @@ async fn a_kernel_gateway_runs_interrupts_and_restarts() {
     )
     .await;
     let client = &setup.client;
-    let receipt = run(client, json!([0, 2]), 60000).await;
+    let runs = on(client);
+    let receipt = runs.run(json!([0, 2]), 60000).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     assert!(output_of(&receipt, 1).contains("42"));
     // Kernel Gateway 3 (built on Jupyter Server 2) honours the folder we ask for too.
@@ -327,22 +291,12 @@ async fn a_kernel_gateway_runs_interrupts_and_restarts() {
         setup.root().join("work")
     );
 
-    interrupt_sleeping_cell(client, json!([1, 2])).await;
-
-    let before = epoch(client).await;
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(
-        restarted["results"][0]["outcome"], "restarted",
-        "{restarted}"
-    );
-    assert!(epoch(client).await > before);
+    runs.interrupt_sleeping_cell(json!([1, 2])).await;
+    runs.restart().await;
     for cell in client.outline_cells(NB).await {
         assert_ne!(cell["state"], "fresh", "{cell}");
     }
-    let again = run(client, json!([2]), 60000).await;
+    let again = runs.run(json!([2]), 60000).await;
     assert_eq!(again["status"], "completed", "{again}");
 }
 
@@ -356,15 +310,14 @@ async fn restarting_the_gateway_mid_run_ends_the_run_honestly() {
         ],
     )
     .await;
-    run(&setup.client, json!([0, 1]), 0).await;
-    follow(&setup.client, |receipt| {
-        output_of(receipt, 0).contains("step 3\n")
-    })
-    .await;
-    let before = epoch(&setup.client).await;
+    let runs = on(&setup.client);
+    runs.run(json!([0, 1]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("step 3\n"))
+        .await;
+    let before = runs.epoch().await;
     // The gateway goes away (taking its kernels and our WebSocket with it) and comes back.
     tokio::task::block_in_place(|| setup.server.restart()).expect("the gateway restarts");
-    let receipt = follow(&setup.client, terminal).await;
+    let receipt = runs.follow(terminal).await;
     assert_eq!(receipt["status"], "unavailable", "{receipt}");
     assert_eq!(receipt["cells"][0]["state"], "unavailable", "{receipt}");
     assert_eq!(receipt["cells"][1]["state"], "not-run", "{receipt}");
@@ -379,10 +332,10 @@ async fn restarting_the_gateway_mid_run_ends_the_run_honestly() {
     assert!(!receipt["reason"].as_str().unwrap_or_default().is_empty());
     assert!(output_of(&receipt, 0).contains("step 3\n"), "output kept");
     // The next run gets a new kernel on the restarted gateway.
-    let again = run(&setup.client, json!([1]), 60000).await;
+    let again = runs.run(json!([1]), 60000).await;
     assert_eq!(again["status"], "completed", "{again}");
     assert!(output_of(&again, 0).contains("42"));
-    assert!(epoch(&setup.client).await > before);
+    assert!(runs.epoch().await > before);
 }
 
 fn provider(server: &KernelServer, offer_binary: bool) -> RemoteProvider {
@@ -715,6 +668,7 @@ async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfer
     )
     .unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
+    let runs = on(&client);
     let listed = client
         .call("list_kernels", json!({"notebookRef": NB}))
         .await
@@ -731,9 +685,10 @@ async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfer
         json!({"kind": "server", "url": server.url()})
     );
 
-    run(&client, json!([0, 2]), 0).await;
-    follow(&client, |receipt| output_of(receipt, 0).contains("tick 0")).await;
-    let finished = follow(&client, terminal).await;
+    runs.run(json!([0, 2]), 0).await;
+    runs.follow(|receipt| output_of(receipt, 0).contains("tick 0"))
+        .await;
+    let finished = runs.follow(terminal).await;
     assert_eq!(finished["status"], "completed", "{finished}");
     assert_eq!(printed_lines(&output_of(&finished, 0), "tick ").len(), 4);
     assert!(output_of(&finished, 1).contains("42"));
@@ -743,45 +698,9 @@ async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfer
         .ok();
     assert_eq!(info["kernel"]["runsOn"]["url"], server.url(), "{info}");
 
-    interrupt_sleeping_cell(&client, json!([1, 2])).await;
-    let before = epoch(&client).await;
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
-    assert_eq!(
-        restarted["results"][0]["outcome"], "restarted",
-        "{restarted}"
-    );
-    assert!(epoch(&client).await > before);
-
-    let payload = jupyter_mcp_tests::random_bytes(10 * 1024 * 1024, 31);
-    std::fs::write(root.path().join("payload.bin"), &payload).unwrap();
-    let kernel_side = tempfile::tempdir().unwrap();
-    let kernel_file = kernel_side.path().join("payload.bin");
-    let digest: String = Sha256::digest(&payload)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect();
-    let uploaded = client
-        .call(
-            "upload_file",
-            json!({"notebookRef": NB, "hostPath": "payload.bin",
-                   "kernelPath": kernel_file.to_str().unwrap()}),
-        )
-        .await
-        .ok();
-    assert_eq!(uploaded["sha256"], digest.as_str(), "{uploaded}");
-    let downloaded = client
-        .call(
-            "download_file",
-            json!({"notebookRef": NB, "hostPath": "back.bin",
-                   "kernelPath": kernel_file.to_str().unwrap()}),
-        )
-        .await
-        .ok();
-    assert_eq!(downloaded["sha256"], digest.as_str(), "{downloaded}");
-    assert!(std::fs::read(root.path().join("back.bin")).unwrap() == payload);
+    runs.interrupt_sleeping_cell(json!([1, 2])).await;
+    runs.restart().await;
+    runs.transfer_round_trip(root.path(), 31).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,130 @@
+//! The steps the remote-kernel scenarios share (a Jupyter Server, a Kernel Gateway, a JupyterHub
+//! user's server): one notebook's runs, interrupts, restarts and transfers through a real MCP
+//! client, each with the checks that hold wherever the kernel runs.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::{Client, is_terminal, random_bytes, receipt_output, sha256_hex};
+
+/// One notebook of a client, and how long a run may take to reach what a test waits for.
+pub struct NotebookRuns<'a> {
+    pub client: &'a Client,
+    pub notebook: &'a str,
+    pub patience: Duration,
+}
+
+impl NotebookRuns<'_> {
+    /// `run_cells` on `cells` with their outputs, waiting up to `wait_ms`: the receipt.
+    pub async fn run(&self, cells: Value, wait_ms: u64) -> Value {
+        self.client
+            .call(
+                "run_cells",
+                json!({"notebookRef": self.notebook, "cellIds": cells, "waitMs": wait_ms,
+                       "includeOutputs": true}),
+            )
+            .await
+            .ok()
+    }
+
+    /// Follows the notebook's latest run until `done` holds for its receipt; panics after the
+    /// patience.
+    pub async fn follow(&self, done: impl Fn(&Value) -> bool) -> Value {
+        self.client.follow(self.notebook, self.patience, done).await
+    }
+
+    /// The running kernel's epoch.
+    pub async fn epoch(&self) -> u64 {
+        let info = self
+            .client
+            .call("get_kernel_info", json!({"notebookRef": self.notebook}))
+            .await
+            .ok();
+        info["kernel"]["epoch"].as_u64().expect("a running kernel")
+    }
+
+    /// Runs `cells` (the first prints `sleeping` and sleeps), interrupts the kernel once it
+    /// sleeps, and checks that the cell got a `KeyboardInterrupt` and the next one did not run.
+    pub async fn interrupt_sleeping_cell(&self, cells: Value) {
+        self.run(cells, 0).await;
+        self.follow(|receipt| receipt_output(receipt, 0).contains("sleeping"))
+            .await;
+        let interrupted = self
+            .client
+            .call(
+                "interrupt_kernels",
+                json!({"notebookRefs": [self.notebook]}),
+            )
+            .await
+            .ok();
+        assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
+        let receipt = self.follow(is_terminal).await;
+        assert!(
+            receipt_output(&receipt, 0).contains("KeyboardInterrupt"),
+            "{receipt}"
+        );
+        assert_eq!(receipt["cells"][1]["state"], "not-run");
+    }
+
+    /// Restarts the kernel and checks that the epoch moved on.
+    pub async fn restart(&self) {
+        let before = self.epoch().await;
+        let restarted = self
+            .client
+            .call("restart_kernels", json!({"notebookRefs": [self.notebook]}))
+            .await
+            .ok();
+        assert_eq!(
+            restarted["results"][0]["outcome"], "restarted",
+            "{restarted}"
+        );
+        assert!(self.epoch().await > before);
+    }
+
+    /// 10 MiB of random bytes (from `seed`) uploaded from the served folder `root` to a folder of
+    /// the kernel's machine (this one) and downloaded back, with both ends checked.
+    pub async fn transfer_round_trip(&self, root: &Path, seed: u64) {
+        let payload = random_bytes(10 * 1024 * 1024, seed);
+        let digest = sha256_hex(&payload);
+        std::fs::write(root.join("payload.bin"), &payload).unwrap();
+        let kernel_side = tempfile::tempdir().unwrap();
+        let kernel_file = kernel_side.path().join("payload.bin");
+        let kernel_path = kernel_file.to_str().unwrap();
+        let uploaded = self
+            .client
+            .call(
+                "upload_file",
+                json!({"notebookRef": self.notebook, "hostPath": "payload.bin",
+                       "kernelPath": kernel_path}),
+            )
+            .await
+            .ok();
+        assert_eq!(uploaded["sha256"], digest.as_str(), "{uploaded}");
+        assert!(
+            std::fs::read(&kernel_file).unwrap() == payload,
+            "the kernel's copy is intact"
+        );
+        let downloaded = self
+            .client
+            .call(
+                "download_file",
+                json!({"notebookRef": self.notebook, "hostPath": "back.bin",
+                       "kernelPath": kernel_path}),
+            )
+            .await
+            .ok();
+        assert_eq!(downloaded["sha256"], digest.as_str(), "{downloaded}");
+        assert!(std::fs::read(root.join("back.bin")).unwrap() == payload);
+    }
+}
+
+/// The lines of a receipt's output that start with `prefix`.
+pub fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter(|line| line.starts_with(prefix))
+        .map(str::to_owned)
+        .collect()
+}

@@ -226,6 +226,35 @@ pub(crate) fn requested_chars(value: Option<f64>) -> Option<u64> {
         .map(|value| value.trunc().clamp(0.0, 1e12) as u64)
 }
 
+/// The indices of the code cells a run names, in the order given; a reference that names no
+/// cell or a cell that is not code refuses the run.
+fn requested_cells(notebook: &Notebook, cells: &[CellRefParam]) -> Result<Vec<usize>, ToolError> {
+    let resolver = Resolver::new(notebook);
+    let mut indices = Vec::with_capacity(cells.len());
+    for reference in cells {
+        let cell_ref = match reference {
+            CellRefParam::Index(index) => CellRef::Index(*index),
+            CellRefParam::Text(text) => CellRef::Text(text.clone()),
+        };
+        let index = resolver
+            .resolve(&cell_ref)
+            .map_err(crate::tools::cell_ref_error)?;
+        let cell = notebook.cell(index).expect("resolved index");
+        if cell.kind() != CellKind::Code {
+            return Err(error(
+                ErrorCode::NotACodeCell,
+                format!(
+                    "cell {index} (`{}`) is a {} cell; only code cells run",
+                    reference_text(reference),
+                    cell.kind().as_str()
+                ),
+            ));
+        }
+        indices.push(index);
+    }
+    Ok(indices)
+}
+
 impl<H: NotebookHost> Tools<H> {
     /// Marks `id` as having changes in progress (see [`InFlight`]).
     fn in_flight(&self, id: &str) -> InFlight<'_, H> {
@@ -445,6 +474,12 @@ impl<H: NotebookHost> Tools<H> {
         request: ReceiptRequest,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
+        if let RunTargets::Cells { cells, .. } = &targets {
+            // The call's cells are checked before the host does anything for the run (VS Code's
+            // pre-save), so that a bad reference changes nothing.
+            let document = self.host.load(location).await?;
+            requested_cells(&document.notebook, cells)?;
+        }
         self.host
             .before_change(location, crate::host::ChangeKind::Run)
             .await;
@@ -457,31 +492,8 @@ impl<H: NotebookHost> Tools<H> {
         let plan: Vec<usize> = match targets {
             RunTargets::Stale => self.flow_view(location, &document).stale_set.clone(),
             RunTargets::Cells { cells, fresh_deps } => {
-                let resolver = Resolver::new(notebook);
-                let mut indices = Vec::with_capacity(cells.len());
-                for reference in &cells {
-                    let cell_ref = match reference {
-                        CellRefParam::Index(index) => CellRef::Index(*index),
-                        CellRefParam::Text(text) => CellRef::Text(text.clone()),
-                    };
-                    let index = resolver
-                        .resolve(&cell_ref)
-                        .map_err(crate::tools::cell_ref_error)?;
-                    let cell = notebook.cell(index).expect("resolved index");
-                    if cell.kind() != CellKind::Code {
-                        return Err(error(
-                            ErrorCode::NotACodeCell,
-                            format!(
-                                "cell {index} (`{}`) is a {} cell; only code cells run",
-                                reference_text(reference),
-                                cell.kind().as_str()
-                            ),
-                        ));
-                    }
-                    indices.push(index);
-                }
                 with_ancestors = fresh_deps;
-                indices
+                requested_cells(notebook, &cells)?
             }
         };
         if plan.is_empty() {

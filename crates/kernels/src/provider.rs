@@ -7,7 +7,7 @@
 //! kernel round trip.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use tokio::sync::watch;
@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::execute::{ExecuteHandle, ExecuteOptions, ExecuteResultSummary};
 use crate::place::KernelPlace;
 use crate::spec::{Discovery, KernelSpecInfo};
-use crate::status::{KernelInfo, KernelStatus};
+use crate::status::{KernelInfo, KernelStatus, StatusHub};
 
 /// Lists kernel choices and starts kernels.
 pub trait KernelProvider: Send + Sync {
@@ -103,4 +103,103 @@ pub trait KernelHandle: Send + Sync {
     /// Checks liveness within a bounded time and returns the resulting status (which the
     /// status watch also reflects).
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>>;
+}
+
+/// What every kind of kernel keeps alike, lent for one call: the choice it was started from,
+/// its folder, what it last reported, its status.
+pub(crate) struct KernelParts<'a> {
+    pub spec: &'a KernelSpecInfo,
+    pub cwd: &'a Path,
+    pub info: &'a Mutex<KernelInfo>,
+    pub status: &'a StatusHub,
+}
+
+/// One kind of kernel (local over ZeroMQ, remote on a server): its parts and its own
+/// operations. [`KernelHandle`] comes with it, written once here.
+pub(crate) trait KernelBody: Send + Sync {
+    fn parts(&self) -> KernelParts<'_>;
+
+    fn process_id(&self) -> Option<u32>;
+
+    fn place(&self) -> KernelPlace {
+        KernelPlace::Local
+    }
+
+    fn diagnostics(&self) -> String;
+
+    fn execute_inner(
+        &self,
+        code: &str,
+        options: ExecuteOptions,
+    ) -> impl Future<Output = Result<ExecuteHandle>> + Send;
+
+    fn interrupt_inner(&self) -> impl Future<Output = Result<()>> + Send;
+
+    fn restart_inner(&self) -> impl Future<Output = Result<()>> + Send;
+
+    fn shutdown_inner(&self) -> impl Future<Output = Result<()>> + Send;
+
+    fn probe_inner(&self) -> impl Future<Output = Result<KernelStatus>> + Send;
+}
+
+impl<K: KernelBody> KernelHandle for K {
+    fn spec(&self) -> &KernelSpecInfo {
+        self.parts().spec
+    }
+
+    fn cwd(&self) -> &Path {
+        self.parts().cwd
+    }
+
+    fn info(&self) -> KernelInfo {
+        self.parts()
+            .info
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn epoch(&self) -> u64 {
+        self.parts().status.epoch()
+    }
+
+    fn status(&self) -> watch::Receiver<KernelStatus> {
+        self.parts().status.subscribe()
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        KernelBody::process_id(self)
+    }
+
+    fn place(&self) -> KernelPlace {
+        KernelBody::place(self)
+    }
+
+    fn diagnostics(&self) -> String {
+        KernelBody::diagnostics(self)
+    }
+
+    fn execute<'a>(
+        &'a self,
+        code: &'a str,
+        options: ExecuteOptions,
+    ) -> BoxFuture<'a, Result<ExecuteHandle>> {
+        Box::pin(self.execute_inner(code, options))
+    }
+
+    fn interrupt(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.interrupt_inner())
+    }
+
+    fn restart(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.restart_inner())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.shutdown_inner())
+    }
+
+    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>> {
+        Box::pin(self.probe_inner())
+    }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use jupyter_protocol::{ExecuteRequest, InterruptRequest, JupyterMessage};
-use tokio::sync::{OnceCell, mpsc, oneshot, watch};
+use tokio::sync::{OnceCell, mpsc, oneshot};
 
 use self::launch::{Generation, LaunchRequest, launch};
 use self::process::BoundedLog;
@@ -21,7 +21,7 @@ use self::pump::{PumpCommand, StopReason};
 use crate::discovery::{DiscoveryConfig, PythonProbe, discover, probe_python, runtime_dir};
 use crate::error::{Error, Result};
 use crate::execute::{ExecuteHandle, ExecuteOptions};
-use crate::provider::{KernelHandle, KernelProvider};
+use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo};
 use crate::status::{KernelInfo, KernelStatus, StatusHub};
 
@@ -207,6 +207,91 @@ impl LocalKernel {
     pub fn pid(&self) -> u32 {
         self.shared.pid.load(Ordering::SeqCst)
     }
+}
+
+impl Shared {
+    /// How to interrupt before stopping: only when IOPub last said the kernel is busy.
+    fn interrupt_if_busy(&self) -> Option<InterruptMode> {
+        (self.hub.last_activity() == KernelStatus::Busy).then_some(self.spec.interrupt_mode)
+    }
+
+    /// Starts a new process with a new epoch. On failure the status becomes `Dead`.
+    async fn launch_generation(&self) -> Result<Generation> {
+        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.hub.set_epoch(epoch);
+        self.hub.set(KernelStatus::Starting);
+        let result = launch(&LaunchRequest {
+            spec: &self.spec,
+            cwd: &self.cwd,
+            config: &self.config,
+            hub: &self.hub,
+            epoch,
+        })
+        .await;
+        match result {
+            Ok(generation) => {
+                *self.info.lock().unwrap_or_else(PoisonError::into_inner) = generation.info.clone();
+                *self.log.lock().unwrap_or_else(PoisonError::into_inner) =
+                    Arc::clone(&generation.log);
+                self.pid.store(generation.pid, Ordering::SeqCst);
+                self.hub.set(KernelStatus::Idle);
+                tracing::info!(
+                    spec = %self.spec.id,
+                    epoch,
+                    pid = generation.pid,
+                    "kernel started"
+                );
+                Ok(generation)
+            }
+            Err(error) => {
+                if let Some(diagnostics) = error.diagnostics() {
+                    let log = BoundedLog::new(self.config.log_capacity);
+                    log.push(diagnostics.as_bytes());
+                    *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(log);
+                }
+                let exit = match &error {
+                    Error::StartFailed { exit, .. } => Some(*exit),
+                    _ => None,
+                };
+                self.hub.set(KernelStatus::Dead {
+                    exit,
+                    requested: false,
+                });
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The error for a generation whose pump is gone.
+fn gone(generation: &Generation) -> Error {
+    match generation.exited() {
+        Some(exit) => Error::KernelDied { exit },
+        None => Error::ConnectionLost,
+    }
+}
+
+impl KernelBody for LocalKernel {
+    fn parts(&self) -> KernelParts<'_> {
+        KernelParts {
+            spec: &self.shared.spec,
+            cwd: &self.shared.cwd,
+            info: &self.shared.info,
+            status: &self.shared.hub,
+        }
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        Some(self.pid()).filter(|pid| *pid != 0)
+    }
+
+    fn diagnostics(&self) -> String {
+        self.shared
+            .log
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .snapshot()
+    }
 
     async fn execute_inner(&self, code: &str, options: ExecuteOptions) -> Result<ExecuteHandle> {
         let lifecycle = self.shared.lifecycle.lock().await;
@@ -364,129 +449,5 @@ impl LocalKernel {
             }
         }
         Ok(hub.get())
-    }
-}
-
-impl Shared {
-    /// How to interrupt before stopping: only when IOPub last said the kernel is busy.
-    fn interrupt_if_busy(&self) -> Option<InterruptMode> {
-        (self.hub.last_activity() == KernelStatus::Busy).then_some(self.spec.interrupt_mode)
-    }
-
-    /// Starts a new process with a new epoch. On failure the status becomes `Dead`.
-    async fn launch_generation(&self) -> Result<Generation> {
-        let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
-        self.hub.set_epoch(epoch);
-        self.hub.set(KernelStatus::Starting);
-        let result = launch(&LaunchRequest {
-            spec: &self.spec,
-            cwd: &self.cwd,
-            config: &self.config,
-            hub: &self.hub,
-            epoch,
-        })
-        .await;
-        match result {
-            Ok(generation) => {
-                *self.info.lock().unwrap_or_else(PoisonError::into_inner) = generation.info.clone();
-                *self.log.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Arc::clone(&generation.log);
-                self.pid.store(generation.pid, Ordering::SeqCst);
-                self.hub.set(KernelStatus::Idle);
-                tracing::info!(
-                    spec = %self.spec.id,
-                    epoch,
-                    pid = generation.pid,
-                    "kernel started"
-                );
-                Ok(generation)
-            }
-            Err(error) => {
-                if let Some(diagnostics) = error.diagnostics() {
-                    let log = BoundedLog::new(self.config.log_capacity);
-                    log.push(diagnostics.as_bytes());
-                    *self.log.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(log);
-                }
-                let exit = match &error {
-                    Error::StartFailed { exit, .. } => Some(*exit),
-                    _ => None,
-                };
-                self.hub.set(KernelStatus::Dead {
-                    exit,
-                    requested: false,
-                });
-                Err(error)
-            }
-        }
-    }
-}
-
-/// The error for a generation whose pump is gone.
-fn gone(generation: &Generation) -> Error {
-    match generation.exited() {
-        Some(exit) => Error::KernelDied { exit },
-        None => Error::ConnectionLost,
-    }
-}
-
-impl KernelHandle for LocalKernel {
-    fn spec(&self) -> &KernelSpecInfo {
-        &self.shared.spec
-    }
-
-    fn cwd(&self) -> &Path {
-        &self.shared.cwd
-    }
-
-    fn info(&self) -> KernelInfo {
-        self.shared
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn epoch(&self) -> u64 {
-        self.shared.hub.epoch()
-    }
-
-    fn status(&self) -> watch::Receiver<KernelStatus> {
-        self.shared.hub.subscribe()
-    }
-
-    fn process_id(&self) -> Option<u32> {
-        Some(self.pid()).filter(|pid| *pid != 0)
-    }
-
-    fn diagnostics(&self) -> String {
-        self.shared
-            .log
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .snapshot()
-    }
-
-    fn execute<'a>(
-        &'a self,
-        code: &'a str,
-        options: ExecuteOptions,
-    ) -> BoxFuture<'a, Result<ExecuteHandle>> {
-        Box::pin(self.execute_inner(code, options))
-    }
-
-    fn interrupt(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.interrupt_inner())
-    }
-
-    fn restart(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.restart_inner())
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.shutdown_inner())
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>> {
-        Box::pin(self.probe_inner())
     }
 }

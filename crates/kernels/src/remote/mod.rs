@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 pub use self::client::{ByteStream, ServerAnswer, ServerClient, ServerWebSocket};
@@ -59,7 +59,7 @@ pub use self::tls::CertificateProblem;
 use crate::error::{Error, Result};
 use crate::execute::{ExecuteEvent, ExecuteHandle, ExecuteOptions};
 use crate::place::KernelPlace;
-use crate::provider::{KernelHandle, KernelProvider};
+use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo, SpecSource};
 use crate::status::{KernelInfo, KernelStatus, StatusHub};
 
@@ -616,6 +616,42 @@ impl RemoteKernel {
         let lifecycle = self.shared.lifecycle.lock().await;
         lifecycle.as_ref().map(|session| session.protocol.as_str())
     }
+}
+
+impl KernelBody for RemoteKernel {
+    fn parts(&self) -> KernelParts<'_> {
+        KernelParts {
+            spec: &self.shared.spec,
+            cwd: &self.shared.cwd,
+            info: &self.shared.info,
+            status: &self.shared.status,
+        }
+    }
+
+    fn process_id(&self) -> Option<u32> {
+        None
+    }
+
+    fn place(&self) -> KernelPlace {
+        match &self.shared.hub {
+            Some(hub) => hub_place(hub),
+            None => KernelPlace::Server {
+                url: self.shared.rest().url.to_string(),
+            },
+        }
+    }
+
+    fn diagnostics(&self) -> String {
+        let shared = &self.shared;
+        format!(
+            "remote kernel {} on {} (server folder `{}`)",
+            shared
+                .current_kernel_id()
+                .unwrap_or_else(|| "(none)".to_owned()),
+            shared.rest().url,
+            shared.server_path.as_deref().unwrap_or("(server default)")
+        )
+    }
 
     async fn execute_inner(&self, code: &str, options: ExecuteOptions) -> Result<ExecuteHandle> {
         let shared = &self.shared;
@@ -850,81 +886,6 @@ impl RemoteKernel {
             }
         }
         Ok(hub.get())
-    }
-}
-
-impl KernelHandle for RemoteKernel {
-    fn spec(&self) -> &KernelSpecInfo {
-        &self.shared.spec
-    }
-
-    fn cwd(&self) -> &Path {
-        &self.shared.cwd
-    }
-
-    fn info(&self) -> KernelInfo {
-        self.shared
-            .info
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    fn epoch(&self) -> u64 {
-        self.shared.status.epoch()
-    }
-
-    fn status(&self) -> watch::Receiver<KernelStatus> {
-        self.shared.status.subscribe()
-    }
-
-    fn process_id(&self) -> Option<u32> {
-        None
-    }
-
-    fn place(&self) -> KernelPlace {
-        match &self.shared.hub {
-            Some(hub) => hub_place(hub),
-            None => KernelPlace::Server {
-                url: self.shared.rest().url.to_string(),
-            },
-        }
-    }
-
-    fn diagnostics(&self) -> String {
-        let shared = &self.shared;
-        format!(
-            "remote kernel {} on {} (server folder `{}`)",
-            shared
-                .current_kernel_id()
-                .unwrap_or_else(|| "(none)".to_owned()),
-            shared.rest().url,
-            shared.server_path.as_deref().unwrap_or("(server default)")
-        )
-    }
-
-    fn execute<'a>(
-        &'a self,
-        code: &'a str,
-        options: ExecuteOptions,
-    ) -> BoxFuture<'a, Result<ExecuteHandle>> {
-        Box::pin(self.execute_inner(code, options))
-    }
-
-    fn interrupt(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.interrupt_inner())
-    }
-
-    fn restart(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.restart_inner())
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.shutdown_inner())
-    }
-
-    fn probe(&self) -> BoxFuture<'_, Result<KernelStatus>> {
-        Box::pin(self.probe_inner())
     }
 }
 

@@ -710,40 +710,38 @@ impl Rest {
     /// Asks the server to interrupt the kernel (it honours the kernelspec's interrupt mode).
     /// `false` when the server does not know the kernel.
     pub(crate) async fn interrupt(&self, id: &str) -> Result<bool> {
-        const OPERATION: &str = "interrupting the kernel";
-        let (status, _) = self
-            .call(
-                Method::POST,
-                &kernel_path(id, "/interrupt"),
-                None,
-                OPERATION,
-                self.timeout,
-            )
-            .await?;
-        match status {
-            StatusCode::NOT_FOUND => Ok(false),
-            status if status.is_success() => Ok(true),
-            status => Err(self.status_error(OPERATION, status)),
-        }
+        self.kernel_action(id, "/interrupt", "interrupting the kernel", self.timeout)
+            .await
     }
 
     /// Restarts the kernel and waits until the server says it is back. `false` when the server
     /// does not know the kernel.
     pub(crate) async fn restart(&self, id: &str, timeout: Duration) -> Result<bool> {
-        const OPERATION: &str = "restarting the kernel";
+        self.kernel_action(id, "/restart", "restarting the kernel", timeout)
+            .await
+    }
+
+    /// `POST api/kernels/<id><action>`: `false` when the server does not know the kernel.
+    async fn kernel_action(
+        &self,
+        id: &str,
+        action: &str,
+        operation: &'static str,
+        timeout: Duration,
+    ) -> Result<bool> {
         let (status, _) = self
             .call(
                 Method::POST,
-                &kernel_path(id, "/restart"),
+                &kernel_path(id, action),
                 None,
-                OPERATION,
+                operation,
                 timeout,
             )
             .await?;
         match status {
             StatusCode::NOT_FOUND => Ok(false),
             status if status.is_success() => Ok(true),
-            status => Err(self.status_error(OPERATION, status)),
+            status => Err(self.status_error(operation, status)),
         }
     }
 

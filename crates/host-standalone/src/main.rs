@@ -205,18 +205,8 @@ fn main() -> anyhow::Result<()> {
             // plain http:// on loopback only unless the network on the way is the user's.
             let (jupyter, kernel_server_token_file) = match jupyter {
                 Some(url) => {
-                    let credential = credential_from(
-                        kernel_server_token_file,
-                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
-                        "--kernel-server-token-file",
-                    )?;
-                    let mut profile = kernels::ConnectionProfile::jupyter_server(
-                        kernels::ServerUrl::parse(&url)?,
-                        credential,
-                    );
-                    profile.tls = tls.clone();
-                    profile.allow_insecure_http = allow_insecure_http;
-                    profile.check_transport()?;
+                    let profile =
+                        server_profile(&url, kernel_server_token_file, &tls, allow_insecure_http)?;
                     if !profile.base_url.is_https() && !profile.base_url.is_loopback() {
                         tracing::warn!(
                             "--allow-insecure-http: the token, the notebooks and every cell's code and output cross the network to {} unencrypted; anyone on the way can read them and run code as you",
@@ -261,21 +251,12 @@ fn main() -> anyhow::Result<()> {
                         tls.clone(),
                     )?,
                 )),
-                (Some(url), _) => {
-                    let credential = credential_from(
-                        kernel_server_token_file,
-                        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
-                        "--kernel-server-token-file",
-                    )?;
-                    let mut profile = kernels::ConnectionProfile::jupyter_server(
-                        kernels::ServerUrl::parse(&url)?,
-                        credential,
-                    );
-                    profile.tls = tls;
-                    profile.allow_insecure_http = allow_insecure_http;
-                    profile.check_transport()?;
-                    Some(KernelServer::Server(profile))
-                }
+                (Some(url), _) => Some(KernelServer::Server(server_profile(
+                    &url,
+                    kernel_server_token_file,
+                    &tls,
+                    allow_insecure_http,
+                )?)),
                 (None, Some(url)) => {
                     let credential = credential_from(
                         jupyterhub_token_file,
@@ -348,6 +329,28 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Where a server credential comes from: `file` (read now, to fail early, and again whenever it
 /// changes), else the environment variable `variable` when it is set, else none.
+/// The connection profile of the Jupyter server at `url` (`--jupyter`, `--kernel-server`):
+/// its token from `token_file` or `JUPYTER_MCP_KERNEL_SERVER_TOKEN`, the trusted CAs, and
+/// whether plain HTTP may leave loopback (checked here).
+fn server_profile(
+    url: &str,
+    token_file: Option<PathBuf>,
+    tls: &kernels::TlsTrust,
+    allow_insecure_http: bool,
+) -> anyhow::Result<kernels::ConnectionProfile> {
+    let credential = credential_from(
+        token_file,
+        "JUPYTER_MCP_KERNEL_SERVER_TOKEN",
+        "--kernel-server-token-file",
+    )?;
+    let mut profile =
+        kernels::ConnectionProfile::jupyter_server(kernels::ServerUrl::parse(url)?, credential);
+    profile.tls = tls.clone();
+    profile.allow_insecure_http = allow_insecure_http;
+    profile.check_transport()?;
+    Ok(profile)
+}
+
 fn credential_from(
     file: Option<PathBuf>,
     variable: &str,

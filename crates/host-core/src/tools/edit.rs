@@ -176,13 +176,30 @@ pub(crate) fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, T
 impl<H: NotebookHost> Tools<H> {
     /// The host's step before a change or run of the notebook, once the call's arguments were
     /// checked ([`NotebookHost::before_change`]).
+    /// The edits are checked against the notebook as it is first (their cell references and
+    /// revs), so that a call with bad arguments changes nothing, not even through the host's
+    /// step; the commit checks them again.
     pub(crate) async fn before_change(
         &self,
         reference: &str,
-        change: crate::host::ChangeKind,
+        ops: &[EditOp],
     ) -> Result<NotebookLocation, ToolError> {
         let location = self.resolve(reference).await?;
-        self.host.before_change(&location, change).await;
+        let document = self.host.load(&location).await?;
+        if !self.host.document_capabilities().shared_live {
+            self.check_unchanged_since_seen(&document)?;
+        }
+        notebook_model::apply_edits(
+            &document.notebook,
+            ops,
+            EditPolicy {
+                require_expected_rev: true,
+            },
+        )
+        .map_err(edit_error)?;
+        self.host
+            .before_change(&location, crate::host::ChangeKind::Edit)
+            .await;
         Ok(location)
     }
 
@@ -300,8 +317,7 @@ impl<H: NotebookHost> Tools<H> {
             .map(|(index, edit)| edit_op(index, edit))
             .collect::<Result<Vec<_>, _>>()?;
         let description = format!("edit_cells ({} edit(s))", ops.len());
-        self.before_change(&params.notebook_ref, crate::host::ChangeKind::Edit)
-            .await?;
+        self.before_change(&params.notebook_ref, &ops).await?;
         let (location, outcome, committed) =
             self.mutate(&params.notebook_ref, &ops, description).await?;
         let mut result = EditCellsResult {
@@ -384,8 +400,7 @@ impl<H: NotebookHost> Tools<H> {
             to_index: to_index as u64,
         }];
         let description = format!("move_cells ({} cell(s))", params.cell_ids.len());
-        self.before_change(&params.notebook_ref, crate::host::ChangeKind::Edit)
-            .await?;
+        self.before_change(&params.notebook_ref, &ops).await?;
         let (location, outcome, committed) =
             self.mutate(&params.notebook_ref, &ops, description).await?;
         let result = MoveCellsResult {

@@ -12,6 +12,8 @@
 //!   host-core's modules form no import cycle of more than [`MAX_CYCLE_FILES`] files. Each of
 //!   these two fails the command only when its switch ([`FILE_SIZE_FAILS`],
 //!   [`MODULE_CYCLES_FAIL`]) is on; otherwise it reports.
+//! - No crate but `mcp-contract` writes a tool name as a string in its code (tests aside): it
+//!   names a `ToolName`. Reported, failing once [`TOOL_NAME_STRINGS_FAIL`] is on.
 
 mod source;
 
@@ -30,6 +32,11 @@ const FILE_SIZE_FAILS: bool = false;
 /// Whether an import cycle of more than [`MAX_CYCLE_FILES`] host-core files fails `deps`
 /// (`true`) or is only reported (`false`, while host-core is being restructured).
 const MODULE_CYCLES_FAIL: bool = false;
+
+/// Whether a tool name written as a string in a crate's code outside `mcp-contract` (and
+/// outside tests) fails `deps` (`true`) or is only reported (`false`, while the last such places
+/// move to `mcp_contract::ToolName`).
+const TOOL_NAME_STRINGS_FAIL: bool = false;
 
 /// The most lines a source file may have before its `#[cfg(test)]`.
 const MAX_LINES_BEFORE_TESTS: usize = 1000;
@@ -514,6 +521,16 @@ pub(crate) fn deps() -> Result<()> {
     } else {
         reported.extend(sizes);
     }
+    let names: Vec<&str> = mcp_contract::ToolName::ALL
+        .iter()
+        .map(|tool| tool.as_str())
+        .collect();
+    let strings = source::tool_name_strings(&root(), &workspace.folders(), &names)?;
+    if TOOL_NAME_STRINGS_FAIL {
+        problems.extend(strings);
+    } else {
+        reported.extend(strings);
+    }
     let cycles = source::module_cycles(&root().join("crates/host-core/src"), MAX_CYCLE_FILES)?;
     if MODULE_CYCLES_FAIL {
         problems.extend(cycles);
@@ -522,7 +539,7 @@ pub(crate) fn deps() -> Result<()> {
     }
     if !reported.is_empty() {
         eprintln!(
-            "deps: reported, not yet failing (FILE_SIZE_FAILS, MODULE_CYCLES_FAIL in xtask/src/deps.rs):\n  {}",
+            "deps: reported, not yet failing (FILE_SIZE_FAILS, TOOL_NAME_STRINGS_FAIL, MODULE_CYCLES_FAIL in xtask/src/deps.rs):\n  {}",
             reported.join("\n  ")
         );
     }

@@ -128,6 +128,47 @@ pub(super) fn long_files(root: &Path, folders: &[String], max: usize) -> Result<
     Ok(long)
 }
 
+/// Every line of the crates' code outside `mcp-contract` and tests (member folders under
+/// `crates/`) that writes one of `names` as a string literal.
+pub(super) fn tool_name_strings(
+    root: &Path,
+    folders: &[String],
+    names: &[&str],
+) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for folder in folders {
+        if !folder.starts_with("crates/") || folder == "crates/mcp-contract" {
+            continue;
+        }
+        for file in rust_files(&root.join(folder).join("src")) {
+            let text = std::fs::read_to_string(&file)?;
+            for (number, name) in tool_name_literals(&text, names) {
+                found.push(format!(
+                    "{}:{} writes the tool name \"{name}\" as a string: name a mcp_contract::ToolName",
+                    file.strip_prefix(root).unwrap_or(&file).display(),
+                    number + 1
+                ));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The 0-based line numbers of the code outside tests and comments that writes one of `names`
+/// as a string literal, with the name.
+pub(super) fn tool_name_literals<'a>(text: &str, names: &[&'a str]) -> Vec<(usize, &'a str)> {
+    let mut found = Vec::new();
+    for (number, line) in production_lines(text) {
+        let code = line.split("//").next().unwrap_or_default();
+        for name in names {
+            if code.contains(&format!("\"{name}\"")) {
+                found.push((number, *name));
+            }
+        }
+    }
+    found
+}
+
 /// The import cycles of more than `max_files` files among the modules under `source` (a
 /// crate's `src`), as sentences.
 pub(super) fn module_cycles(source: &Path, max_files: usize) -> Result<Vec<String>> {

@@ -1,6 +1,6 @@
 use serde_json::{Value, json};
 
-use super::source::{ModuleGraph, production_lines};
+use super::source::{ModuleGraph, production_lines, tool_name_literals};
 use super::*;
 
 /// A normal dependency: its name, the features asked for, whether with the default ones.
@@ -325,4 +325,23 @@ fn a_cycle_through_a_test_module_does_not_count() {
         ("b.rs", "pub struct B(super::a::A);\n"),
     ]);
     assert_eq!(cycles, [["a.rs", "b.rs"]]);
+}
+
+#[test]
+fn tool_names_as_strings_are_found_in_code_only() {
+    let text = "\
+fn dispatch(name: &str) {
+    if name == \"run_cells\" {}
+    // \"read_notebook\" in a comment
+    let message = \"run_cells_later is another word\";
+}
+#[cfg(test)]
+mod tests {
+    const CALL: &str = \"run_cells\";
+}
+";
+    assert_eq!(
+        tool_name_literals(text, &["run_cells", "read_notebook"]),
+        [(1, "run_cells")]
+    );
 }

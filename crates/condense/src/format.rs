@@ -675,13 +675,8 @@ impl<'o> Formatter<'o> {
         let (width, height) = match image_dimensions(&bytes) {
             Ok((_, width, height)) => (width, height),
             Err(error) => {
-                let reason = short_reason(&error);
-                report.outcome = ImageOutcome::Undecodable(reason.clone());
-                self.image_reports.push(report);
-                return format!(
-                    "{mime}, {} bytes: not shown ({reason})",
-                    group_thousands(bytes.len())
-                );
+                let what = format!("{mime}, {} bytes", group_thousands(bytes.len()));
+                return self.undecodable(report, &error, what);
             }
         };
         report.original_size = Some((width, height));
@@ -704,13 +699,11 @@ impl<'o> Formatter<'o> {
         let mut result = match downscale_image(&bytes, self.options.max_image_side) {
             Ok(result) => result,
             Err(error) => {
-                let reason = short_reason(&error);
-                report.outcome = ImageOutcome::Undecodable(reason.clone());
-                self.image_reports.push(report);
-                return format!(
-                    "{mime} {width}×{height}, {} bytes: not shown ({reason})",
+                let what = format!(
+                    "{mime} {width}×{height}, {} bytes",
                     group_thousands(bytes.len())
                 );
+                return self.undecodable(report, &error, what);
             }
         };
         let remaining = self
@@ -764,6 +757,19 @@ impl<'o> Formatter<'o> {
         }
         placeholder.push_str(", returned as image content");
         placeholder
+    }
+
+    /// Reports an image that could not be decoded or re-encoded; `what` names it in the text.
+    fn undecodable(
+        &mut self,
+        mut report: ImageReport,
+        error: &CondenseError,
+        what: String,
+    ) -> String {
+        let reason = short_reason(error);
+        report.outcome = ImageOutcome::Undecodable(reason.clone());
+        self.image_reports.push(report);
+        format!("{what}: not shown ({reason})")
     }
 }
 

@@ -683,6 +683,22 @@ fn is_block(name: &str) -> bool {
     )
 }
 
+/// A block element starts or ends on a line of its own; paragraphs, headings, preformatted text
+/// and quotes also keep a blank line from their neighbours.
+fn separate_block(writer: &mut TextWriter, name: &str) {
+    if !is_block(name) {
+        return;
+    }
+    if matches!(
+        name,
+        "p" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "pre" | "blockquote"
+    ) {
+        writer.blank_line();
+    } else {
+        writer.line_break();
+    }
+}
+
 struct TextWriter {
     out: String,
     /// Set when a space is owed before the next word.
@@ -772,16 +788,7 @@ fn tokens_to_text(tokens: &[Token<'_>]) -> String {
                     }
                     continue;
                 }
-                if is_block(name) {
-                    if matches!(
-                        name,
-                        "p" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "pre" | "blockquote"
-                    ) {
-                        writer.blank_line();
-                    } else {
-                        writer.line_break();
-                    }
-                }
+                separate_block(&mut writer, name);
                 match name {
                     "li" => writer.raw("- "),
                     "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
@@ -842,16 +849,7 @@ fn tokens_to_text(tokens: &[Token<'_>]) -> String {
                 if name == "pre" {
                     preformatted = preformatted.saturating_sub(1);
                 }
-                if is_block(name) {
-                    if matches!(
-                        name,
-                        "p" | "h1" | "h2" | "h3" | "h4" | "h5" | "h6" | "pre" | "blockquote"
-                    ) {
-                        writer.blank_line();
-                    } else {
-                        writer.line_break();
-                    }
-                }
+                separate_block(&mut writer, name);
             }
             Token::Text(text) => {
                 if hidden > 0 {

@@ -159,6 +159,38 @@ fn config(port: u16, runtime: &std::path::Path, host: &Arc<FakeHost>) -> Coordin
     }
 }
 
+/// A request as the tests send them: two seconds to answer, 64 KiB of answer at most.
+fn request<'path>(
+    port: u16,
+    method: Method,
+    path: &'path str,
+    headers: Vec<(&'static str, String)>,
+    body: Option<Vec<u8>>,
+) -> Call<'path> {
+    Call {
+        port,
+        method,
+        path,
+        headers,
+        body,
+        timeout: Some(Duration::from_secs(2)),
+        max_answer_bytes: 65536,
+    }
+}
+
+/// What window `id` (`label`) on `peer_port` that serves `tools` registers with, as JSON.
+fn registration(id: &str, label: &str, peer_port: u16, tools: &[&str]) -> Vec<u8> {
+    serde_json::to_vec(&Registration {
+        protocol: PROTOCOL.to_owned(),
+        id: id.to_owned(),
+        label: label.to_owned(),
+        peer_port,
+        tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+        nonce: "n".to_owned(),
+    })
+    .unwrap()
+}
+
 /// Waits until `check` holds, polling; fails after `limit`.
 async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
@@ -596,27 +628,22 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     let secret = TokenFile::broker_secret(runtime.path(), port)
         .read_secret()
         .unwrap();
-    let registration = Registration {
-        protocol: PROTOCOL.to_owned(),
-        id: "ws".to_owned(),
-        label: "silent".to_owned(),
-        peer_port: silent_port,
-        // The tools the calls below use: a window that lacks a tool is not asked for it.
-        tools: vec!["read_notebook".to_owned(), "create_notebook".to_owned()],
-        nonce: "n".to_owned(),
-    };
-    let body = serde_json::to_vec(&registration).unwrap();
+    // The tools the calls below use: a window that lacks a tool is not asked for it.
+    let body = registration(
+        "ws",
+        "silent",
+        silent_port,
+        &["read_notebook", "create_notebook"],
+    );
     let client = LoopbackClient::new();
     let (status, _) = client
-        .send(Call {
+        .send(request(
             port,
-            method: Method::POST,
-            path: "/broker/register",
-            headers: vec![(AUTH_HEADER, secret.sign("register", &[&body]))],
-            body: Some(body),
-            timeout: Some(Duration::from_secs(2)),
-            max_answer_bytes: 65536,
-        })
+            Method::POST,
+            "/broker/register",
+            vec![(AUTH_HEADER, secret.sign("register", &[&body]))],
+            Some(body),
+        ))
         .await
         .unwrap();
     assert_eq!(status, 200);
@@ -691,25 +718,9 @@ async fn registration_and_invocation_need_the_secret() {
     let client = LoopbackClient::new();
     let post =
         |path: &'static str, port: u16, headers: Vec<(&'static str, String)>, body: Vec<u8>| {
-            client.send(Call {
-                port,
-                method: Method::POST,
-                path,
-                headers,
-                body: Some(body),
-                timeout: Some(Duration::from_secs(2)),
-                max_answer_bytes: 65536,
-            })
+            client.send(request(port, Method::POST, path, headers, Some(body)))
         };
-    let registration = serde_json::to_vec(&Registration {
-        protocol: PROTOCOL.to_owned(),
-        id: "intruder".to_owned(),
-        label: "intruder".to_owned(),
-        peer_port: 1,
-        tools: Vec::new(),
-        nonce: "n".to_owned(),
-    })
-    .unwrap();
+    let registration = registration("intruder", "intruder", 1, &[]);
     let (status, answer) = post("/broker/register", port, Vec::new(), registration.clone())
         .await
         .unwrap();
@@ -826,15 +837,13 @@ async fn a_peer_takes_over_when_the_broker_goes() {
     .expect("a survivor takes the port over");
     assert_ne!(settled, first);
     let health: crate::protocol::Health = LoopbackClient::new()
-        .json(Call {
-            port: trio.port,
-            method: Method::GET,
-            path: "/broker/health",
-            headers: Vec::new(),
-            body: None,
-            timeout: Some(Duration::from_secs(2)),
-            max_answer_bytes: 65536,
-        })
+        .json(request(
+            trio.port,
+            Method::GET,
+            "/broker/health",
+            Vec::new(),
+            None,
+        ))
         .await
         .unwrap();
     assert_eq!(health.owner_id, settled);

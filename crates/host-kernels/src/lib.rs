@@ -66,6 +66,13 @@ impl std::fmt::Debug for ManagedKernels {
 const NOT_RUNNING: &str =
     "no kernel is running for this notebook; run_cells or configure_kernel starts one";
 
+/// What [`ManagedKernels::request`] asks of a running kernel.
+#[derive(Debug, Clone, Copy)]
+enum KernelRequest {
+    Restart,
+    Interrupt,
+}
+
 impl ManagedKernels {
     /// Kernels of `manager`, discovered also from `root`, keyed by `key`.
     pub fn new(
@@ -130,6 +137,26 @@ impl ManagedKernels {
                 None
             }
         }
+    }
+
+    /// Restarts or interrupts the notebook's running kernel, if it has one.
+    async fn request(
+        &self,
+        location: &NotebookLocation,
+        request: KernelRequest,
+    ) -> Result<RequestOutcome, KernelError> {
+        let key = self.key(location)?;
+        let Some(session) = self.current(&key) else {
+            return Ok(RequestOutcome::NotRunning);
+        };
+        let done = match request {
+            KernelRequest::Restart => session.kernel.restart().await,
+            KernelRequest::Interrupt => session.kernel.interrupt().await,
+        };
+        done.map_err(|failure| kernel_error(&failure))?;
+        Ok(RequestOutcome::Done {
+            epoch: Some(session.kernel.epoch()),
+        })
     }
 
     async fn discover(&self, key: &Path) -> Result<kernels::Discovery, KernelError> {
@@ -339,40 +366,14 @@ impl NotebookKernels for ManagedKernels {
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let key = self.key(location)?;
-            let Some(session) = self.current(&key) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session
-                .kernel
-                .restart()
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            Ok(RequestOutcome::Done {
-                epoch: Some(session.kernel.epoch()),
-            })
-        })
+        Box::pin(self.request(location, KernelRequest::Restart))
     }
 
     fn interrupt<'a>(
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let key = self.key(location)?;
-            let Some(session) = self.current(&key) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session
-                .kernel
-                .interrupt()
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            Ok(RequestOutcome::Done {
-                epoch: Some(session.kernel.epoch()),
-            })
-        })
+        Box::pin(self.request(location, KernelRequest::Interrupt))
     }
 
     fn shutdown<'a>(

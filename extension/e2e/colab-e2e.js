@@ -11,8 +11,7 @@ const crypto = require('crypto');
 const fs = require('fs');
 const path = require('path');
 const { pathToFileURL } = require('url');
-const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { step, finish, connect } = require('./harness.js');
 const { Page } = require('./colab/cdp.js');
 
 const [url, folder, devtoolsPort, standinUrl] = process.argv.slice(2);
@@ -37,22 +36,6 @@ const TOOLS = {
 };
 const choicesOf = (listing) => listing.kernelChoices?.choices ?? listing.choices ?? [];
 const blockerOf = (receipt) => receipt.error?.code ?? receipt.blocker?.code ?? receipt.failure?.code ?? receipt.blocker;
-
-let passed = 0;
-let failed = 0;
-
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    await body();
-    passed += 1;
-    console.log(`ok ${passed + failed} - ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    failed += 1;
-    console.log(`not ok ${passed + failed} - ${name}\n  ${String(error && error.stack ? error.stack : error).split('\n').join('\n  ')}`);
-    throw error;
-  }
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -82,8 +65,7 @@ async function standin(method, control) {
 class Session {
   async connect() {
     this.client = await until('the window\'s MCP server', async () => {
-      const client = new Client({ name: 'e2e-vscode-colab', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      const { client } = await connect(url, 'e2e-vscode-colab');
       await client.listTools();
       return client;
     }, 120000);
@@ -317,14 +299,4 @@ async function main() {
   await session.client.close();
 }
 
-main()
-  .catch((error) => {
-    if (failed === 0) {
-      failed += 1;
-      console.log(`not ok - ${error && error.stack ? error.stack : error}`);
-    }
-  })
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed === 0 ? 0 : 1);
-  });
+finish(main);

@@ -6,28 +6,11 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const path = require('path');
 const { pathToFileURL } = require('url');
-const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { step, finish, connect } = require('./harness.js');
 
 const [url, folder] = process.argv.slice(2);
 const file = path.join(folder, 'analysis.ipynb');
 const uri = pathToFileURL(file).toString();
-let passed = 0;
-let failed = 0;
-
-async function step(name, body) {
-  const started = Date.now();
-  try {
-    await body();
-    passed += 1;
-    console.log(`ok ${passed + failed} - ${name} (${Date.now() - started} ms)`);
-  } catch (error) {
-    failed += 1;
-    console.log(`not ok ${passed + failed} - ${name}\n  ${String(error && error.stack ? error.stack : error).split('\n').join('\n  ')}`);
-    throw error;
-  }
-}
-
 async function main() {
   await step('a request without the token is refused with 401', async () => {
     const bare = new URL(url);
@@ -40,14 +23,7 @@ async function main() {
     });
     assert.equal(response.status, 401);
   });
-  const client = new Client({ name: 'e2e-vscode', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const call = async (name, args) => {
-    const result = await client.callTool({ name, arguments: args });
-    const body = JSON.parse(result.content[0].text);
-    assert.ok(!result.isError, `${name} failed: ${JSON.stringify(body)}`);
-    return body;
-  };
+  const { client, call } = await connect(url, 'e2e-vscode');
   let ref;
   let rev;
   await step('tools/list lists what the window can do', async () => {
@@ -151,15 +127,4 @@ async function main() {
   await client.close();
 }
 
-main()
-  .catch((error) => {
-    if (failed === 0) {
-      failed += 1;
-      console.log(`not ok - ${error && error.stack ? error.stack : error}`);
-    }
-  })
-  .finally(() => {
-    console.log(`${passed} passed, ${failed} failed`);
-    // An aborted session may leave connections open: exit now rather than wait for them.
-    process.exit(failed === 0 ? 0 : 1);
-  });
+finish(main);

@@ -3,20 +3,12 @@
 // Usage: node e2e/shared-port.js MCP_URL STANDALONE_ROOT
 'use strict';
 const assert = require('node:assert/strict');
-const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
-const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { connect } = require('./harness.js');
 
 const [url] = process.argv.slice(2);
 
 async function main() {
-  const client = new Client({ name: 'e2e-vscode-shared-port', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
-  const call = async (name, args) => {
-    const result = await client.callTool({ name, arguments: args });
-    const body = JSON.parse(result.content[0].text);
-    assert.ok(!result.isError, `${name} failed: ${JSON.stringify(body)}`);
-    return body;
-  };
+  const { client, call } = await connect(url, 'e2e-vscode-shared-port');
   const listing = await call('list_notebooks', {});
   assert.equal(listing.windows.length, 2, JSON.stringify(listing));
   const standalone = listing.windows.find((window) =>

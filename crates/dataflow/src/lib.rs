@@ -58,12 +58,12 @@ pub use lint::{Finding, LintCode};
 pub use notebook::{CellInput, CellKind, Dataflow, Edge, UpdateStats};
 pub use staleness::{CellState, Freshness, RunStamp, StaleReason};
 
-/// Fuzzing entry point: arbitrary bytes, read as lossy UTF-8 and split into cells at lines that
-/// start with `# %%` (`# %% [markdown]` makes a markdown cell), go through the whole pipeline.
-/// Panics only if an invariant of the results is broken.
-pub fn check_python_dataflow(data: &[u8]) {
-    let text = String::from_utf8_lossy(data);
-    let mut cells: Vec<(CellKind, String)> = vec![(CellKind::Code, String::new())];
+/// Splits a script in percent format into the text before its first marker and its cells: each
+/// line that starts with `# %%` starts a cell (`# %% [markdown]` a markdown cell), and each cell
+/// holds the lines after its marker, line breaks included.
+pub fn split_percent_cells(text: &str) -> (String, Vec<(CellKind, String)>) {
+    let mut preamble = String::new();
+    let mut cells: Vec<(CellKind, String)> = Vec::new();
     for line in text.split_inclusive('\n') {
         if let Some(marker) = line.strip_prefix("# %%") {
             let kind = if marker.trim_start().starts_with("[markdown]") {
@@ -74,8 +74,21 @@ pub fn check_python_dataflow(data: &[u8]) {
             cells.push((kind, String::new()));
         } else if let Some((_, source)) = cells.last_mut() {
             source.push_str(line);
+        } else {
+            preamble.push_str(line);
         }
     }
+    (preamble, cells)
+}
+
+/// Fuzzing entry point: arbitrary bytes, read as lossy UTF-8 and split into cells at lines that
+/// start with `# %%` (`# %% [markdown]` makes a markdown cell), go through the whole pipeline.
+/// Panics only if an invariant of the results is broken.
+pub fn check_python_dataflow(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (preamble, marked) = split_percent_cells(&text);
+    let mut cells: Vec<(CellKind, String)> = vec![(CellKind::Code, preamble)];
+    cells.extend(marked);
     let ids: Vec<String> = (0..cells.len())
         .map(|index| format!("cell-{index}"))
         .collect();

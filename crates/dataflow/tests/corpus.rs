@@ -12,23 +12,11 @@ use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use dataflow::{CellInput, CellKind, Dataflow, RunStamp};
+use dataflow::{CellInput, CellKind, Dataflow, RunStamp, split_percent_cells};
 use expect_test::expect_file;
 
 fn parse_case(text: &str) -> Vec<(CellKind, String)> {
-    let mut cells: Vec<(CellKind, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        if let Some(marker) = line.strip_prefix("# %%") {
-            let kind = if marker.trim_start().starts_with("[markdown]") {
-                CellKind::Markdown
-            } else {
-                CellKind::Code
-            };
-            cells.push((kind, String::new()));
-        } else if let Some((_, source)) = cells.last_mut() {
-            source.push_str(line);
-        }
-    }
+    let (_description, mut cells) = split_percent_cells(text);
     // The line break before the next marker belongs to the file layout, not to the cell.
     for (_, source) in &mut cells {
         let content = source.strip_suffix('\n').unwrap_or(source);

@@ -46,26 +46,23 @@ assert_eq!(read["cells"][1]["sourceTruncated"], true);
 
 mod budget;
 mod codes;
-pub mod colab;
-pub mod environment;
 mod epoch;
 mod execution;
 mod failure;
-pub mod files;
-pub mod host;
 mod inspect;
-pub mod kernel;
 mod kernel_tools;
 mod render;
 mod resources;
+pub mod seams;
 mod session;
 mod setups;
-pub mod summary;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tools;
 mod transfer_tools;
 mod undo;
+
+pub use seams::{colab, environment, files, host, kernel, summary};
 
 #[cfg(test)]
 mod tests;

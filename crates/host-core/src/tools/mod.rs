@@ -2,11 +2,14 @@
 //! arguments and leaves as a [`ToolOutput`]: structured JSON (with the same JSON as text), images,
 //! and an error flag. Failures are data, never panics or protocol errors.
 
+pub(crate) mod colab;
 mod dispatch;
 mod documents;
 pub(crate) mod edit;
+mod environment;
 pub(crate) mod notebooks;
 pub(crate) mod read;
+mod summarize;
 
 pub(crate) use crate::failure::{ToolResult, cell_ref_error, current_cell_json, error, to_value};
 pub use documents::new_notebook;
@@ -87,7 +90,7 @@ pub struct Inner<H: NotebookHost> {
     /// Epochs derived from stamps, for kernels whose host reports none.
     pub(crate) epochs: crate::epoch::DerivedEpochs,
     /// The kernels proven to run on a Colab runtime, which decide a transfer's route.
-    pub(crate) colab_kernels: crate::colab::ProvenKernels,
+    pub(crate) colab_kernels: colab::ProvenKernels,
     /// The changes clients made, per notebook, for `undo_last`.
     pub(crate) undo_history: crate::undo::UndoHistory,
 }

@@ -5,20 +5,11 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_contract::ErrorCode;
 pub use mcp_contract::WindowInfo;
 
 use notebook_model::{DocChange, Notebook};
-use thiserror::Error;
 
-/// Where a notebook is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NotebookLocation {
-    /// The canonical URI (`file:///…`), the key of everything else.
-    pub uri: String,
-    /// Path relative to the host's root folder, when it has one.
-    pub path: Option<String>,
-}
+pub use super::location::{HostError, NotebookLocation};
 
 /// A notebook as the host holds it now.
 #[derive(Debug, Clone)]
@@ -95,119 +86,6 @@ pub struct Listing {
     pub notebooks: Vec<NotebookLocation>,
     /// Notebooks known to be unreadable, with the problem.
     pub unreadable: Vec<(NotebookLocation, String)>,
-}
-
-/// Why a host operation failed. Each variant maps to a contract error code.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum HostError {
-    /// No notebook is at the reference.
-    #[error(
-        "no notebook matches `{reference}`; call list_notebooks for the notebooks this server can see"
-    )]
-    NotFound {
-        /// The reference as the caller gave it.
-        reference: String,
-    },
-    /// The reference resolves outside the host's root folder.
-    #[error("`{reference}` is outside the root folder {root}; only notebooks under it can be used")]
-    OutsideRoot {
-        /// The reference as the caller gave it.
-        reference: String,
-        /// The root folder notebooks must be under.
-        root: String,
-    },
-    /// The reference does not name an `.ipynb` file.
-    #[error("`{reference}` is not a notebook path: it must name an .ipynb file")]
-    NotANotebook {
-        /// The reference as the caller gave it.
-        reference: String,
-    },
-    /// The file exists but is not a notebook this server can read.
-    #[error("{path} could not be read as a notebook: {problem}")]
-    Unreadable {
-        /// The file.
-        path: String,
-        /// Why it could not be read, in words safe to show.
-        problem: String,
-    },
-    /// The file changed on disk since it was read, so nothing was written.
-    #[error(
-        "{path} was changed on disk by someone else since it was read; it has been reloaded and \
-         nothing was written. Read it again and redo the change"
-    )]
-    ChangedOnDisk {
-        /// The file.
-        path: String,
-    },
-    /// A file that is never overwritten is there already.
-    #[error("{path} already exists and is never overwritten; choose another path")]
-    AlreadyExists {
-        /// The file that exists.
-        path: String,
-    },
-    /// A file operation failed; the file on disk is intact.
-    #[error("could not {action} {path}: {reason}; the file on disk is intact")]
-    Io {
-        /// What was being done, as a verb phrase (`write`, `rename`).
-        action: &'static str,
-        /// The file it was done to.
-        path: String,
-        /// Why it failed, in words safe to show.
-        reason: String,
-    },
-    /// A `windowId` names a window that is not this host's.
-    #[error("window `{window_id}` is not connected; call list_notebooks for the connected windows")]
-    WindowNotConnected {
-        /// The id given.
-        window_id: String,
-    },
-    /// The host cannot do what was asked.
-    #[error("{what} is not supported by this host")]
-    NotSupported {
-        /// What was asked, as a noun phrase ("writing a file without an open workspace folder").
-        what: String,
-    },
-    /// The path is unusable for another reason (a bad name, a folder).
-    #[error("`{reference}` cannot be used: {reason}")]
-    InvalidPath {
-        /// The reference as the caller gave it.
-        reference: String,
-        /// Why it cannot be used.
-        reason: String,
-    },
-    /// The notebook file is too large to open.
-    #[error(
-        "{path} is {size_mib} MiB; notebooks larger than {limit_mib} MiB are not opened, to keep \
-         the server's memory bounded. Clear its outputs (`jupyter nbconvert --clear-output \
-         --inplace FILE`) or split it, then try again"
-    )]
-    TooLarge {
-        /// The file.
-        path: String,
-        /// Its size, in MiB.
-        size_mib: u64,
-        /// The largest size opened, in MiB.
-        limit_mib: u64,
-    },
-}
-
-impl HostError {
-    /// The contract error code.
-    pub fn code(&self) -> ErrorCode {
-        match self {
-            HostError::NotFound { .. } => ErrorCode::NotebookNotFound,
-            HostError::OutsideRoot { .. } => ErrorCode::PathOutsideRoot,
-            HostError::NotANotebook { .. } => ErrorCode::NotANotebook,
-            HostError::Unreadable { .. } => ErrorCode::NotebookUnreadable,
-            HostError::ChangedOnDisk { .. } => ErrorCode::NotebookChangedOnDisk,
-            HostError::AlreadyExists { .. } => ErrorCode::AlreadyExists,
-            HostError::Io { .. } => ErrorCode::IoError,
-            HostError::WindowNotConnected { .. } => ErrorCode::WindowNotConnected,
-            HostError::NotSupported { .. } => ErrorCode::NotSupported,
-            HostError::InvalidPath { .. } => ErrorCode::InvalidArgument,
-            HostError::TooLarge { .. } => ErrorCode::TooLarge,
-        }
-    }
 }
 
 /// What a host can do with its documents beyond reading, editing and saving them; each decides
@@ -313,26 +191,26 @@ pub trait NotebookHost: Send + Sync + 'static {
 
     /// The kernels of this host's notebooks, handed out once; `None` for a host that runs no
     /// code (the kernel tools are then not listed).
-    fn kernels(&self) -> Option<crate::kernel::SharedKernels> {
+    fn kernels(&self) -> Option<super::kernel::SharedKernels> {
         None
     }
 
     /// The files a transfer reads and writes on this host's side; `None` (the default) when
     /// it has none (the transfer tools are then not listed).
-    fn files(&self) -> Option<Arc<dyn crate::files::HostFiles>> {
+    fn files(&self) -> Option<Arc<dyn super::files::HostFiles>> {
         None
     }
 
     /// The Colab runtime the Colab tools use; `None` (the default) when none is configured
     /// (the Colab tools are then not listed).
-    fn colab(&self) -> Option<crate::colab::SharedColab> {
+    fn colab(&self) -> Option<super::colab::SharedColab> {
         None
     }
 
     /// The editor window's Colab preparation, preflight and terminals; `None` (the default) on
     /// hosts that are no editor window or lack the Colab extension (those tools are then not
     /// listed).
-    fn colab_environment(&self) -> Option<crate::environment::SharedEnvironment> {
+    fn colab_environment(&self) -> Option<super::environment::SharedEnvironment> {
         None
     }
 }

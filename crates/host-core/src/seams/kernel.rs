@@ -25,8 +25,8 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 use tokio::sync::watch;
 
-use crate::host::NotebookLocation;
-use crate::tools::{BoxFuture, ProgressSink};
+use super::location::NotebookLocation;
+use mcp_contract::dispatch::{BoxFuture, ProgressSink};
 
 /// Which kernel tools a host's kernels support. A tool is listed only when its capability is
 /// here ([`crate::Tools`] builds `tools/list` from it).

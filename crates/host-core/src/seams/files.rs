@@ -6,8 +6,8 @@
 
 use std::io;
 
-use crate::host::HostError;
-use crate::tools::BoxFuture;
+use super::location::HostError;
+use mcp_contract::BoxFuture;
 
 /// Files on the host's side of a transfer. Every path argument is one [`HostFiles::resolve`]
 /// returned or one the `transfer` machine derived from it (a temporary file beside it), and

@@ -6,55 +6,17 @@
 //! module checks the window id and the arguments' shape and hands the typed results back. The
 //! broker joins the preflight of every connected window.
 
-use std::sync::Arc;
-
 use mcp_contract::params::{
     CloseColabTerminalsParams, ColabPreflightParams, ColabPreparationParams,
     ListColabTerminalsParams, PrepareColabEnvironmentParams,
 };
-use mcp_contract::results::{
-    CloseColabTerminalsResult, ColabPreflightResult, ColabPreparationResult, ColabTerminalsResult,
-    PreflightWindow,
-};
+use mcp_contract::results::ColabPreflightResult;
 use mcp_contract::{ErrorCode, ToolError};
 
+use crate::environment::SharedEnvironment;
+use crate::failure::{ToolResult, error, to_value};
 use crate::host::NotebookHost;
-use crate::tools::{BoxFuture, ToolResult, Tools, error, to_value};
-
-/// An editor window's side of the Colab preparation tools.
-pub trait ColabEnvironment: Send + Sync + 'static {
-    /// This window's preflight: counts and booleans only, never contents, commands, paths or
-    /// titles. Changes nothing.
-    fn preflight(&self) -> BoxFuture<'_, Result<PreflightWindow, ToolError>>;
-
-    /// A new terminal inventory (voiding the previous one), valid 60 s.
-    fn list_terminals(&self) -> BoxFuture<'_, Result<ColabTerminalsResult, ToolError>>;
-
-    /// Closes exactly the terminals `refs` names from the latest inventory `inventory_id`.
-    fn close_terminals<'a>(
-        &'a self,
-        inventory_id: &'a str,
-        refs: &'a [String],
-    ) -> BoxFuture<'a, Result<CloseColabTerminalsResult, ToolError>>;
-
-    /// Starts (or reports) a preparation of this window.
-    fn prepare<'a>(
-        &'a self,
-        params: &'a PrepareColabEnvironmentParams,
-    ) -> BoxFuture<'a, Result<ColabPreparationResult, ToolError>>;
-
-    /// A preparation checked afresh.
-    fn preparation<'a>(
-        &'a self,
-        preparation_id: &'a str,
-    ) -> BoxFuture<'a, Result<ColabPreparationResult, ToolError>>;
-}
-
-/// A shared [`ColabEnvironment`].
-pub type SharedEnvironment = Arc<dyn ColabEnvironment>;
-
-/// Window labels in the preflight are cut to this many characters.
-pub const MAX_PREFLIGHT_LABEL_CHARS: usize = 256;
+use crate::tools::Tools;
 
 impl<H: NotebookHost> Tools<H> {
     fn environment(&self) -> Result<SharedEnvironment, ToolError> {

@@ -438,3 +438,6 @@ impl NotebookHost for VsCodeHost {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

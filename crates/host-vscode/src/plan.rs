@@ -164,7 +164,7 @@ fn text_edit(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     //! Plans are checked by applying them to a model of VS Code's document with VS Code's rules
     //! (all indices refer to the document before the edit) and comparing with the notebook the
     //! batch produced.
@@ -176,7 +176,9 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
-    fn snapshot(sources: &[&str]) -> Snapshot {
+    /// A clean, file-backed notebook (`file:///w/a.ipynb`) of code cells `c0`, `c1`, … with
+    /// these sources.
+    pub(crate) fn snapshot(sources: &[&str]) -> Snapshot {
         Snapshot {
             uri: "file:///w/a.ipynb".into(),
             version: 7,

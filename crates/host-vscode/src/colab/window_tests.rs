@@ -1,0 +1,503 @@
+use colab_setup::environment::INVENTORY_TTL_MS;
+use colab_setup::{CommandKind, Route, ServerAlias};
+use host_core::colab::ColabRuntimes;
+use host_core::environment::ColabEnvironment;
+use mcp_contract::params::PrepareColabEnvironmentParams;
+use serde_json::Value;
+
+use super::*;
+use crate::plan::EditPlan;
+use crate::shell::{NewNotebook, ShellError, Snapshot};
+use futures::future::BoxFuture;
+
+/// A window with terminals and a globalState, answering the Colab requests only.
+#[derive(Default)]
+struct FakeWindow {
+    /// Name and shell pid (-1 for a pseudoterminal, as code-server reports it); a terminal's
+    /// handle is where it was first placed in this list, which removal leaves alone.
+    terminals: Mutex<Vec<Option<(String, i64)>>>,
+    disposed: Mutex<Vec<(String, i64)>>,
+    state: Mutex<HashMap<String, Value>>,
+    folders: Vec<Folder>,
+    /// After an `updateWorkspaceFolders`: the folders, and whether a receipt was already
+    /// recorded when it arrived.
+    updated: Mutex<Option<(Vec<Folder>, bool)>>,
+    notebooks_open: usize,
+    /// Every Colab request's op, in order.
+    asked: Mutex<Vec<String>>,
+}
+
+impl Shell for FakeWindow {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, ShellError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+    fn read(&self, _uri: String) -> BoxFuture<'_, Result<Option<Snapshot>, ShellError>> {
+        Box::pin(async { Ok(None) })
+    }
+    fn open(&self, uri: String) -> BoxFuture<'_, Result<(bool, Snapshot), ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
+    fn apply(
+        &self,
+        uri: String,
+        _base: u64,
+        _plan: EditPlan,
+    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
+    fn create(
+        &self,
+        uri: String,
+        _notebook: NewNotebook,
+    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
+    fn save(&self, uri: String) -> BoxFuture<'_, Result<(), ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
+    fn colab(&self, request: Value) -> BoxFuture<'_, Result<Value, ShellError>> {
+        Box::pin(async move {
+            let op = request["op"].as_str().unwrap_or_default();
+            self.asked.lock().unwrap().push(op.to_owned());
+            Ok(match op {
+                "state" => match &*self.updated.lock().unwrap() {
+                    // The window after the conversion: an untitled workspace.
+                    Some((folders, _)) => json!({
+                        "installed": true, "active": true, "trusted": true,
+                        "folders": folders, "workspaceFile": "untitled:Untitled-1.code-workspace",
+                    }),
+                    None => json!({
+                        "installed": true, "active": true, "trusted": true,
+                        "folders": self.folders,
+                    }),
+                },
+                "terminals" => json!({"terminals": self.terminals.lock().unwrap().iter()
+                    .enumerate()
+                    .filter_map(|(handle, terminal)| terminal.as_ref().map(|(name, pid)| {
+                        json!({"handle": format!("h{handle}"), "name": name, "processId": pid})
+                    }))
+                    .collect::<Vec<_>>()}),
+                "closeTerminal" => {
+                    let wanted = (
+                        request["name"].as_str().unwrap_or_default().to_owned(),
+                        request["processId"].as_i64().unwrap_or_default(),
+                    );
+                    let handle = request["handle"].as_str().unwrap_or_default();
+                    let mut terminals = self.terminals.lock().unwrap();
+                    let slot = handle
+                        .strip_prefix('h')
+                        .and_then(|index| index.parse::<usize>().ok())
+                        .and_then(|index| terminals.get_mut(index));
+                    match slot {
+                        Some(slot) if slot.as_ref() == Some(&wanted) => {
+                            self.disposed.lock().unwrap().extend(slot.take());
+                            json!({"outcome": "closed"})
+                        }
+                        Some(Some(_)) => json!({"outcome": "uncertain"}),
+                        _ => json!({"outcome": "already_gone"}),
+                    }
+                }
+                "preflight" => json!({
+                    "terminals": self.terminals.lock().unwrap().iter().flatten().count(),
+                    "notebooks": {"open": self.notebooks_open},
+                }),
+                "updateWorkspaceFolders" => {
+                    let folders: Vec<Folder> =
+                        serde_json::from_value(request["folders"].clone()).unwrap();
+                    let recorded = !self.state.lock().unwrap().is_empty();
+                    *self.updated.lock().unwrap() = Some((folders, recorded));
+                    json!({"accepted": true})
+                }
+                "stateGet" => json!({"value": self.state.lock().unwrap()
+                    .get(request["key"].as_str().unwrap_or_default()).cloned()}),
+                "stateSet" => {
+                    self.state.lock().unwrap().insert(
+                        request["key"].as_str().unwrap_or_default().to_owned(),
+                        request["value"].clone(),
+                    );
+                    json!({"accepted": true})
+                }
+                other => json!({"errorName": format!("Unexpected {other}")}),
+            })
+        })
+    }
+}
+
+fn window(shell: Arc<FakeWindow>, native: Option<NativeDriver>) -> WindowColab {
+    WindowColab::new(shell, native, "w1".to_owned(), "project".to_owned())
+}
+
+#[tokio::test]
+async fn a_server_mounted_already_is_reused_without_the_picker_or_a_debugging_port() {
+    let shell = Arc::new(FakeWindow {
+        folders: vec![
+            Folder {
+                uri: "file:///home/me/project".to_owned(),
+                name: "project".to_owned(),
+            },
+            Folder {
+                uri: "colab://m0123abcd-srv/content".to_owned(),
+                name: "Colab m0123abcd".to_owned(),
+            },
+        ],
+        ..FakeWindow::default()
+    });
+    // No native driver: nothing here may need the picker.
+    let colab = window(shell.clone(), None);
+    let notebook = NotebookLocation {
+        uri: "file:///home/me/project/a.ipynb".to_owned(),
+        path: Some("a.ipynb".into()),
+    };
+    let alias = ServerAlias::parse("m0123abcd").unwrap();
+    assert_eq!(
+        colab.mount_route(&alias),
+        Ok(Route::MountServer {
+            alias: alias.clone()
+        })
+    );
+    let root = FileServiceRoot::parse("colab://m0123abcd-srv/").unwrap();
+    for command in [
+        CommandKind::FindMountedServer {
+            alias: alias.clone(),
+        },
+        CommandKind::MountServer {
+            alias: alias.clone(),
+        },
+    ] {
+        assert_eq!(
+            colab.perform_setup(&notebook, &command).await,
+            Reply::FileService { root: root.clone() },
+            "{command:?}"
+        );
+    }
+    assert_eq!(colab.roots(), vec![root]);
+    assert!(
+        shell.asked.lock().unwrap().iter().all(|op| op == "state"),
+        "only the folders were read: {:?}",
+        shell.asked.lock().unwrap()
+    );
+    // Another alias is not mounted: the setup goes on to the provider and the picker.
+    let other = ServerAlias::parse("m99999999").unwrap();
+    assert_eq!(
+        colab
+            .perform_setup(&notebook, &CommandKind::FindMountedServer { alias: other })
+            .await,
+        Reply::NotMounted
+    );
+}
+
+#[tokio::test]
+async fn only_named_terminals_of_the_latest_inventory_are_closed() {
+    let shell = Arc::new(FakeWindow::default());
+    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11), ("bash", 12), ("zsh", 13)]);
+    let colab = window(shell.clone(), None);
+    let first = colab.list_terminals().await.unwrap();
+    assert_eq!(first.terminals.len(), 3);
+    assert_eq!(first.expires_in_ms, 60_000);
+    let second = colab.list_terminals().await.unwrap();
+    // The older inventory is void: nothing is closed through it.
+    let stale = colab
+        .close_terminals(
+            &first.inventory_id,
+            &[first.terminals[0].terminal_ref.clone()],
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(stale.code, ErrorCode::InvalidArgument);
+    // A reference the inventory never gave: refused before anything closes.
+    let unknown = colab
+        .close_terminals(
+            &second.inventory_id,
+            &[
+                second.terminals[1].terminal_ref.clone(),
+                "t000000000000".to_owned(),
+            ],
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.message.contains("Nothing was closed"),
+        "{}",
+        unknown.message
+    );
+    assert!(shell.disposed.lock().unwrap().is_empty());
+    let closed = colab
+        .close_terminals(
+            &second.inventory_id,
+            &[second.terminals[1].terminal_ref.clone()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(closed.results[0].outcome, "closed");
+    assert!(!closed.partial);
+    assert_eq!(
+        *shell.disposed.lock().unwrap(),
+        vec![("bash".to_owned(), 12)]
+    );
+    assert_eq!(shell.terminals.lock().unwrap().iter().flatten().count(), 2);
+    // The same reference again: that terminal is gone, and the answer says so.
+    let again = colab
+        .close_terminals(
+            &second.inventory_id,
+            &[second.terminals[1].terminal_ref.clone()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.results[0].outcome, "already_gone");
+    assert!(again.partial);
+}
+
+fn open_terminals(terminals: &[(&str, i64)]) -> Vec<Option<(String, i64)>> {
+    terminals
+        .iter()
+        .map(|(name, pid)| Some(((*name).to_owned(), *pid)))
+        .collect()
+}
+
+#[tokio::test]
+async fn two_pseudoterminals_of_one_name_are_told_apart() {
+    // Two Colab terminals of one server: the same name, and no shell pid (code-server says -1).
+    let shell = Arc::new(FakeWindow::default());
+    *shell.terminals.lock().unwrap() = open_terminals(&[("Colab: m1", -1), ("Colab: m1", -1)]);
+    let colab = window(shell.clone(), None);
+    let inventory = colab.list_terminals().await.unwrap();
+    assert_eq!(inventory.terminals.len(), 2);
+    assert!(
+        inventory
+            .terminals
+            .iter()
+            .all(|entry| entry.shell_pid.is_none())
+    );
+    let closed = colab
+        .close_terminals(
+            &inventory.inventory_id,
+            &[inventory.terminals[1].terminal_ref.clone()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(closed.results[0].outcome, "closed");
+    assert!(!closed.partial);
+    // The second one went; the first is still open.
+    let terminals = shell.terminals.lock().unwrap().clone();
+    assert_eq!(terminals[0], Some(("Colab: m1".to_owned(), -1)));
+    assert_eq!(terminals[1], None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_inventory_expires_after_sixty_seconds() {
+    let shell = Arc::new(FakeWindow::default());
+    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11)]);
+    let colab = window(shell.clone(), None);
+    let inventory = colab.list_terminals().await.unwrap();
+    // At sixty seconds it still holds; a millisecond later it has expired.
+    // (An unknown reference is refused for what it is, not for the inventory's age.)
+    tokio::time::advance(Duration::from_millis(INVENTORY_TTL_MS)).await;
+    let unknown = colab
+        .close_terminals(&inventory.inventory_id, &["t-none".to_owned()])
+        .await
+        .unwrap_err();
+    assert!(
+        unknown.message.contains("not a terminalRef"),
+        "{}",
+        unknown.message
+    );
+    tokio::time::advance(Duration::from_millis(1)).await;
+    let expired = colab
+        .close_terminals(
+            &inventory.inventory_id,
+            &[inventory.terminals[0].terminal_ref.clone()],
+        )
+        .await
+        .unwrap_err();
+    assert!(expired.message.contains("expired"), "{}", expired.message);
+    assert!(shell.disposed.lock().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn preparation_without_a_native_port_names_the_blocker_and_changes_nothing() {
+    let shell = Arc::new(FakeWindow {
+        folders: vec![Folder {
+            uri: "file:///work/project".into(),
+            name: "project".into(),
+        }],
+        ..FakeWindow::default()
+    });
+    let colab = window(shell.clone(), None);
+    let params = PrepareColabEnvironmentParams {
+        window_id: None,
+        folder_uri: None,
+        restart_mode: None,
+    };
+    let refused = colab.prepare(&params).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::EnvironmentBlocked);
+    let blockers = refused.details.unwrap()["blockers"].clone();
+    assert!(
+        blockers
+            .as_array()
+            .unwrap()
+            .contains(&json!("restart_unsupported")),
+        "{blockers}"
+    );
+    assert!(
+        shell.state.lock().unwrap().is_empty(),
+        "no receipt was recorded"
+    );
+    let restart = colab
+        .prepare(&PrepareColabEnvironmentParams {
+            restart_mode: Some("restore-clean-workspace".into()),
+            ..params
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(restart.code, ErrorCode::NotSupported);
+    assert!(
+        restart.message.contains("--remote-debugging-port"),
+        "{}",
+        restart.message
+    );
+}
+
+#[tokio::test]
+async fn preflight_counts_and_blockers_come_from_the_window() {
+    let shell = Arc::new(FakeWindow {
+        folders: vec![Folder {
+            uri: "file:///work/project".into(),
+            name: "project".into(),
+        }],
+        ..FakeWindow::default()
+    });
+    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11), ("zsh", 13)]);
+    let colab = window(shell, None);
+    let preflight = colab.preflight().await.unwrap();
+    assert_eq!(preflight.terminals, 2);
+    assert_eq!(preflight.workspace.folders, 1);
+    assert_eq!(preflight.workspace.local_folders, 1);
+    assert!(!preflight.workspace.is_workspace);
+    assert!(preflight.blockers.contains(&"terminals_open".to_owned()));
+    assert!(
+        preflight
+            .blockers
+            .contains(&"native_not_configured".to_owned())
+    );
+    assert!(!preflight.native.configured);
+}
+
+/// A fake DevTools endpoint whose one page shows our marker.
+async fn bound_driver() -> (crate::native::fake::FakeChromium, NativeDriver) {
+    use crate::native::fake::{FakeChromium, FakeTarget};
+    let chromium = FakeChromium::start(vec![FakeTarget::page("P1", |_| {
+        Some(json!({"status": "ok", "marker": "ours"}))
+    })])
+    .await;
+    let marker = format!("jmcp-{}", "a".repeat(32));
+    let driver = NativeDriver::new(chromium.port, marker);
+    (chromium, driver)
+}
+
+fn single_folder() -> FakeWindow {
+    FakeWindow {
+        folders: vec![Folder {
+            uri: "file:///work/project".into(),
+            name: "project".into(),
+        }],
+        ..FakeWindow::default()
+    }
+}
+
+#[tokio::test]
+async fn a_single_folder_becomes_a_workspace_after_the_receipt_is_recorded() {
+    let (_chromium, driver) = bound_driver().await;
+    let shell = Arc::new(single_folder());
+    let colab = window(shell.clone(), Some(driver.clone()));
+    let params = PrepareColabEnvironmentParams {
+        window_id: None,
+        folder_uri: None,
+        restart_mode: None,
+    };
+    let receipt = colab.prepare(&params).await.unwrap();
+    assert_eq!(receipt.status, "converting");
+    assert!(receipt.converted && !receipt.environment_ready);
+    assert_eq!(receipt.expected_window_label, "project (Colab)");
+    let (folders, recorded_first) = shell.updated.lock().unwrap().clone().unwrap();
+    assert!(
+        recorded_first,
+        "the receipt is recorded before the window changes"
+    );
+    assert_eq!(
+        folders,
+        vec![Folder {
+            uri: "file:///work/project".into(),
+            name: "project (Colab)".into(),
+        }]
+    );
+    // The extension host restarted: a new activation finds the receipt and checks it afresh.
+    let restarted = WindowColab::new(
+        shell.clone(),
+        Some(driver),
+        "w2".to_owned(),
+        "project (Colab)".to_owned(),
+    );
+    let again = restarted
+        .preparation(&receipt.preparation_id)
+        .await
+        .unwrap();
+    assert_eq!(again.status, "ready", "{again:?}");
+    assert!(again.environment_ready && again.native_bound);
+    assert_eq!(again.window_id, "w2");
+    assert_eq!(
+        again.workspace_uri.as_deref(),
+        Some("untitled:Untitled-1.code-workspace")
+    );
+    let unknown = restarted.preparation("prep-00000000").await.unwrap_err();
+    assert_eq!(unknown.code, ErrorCode::InvalidArgument);
+}
+
+#[tokio::test]
+async fn open_work_blocks_the_conversion_and_nothing_changes() {
+    let (_chromium, driver) = bound_driver().await;
+    let shell = Arc::new(FakeWindow {
+        notebooks_open: 1,
+        ..single_folder()
+    });
+    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11)]);
+    let colab = window(shell.clone(), Some(driver));
+    let refused = colab
+        .prepare(&PrepareColabEnvironmentParams {
+            window_id: None,
+            folder_uri: None,
+            restart_mode: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::EnvironmentBlocked);
+    let blockers = refused.details.unwrap()["blockers"].clone();
+    assert_eq!(blockers, json!(["notebooks_open", "terminals_open"]));
+    assert!(
+        shell.updated.lock().unwrap().is_none(),
+        "the window was not changed"
+    );
+    assert!(
+        shell.state.lock().unwrap().is_empty(),
+        "no receipt was recorded"
+    );
+}
+
+#[tokio::test]
+async fn another_folder_than_the_open_one_is_refused() {
+    let (_chromium, driver) = bound_driver().await;
+    let shell = Arc::new(single_folder());
+    let colab = window(shell.clone(), Some(driver));
+    let refused = colab
+        .prepare(&PrepareColabEnvironmentParams {
+            window_id: None,
+            folder_uri: Some("file:///work/elsewhere".into()),
+            restart_mode: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused.details.unwrap()["blockers"],
+        json!(["folder_mismatch"])
+    );
+    assert!(shell.updated.lock().unwrap().is_none());
+}

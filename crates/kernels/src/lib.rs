@@ -64,9 +64,10 @@ pub use provider::{KernelHandle, KernelProvider};
 pub use remote::{
     AnswerKernelRequest, ByteStream, CertificateProblem, ConnectionProfile, Contents,
     CredentialPlacement, CredentialSource, DEFAULT_MAX_MESSAGE_BYTES, HttpAnswer, HttpClient,
-    HttpFailure, JupyterHubConfig, KernelRequestAnswer, QuickAckStream, REMOTE_SPEC_PREFIX,
-    RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider, ServerAnswer, ServerClient,
-    ServerToken, ServerUrl, ServerWebSocket, TlsTrust, encode_path, encode_segment,
+    HttpFailure, HttpRequest, JupyterHubConfig, KernelRequestAnswer, QuickAckStream,
+    REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider,
+    ServerAnswer, ServerClient, ServerToken, ServerUrl, ServerWebSocket, TlsTrust, encode_path,
+    encode_segment,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Request, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, header};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -65,6 +65,70 @@ pub enum HttpFailure {
     },
 }
 
+/// One request for [`HttpClient::send`]: a method, an absolute `http://` or `https://` URL,
+/// headers and a body, checked as it is built (so a caller needs no HTTP crate of its own). A
+/// header added with [`HttpRequest::secret_header`] never shows in `Debug` or logs.
+#[derive(Debug)]
+pub struct HttpRequest {
+    request: Request<Bytes>,
+}
+
+impl HttpRequest {
+    /// `method` to `url`; `NotSent` when the URL cannot be sent.
+    pub fn new(method: Method, url: &str) -> std::result::Result<HttpRequest, HttpFailure> {
+        let request = Request::builder()
+            .method(method)
+            .uri(url)
+            .body(Bytes::new())
+            .map_err(|_| HttpFailure::NotSent {
+                reason: "the URL cannot be sent".to_owned(),
+            })?;
+        Ok(HttpRequest { request })
+    }
+
+    /// The request with the header `name: value`; `NotSent` when it cannot be sent.
+    pub fn header(self, name: &str, value: &str) -> std::result::Result<HttpRequest, HttpFailure> {
+        self.with_header(name, value, false)
+    }
+
+    /// [`HttpRequest::header`] for a credential: its value is marked sensitive.
+    pub fn secret_header(
+        self,
+        name: &str,
+        value: &str,
+    ) -> std::result::Result<HttpRequest, HttpFailure> {
+        self.with_header(name, value, true)
+    }
+
+    fn with_header(
+        mut self,
+        name: &str,
+        value: &str,
+        secret: bool,
+    ) -> std::result::Result<HttpRequest, HttpFailure> {
+        let unsendable = || HttpFailure::NotSent {
+            reason: format!("the header {name} cannot be sent"),
+        };
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| unsendable())?;
+        let mut value = HeaderValue::from_str(value).map_err(|_| unsendable())?;
+        value.set_sensitive(secret);
+        self.request.headers_mut().append(name, value);
+        Ok(self)
+    }
+
+    /// The request with `body`.
+    pub fn body(mut self, body: impl Into<Bytes>) -> HttpRequest {
+        *self.request.body_mut() = body.into();
+        self
+    }
+}
+
+impl From<Request<Bytes>> for HttpRequest {
+    fn from(request: Request<Bytes>) -> HttpRequest {
+        HttpRequest { request }
+    }
+}
+
 trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
 impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
@@ -82,9 +146,10 @@ impl HttpClient {
     /// all within `timeout`. `Host` is set from the URI when the request has none.
     pub async fn send(
         &self,
-        request: Request<Bytes>,
+        request: impl Into<HttpRequest>,
         timeout: Duration,
     ) -> std::result::Result<HttpAnswer, HttpFailure> {
+        let request = request.into().request;
         let deadline = Instant::now() + timeout;
         let not_sent = |reason: String| HttpFailure::NotSent { reason };
         let uri = request.uri().clone();
@@ -224,9 +289,18 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(30)).await;
             drop(socket);
         });
-        let request = Request::post(format!("http://127.0.0.1:{port}/x"))
-            .body(Bytes::from_static(b"{}"))
-            .unwrap();
+        let request = HttpRequest::new(Method::POST, &format!("http://127.0.0.1:{port}/x"))
+            .unwrap()
+            .secret_header("authorization", "Bearer s3cret")
+            .unwrap()
+            .body(&b"{}"[..]);
+        assert!(!format!("{request:?}").contains("s3cret"));
+        assert!(matches!(
+            HttpRequest::new(Method::GET, "http://127.0.0.1/")
+                .unwrap()
+                .header("x", "a\nb"),
+            Err(HttpFailure::NotSent { .. })
+        ));
         let failure = client
             .send(request, Duration::from_millis(300))
             .await

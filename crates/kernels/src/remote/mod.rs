@@ -44,7 +44,7 @@ use self::connection::{
 };
 pub use self::contents::Contents;
 use self::frames::{Outgoing, Protocol};
-pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure};
+pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure, HttpRequest};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;
 pub use self::path::{encode_path, encode_segment};

@@ -1,28 +1,128 @@
 //! Plain-text access to saved outputs, for search and export. (Condensed, agent-facing rendering
 //! of outputs lives in the `condense` crate.)
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// One saved output read in place by its `output_type`: the fields each kind has, borrowed from
+/// the raw JSON, which keeps every field (known or not) where it is. A field that is missing or
+/// of the wrong JSON type reads as `None`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OutputView<'a> {
+    /// `stream`: which stream (`stdout` or `stderr`) and its multi-line `text`.
+    Stream {
+        /// `name`.
+        name: Option<&'a str>,
+        /// `text`, a string or a list of strings.
+        text: Option<&'a Value>,
+    },
+    /// `execute_result`, `display_data` or `update_display_data`: a MIME bundle.
+    Rich {
+        /// Which of the three.
+        kind: RichKind,
+        /// `data`, the MIME bundle.
+        data: Option<&'a Map<String, Value>>,
+    },
+    /// `error`: the exception's class, value and traceback lines.
+    Error {
+        /// `ename`.
+        ename: Option<&'a str>,
+        /// `evalue`, as stored.
+        evalue: Option<&'a Value>,
+        /// `traceback`, a list of strings (with ANSI colours).
+        traceback: Option<&'a Value>,
+    },
+    /// Any other `output_type`: `""` when it is missing or not a string.
+    Unknown {
+        /// The `output_type` as stored.
+        output_type: &'a str,
+    },
+}
+
+/// The outputs that carry a MIME bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RichKind {
+    /// `execute_result`: a cell's value, with its execution count.
+    ExecuteResult,
+    /// `display_data`: anything the cell displayed.
+    DisplayData,
+    /// `update_display_data`: a later version of a display (kept only in live documents).
+    UpdateDisplayData,
+}
+
+impl RichKind {
+    /// The `output_type` on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RichKind::ExecuteResult => "execute_result",
+            RichKind::DisplayData => "display_data",
+            RichKind::UpdateDisplayData => "update_display_data",
+        }
+    }
+}
+
+impl<'a> OutputView<'a> {
+    /// Reads `output` by its `output_type`.
+    pub fn of(output: &'a Value) -> OutputView<'a> {
+        let text = |key: &str| output.get(key).and_then(Value::as_str);
+        let output_type = text("output_type").unwrap_or("");
+        let rich = |kind| OutputView::Rich {
+            kind,
+            data: output.get("data").and_then(Value::as_object),
+        };
+        match output_type {
+            "stream" => OutputView::Stream {
+                name: text("name"),
+                text: output.get("text"),
+            },
+            "error" => OutputView::Error {
+                ename: text("ename"),
+                evalue: output.get("evalue"),
+                traceback: output.get("traceback"),
+            },
+            "execute_result" => rich(RichKind::ExecuteResult),
+            "display_data" => rich(RichKind::DisplayData),
+            "update_display_data" => rich(RichKind::UpdateDisplayData),
+            _ => OutputView::Unknown { output_type },
+        }
+    }
+
+    /// The `output_type` as stored (`""` when missing).
+    pub fn output_type(&self) -> &'a str {
+        match self {
+            OutputView::Stream { .. } => "stream",
+            OutputView::Rich { kind, .. } => kind.as_str(),
+            OutputView::Error { .. } => "error",
+            OutputView::Unknown { output_type } => output_type,
+        }
+    }
+
+    /// Whether this is a `stream` output.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, OutputView::Stream { .. })
+    }
+
+    /// Whether this is an `error` output.
+    pub fn is_error(&self) -> bool {
+        matches!(self, OutputView::Error { .. })
+    }
+}
 
 /// The textual representations of one output: `(mime-or-stream-name, text)` pairs. Streams give
 /// their text, rich outputs their `text/*`, JSON and error payloads; images give nothing.
 pub fn output_texts(output: &Value) -> Vec<(String, String)> {
-    let output_type = output
-        .get("output_type")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    match output_type {
-        "stream" => {
-            let name = output
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("stdout");
-            vec![(name.to_owned(), joined_text(output.get("text")))]
+    match OutputView::of(output) {
+        OutputView::Stream { name, text } => {
+            vec![(name.unwrap_or("stdout").to_owned(), joined_text(text))]
         }
-        "error" => {
-            let ename = output.get("ename").and_then(Value::as_str).unwrap_or("");
-            let evalue = output.get("evalue").and_then(Value::as_str).unwrap_or("");
+        OutputView::Error {
+            ename,
+            evalue,
+            traceback,
+        } => {
+            let ename = ename.unwrap_or("");
+            let evalue = evalue.and_then(Value::as_str).unwrap_or("");
             let mut text = format!("{ename}: {evalue}");
-            if let Some(Value::Array(frames)) = output.get("traceback") {
+            if let Some(Value::Array(frames)) = traceback {
                 for frame in frames.iter().filter_map(Value::as_str) {
                     text.push('\n');
                     text.push_str(&strip_ansi_basic(frame));
@@ -30,8 +130,9 @@ pub fn output_texts(output: &Value) -> Vec<(String, String)> {
             }
             vec![("error".to_owned(), text)]
         }
-        _ => {
-            let Some(Value::Object(bundle)) = output.get("data") else {
+        OutputView::Rich { .. } | OutputView::Unknown { .. } => {
+            // Any other output shows the text of its bundle, if it has one, whatever its type.
+            let Some(bundle) = output.get("data").and_then(Value::as_object) else {
                 return Vec::new();
             };
             bundle
@@ -80,6 +181,51 @@ fn strip_ansi_basic(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn views_read_each_kind_and_keep_what_is_missing_as_none() {
+        let stream = serde_json::json!({"output_type": "stream", "name": "stderr", "text": "a"});
+        assert_eq!(
+            OutputView::of(&stream),
+            OutputView::Stream {
+                name: Some("stderr"),
+                text: Some(&Value::from("a")),
+            }
+        );
+        let error = serde_json::json!({"output_type": "error", "ename": 3});
+        assert_eq!(
+            OutputView::of(&error),
+            OutputView::Error {
+                ename: None,
+                evalue: None,
+                traceback: None,
+            }
+        );
+        for kind in [
+            RichKind::ExecuteResult,
+            RichKind::DisplayData,
+            RichKind::UpdateDisplayData,
+        ] {
+            let rich =
+                serde_json::json!({"output_type": kind.as_str(), "data": {"text/plain": "1"}});
+            let view = OutputView::of(&rich);
+            assert!(
+                matches!(view, OutputView::Rich { kind: read, data: Some(data) } if read == kind && data.len() == 1)
+            );
+            assert_eq!(view.output_type(), kind.as_str());
+        }
+        let strange = serde_json::json!({"output_type": "clear_output"});
+        assert_eq!(
+            OutputView::of(&strange),
+            OutputView::Unknown {
+                output_type: "clear_output"
+            }
+        );
+        let untyped = serde_json::json!({"output_type": 1, "name": "stdout"});
+        assert_eq!(OutputView::of(&untyped).output_type(), "");
+        assert!(OutputView::of(&stream).is_stream() && !OutputView::of(&stream).is_error());
+        assert!(OutputView::of(&error).is_error());
+    }
 
     #[test]
     fn texts_of_each_output_type() {

@@ -1,9 +1,9 @@
 //! Per-cell facts for read views: line counts, execution state, and source slicing.
 
-use serde_json::Value;
 use thiserror::Error;
 
 use crate::notebook::{Cell, CellKind};
+use crate::outputs::OutputView;
 
 /// Number of lines as the reference counts them: segments after splitting on `\n`, so an empty
 /// source is one line and a trailing newline adds one.
@@ -47,7 +47,7 @@ pub fn execution_state(cell: &Cell) -> ExecutionState {
     let has_error = cell
         .outputs()
         .iter()
-        .any(|output| output.get("output_type").and_then(Value::as_str) == Some("error"));
+        .any(|output| OutputView::of(output).is_error());
     if has_error {
         ExecutionState::Error
     } else if cell.execution_count().is_some() {

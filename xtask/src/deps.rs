@@ -369,9 +369,19 @@ const FORBIDDEN_SOURCE: &[&str] = &[
 struct LayerRule {
     crates: &'static [&'static str],
     packages: &'static [&'static str],
-    source: &'static [&'static str],
+    /// Source patterns, in groups (such as [`OWN_CONNECTIONS`]).
+    source: &'static [&'static [&'static str]],
     why: &'static str,
 }
+
+/// Source patterns of files, processes and connections opened by a crate itself.
+const OWN_CONNECTIONS: &[&str] = &[
+    "std::fs",
+    "std::process",
+    "tokio::process",
+    "std::net",
+    "tokio::net",
+];
 
 const LAYER_RULES: &[LayerRule] = &[
     LayerRule {
@@ -385,13 +395,13 @@ const LAYER_RULES: &[LayerRule] = &[
             "rmcp",
             "napi",
         ],
-        source: &[
+        source: &[&[
             "std::process",
             "tokio::process",
             "std::fs",
             "std::net",
             "std::os::unix",
-        ],
+        ]],
         why: "host-core holds the tools and the seams: no kernels, processes, files or sockets of its own",
     },
     LayerRule {
@@ -403,14 +413,7 @@ const LAYER_RULES: &[LayerRule] = &[
     LayerRule {
         crates: &["host-jupyter"],
         packages: &["rmcp", "napi", "zeromq", "jupyter-zmq-client", "openssl"],
-        source: &[
-            "std::fs",
-            "std::process",
-            "tokio::process",
-            "std::net",
-            "tokio::net",
-            "connect_async",
-        ],
+        source: &[OWN_CONNECTIONS, &["connect_async"]],
         why: "the JupyterLab host starts no local kernels, serves no MCP itself, never touches the notebook files and opens no connection of its own (its REST calls and WebSockets go through the kernels crate's transport: its rustls, never the system's OpenSSL)",
     },
     LayerRule {
@@ -427,22 +430,22 @@ const LAYER_RULES: &[LayerRule] = &[
             "host-kernels",
         ],
         source: &[
-            "std::fs",
-            "std::process",
-            "tokio::process",
-            "std::net",
-            "tokio::net",
-            "hyper_util",
-            "hyper_rustls",
-            "tokio_rustls",
+            OWN_CONNECTIONS,
+            &["hyper_util", "hyper_rustls", "tokio_rustls"],
         ],
         why: "the summarizer reaches the API only through the kernels crate's HttpClient (the trust of kernel servers, its rustls): no connection or TLS of its own, no files, no kernels, no MCP",
     },
     LayerRule {
         crates: &["mcp-server"],
         packages: &[],
-        source: &["std::process", "tokio::process", "std::fs", "std::net"],
+        source: &[&["std::process", "tokio::process", "std::fs", "std::net"]],
         why: "the MCP binding touches no files or processes and binds through tokio",
+    },
+    LayerRule {
+        crates: &["host-standalone"],
+        packages: &[],
+        source: &[&["hyper", "rustls", "tokio_tungstenite", "TcpStream"]],
+        why: "the standalone host's HTTP and TLS (kernel servers, Colab's runtime, the summaries) go through the kernels crate's clients, its serving through mcp-server and broker",
     },
 ];
 
@@ -500,7 +503,7 @@ pub(crate) fn deps() -> Result<()> {
     for rule in LAYER_RULES {
         for krate in rule.crates {
             let before = problems.len();
-            check_purity(krate, rule.packages, rule.source, &mut problems)?;
+            check_purity(krate, rule.packages, &rule.source.concat(), &mut problems)?;
             for problem in &mut problems[before..] {
                 problem.push_str(&format!(": {}", rule.why));
             }

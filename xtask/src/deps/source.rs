@@ -158,7 +158,18 @@ pub(super) fn tool_name_strings(
 /// as a string literal, with the name.
 pub(super) fn tool_name_literals<'a>(text: &str, names: &[&'a str]) -> Vec<(usize, &'a str)> {
     let mut found = Vec::new();
+    // A doc attribute's raw string (`doc = r#"…"#`) is documentation: its examples call tools
+    // as a client does.
+    let mut in_doc = false;
     for (number, line) in production_lines(text) {
+        if in_doc {
+            in_doc = !line.trim_start().starts_with("\"#");
+            continue;
+        }
+        if line.contains("doc = r#\"") {
+            in_doc = !line.contains("\"#,") && !line.trim_end().ends_with("\"#");
+            continue;
+        }
         let code = line.split("//").next().unwrap_or_default();
         for name in names {
             if code.contains(&format!("\"{name}\"")) {

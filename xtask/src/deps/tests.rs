@@ -339,9 +339,13 @@ fn dispatch(name: &str) {
 mod tests {
     const CALL: &str = \"run_cells\";
 }
+#![doc = r#\"
+tools.call(\"run_cells\", arguments)
+\"#]
+const LATER: &str = \"read_notebook\";
 ";
     assert_eq!(
         tool_name_literals(text, &["run_cells", "read_notebook"]),
-        [(1, "run_cells")]
+        [(1, "run_cells"), (12, "read_notebook")]
     );
 }

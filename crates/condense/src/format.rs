@@ -1,5 +1,6 @@
 //! `format_outputs`: a cell's nbformat outputs → bounded, condensed text plus images.
 
+use notebook_model::outputs::OutputView;
 use serde_json::Value;
 
 use crate::CondenseError;
@@ -14,7 +15,7 @@ use crate::terminal::{group_thousands, render_terminal};
 use crate::traceback::{TracebackOptions, condense_traceback};
 use bundle::{
     is_default_repr, is_javascript, is_plotly, is_textual, is_vega, is_widget, json_size,
-    multiline_text, output_type, sorted_bundle, textual_body,
+    multiline_text, sorted_bundle, textual_body,
 };
 use summary::format_summary;
 
@@ -181,22 +182,20 @@ pub fn format_outputs(outputs: &[Value], options: &FormatOptions) -> FormattedOu
     let mut index = 0;
     while index < outputs.len() {
         let output = &outputs[index];
-        match output_type(output) {
-            "stream" => {
+        match OutputView::of(output) {
+            OutputView::Stream { .. } => {
                 let end = index
                     + outputs[index..]
                         .iter()
-                        .take_while(|output| output_type(output) == "stream")
+                        .take_while(|output| OutputView::of(output).is_stream())
                         .count();
                 formatter.streams(&outputs[index..end], index);
                 index = end;
                 continue;
             }
-            "error" => formatter.error(index, output),
-            "execute_result" | "display_data" | "update_display_data" => {
-                formatter.rich(index, output)
-            }
-            other => {
+            OutputView::Error { .. } => formatter.error(index, output),
+            OutputView::Rich { .. } => formatter.rich(index, output),
+            OutputView::Unknown { output_type: other } => {
                 let group = formatter.next_group();
                 let kind = if other.is_empty() {
                     "output without an output_type".to_owned()
@@ -406,7 +405,10 @@ impl<'o> Formatter<'o> {
         if bundle.is_empty() {
             self.line(
                 group,
-                format!("[{label} | {} with no data]", output_type(output)),
+                format!(
+                    "[{label} | {} with no data]",
+                    OutputView::of(output).output_type()
+                ),
             );
             return;
         }

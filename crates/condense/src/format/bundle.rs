@@ -1,16 +1,9 @@
-//! Reading an output's fields and MIME bundle: its type, nbformat multi-line text, stored sizes,
-//! which representations are text, and the order in which they are considered.
+//! Reading an output's fields and MIME bundle: nbformat multi-line text, stored sizes, which
+//! representations are text, and the order in which they are considered.
 
 use serde_json::Value;
 
 use crate::terminal::render_terminal;
-
-pub(super) fn output_type(output: &Value) -> &str {
-    output
-        .get("output_type")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
 
 /// nbformat multi-line strings: a string, or a list of strings to concatenate.
 pub(super) fn multiline_text(value: &Value) -> String {

@@ -1,8 +1,9 @@
 //! `outputMode: summary`: one line per output, its type, MIME types and byte sizes.
 
+use notebook_model::outputs::OutputView;
 use serde_json::Value;
 
-use super::bundle::{json_size, output_type, sorted_bundle};
+use super::bundle::{json_size, sorted_bundle};
 use super::fit::cut_to_bound;
 use super::{FormatOptions, FormattedOutputs, MIN_TEXT_BOUND};
 use crate::terminal::group_thousands;
@@ -11,31 +12,28 @@ pub(super) fn format_summary(outputs: &[Value], options: &FormatOptions) -> Form
     let mut lines: Vec<String> = Vec::new();
     for (index, output) in outputs.iter().enumerate() {
         let number = index + 1;
-        let line = match output_type(output) {
-            "stream" => {
-                let name = output
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("stdout");
-                let size = output.get("text").map_or(0, json_size);
+        let line = match OutputView::of(output) {
+            OutputView::Stream { name, text } => {
+                let name = name.unwrap_or("stdout");
+                let size = text.map_or(0, json_size);
                 format!(
                     "[output {number}: stream {name}, {} bytes]",
                     group_thousands(size)
                 )
             }
-            "error" => {
-                let ename = output
-                    .get("ename")
-                    .and_then(Value::as_str)
-                    .unwrap_or("Error");
-                let size = output.get("traceback").map_or(0, json_size);
+            OutputView::Error {
+                ename, traceback, ..
+            } => {
+                let ename = ename.unwrap_or("Error");
+                let size = traceback.map_or(0, json_size);
                 format!(
                     "[output {number}: error {}, {} bytes of traceback]",
                     crate::strip_ansi(ename),
                     group_thousands(size)
                 )
             }
-            kind @ ("execute_result" | "display_data" | "update_display_data") => {
+            OutputView::Rich { kind, .. } => {
+                let kind = kind.as_str();
                 let listed: Vec<String> = sorted_bundle(output)
                     .iter()
                     .map(|(mime, value)| {
@@ -48,7 +46,7 @@ pub(super) fn format_summary(outputs: &[Value], options: &FormatOptions) -> Form
                     format!("[output {number}: {kind} {}]", listed.join(", "))
                 }
             }
-            other => format!(
+            OutputView::Unknown { output_type: other } => format!(
                 "[output {number}: unknown output type {other:?}, {} bytes]",
                 group_thousands(json_size(output))
             ),

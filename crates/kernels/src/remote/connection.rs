@@ -568,7 +568,8 @@ impl Pump {
     }
 
     fn request(&self, msg_type: &str, content: Value) -> Outgoing {
-        Outgoing::shell(
+        Outgoing::on_channel(
+            "shell",
             msg_type,
             content,
             &self.context.params.session_id,

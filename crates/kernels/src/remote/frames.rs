@@ -66,17 +66,6 @@ pub(crate) struct Outgoing {
 }
 
 impl Outgoing {
-    /// A request of `msg_type` for the shell channel, with a fresh `msg_id`.
-    pub(crate) fn shell(
-        msg_type: &str,
-        content: Value,
-        session: &str,
-        msg_id: String,
-        date: String,
-    ) -> Self {
-        Outgoing::on_channel("shell", msg_type, content, session, msg_id, date)
-    }
-
     /// A message of `msg_type` for `channel` (`shell`, or `stdin` for an `input_reply`).
     pub(crate) fn on_channel(
         channel: &'static str,
@@ -380,7 +369,8 @@ mod tests {
     }
 
     fn request() -> Outgoing {
-        Outgoing::shell(
+        Outgoing::on_channel(
+            "shell",
             "execute_request",
             json!({"code": "1 + 1", "silent": false}),
             "session-1",

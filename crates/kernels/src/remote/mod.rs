@@ -665,7 +665,8 @@ impl KernelBody for RemoteKernel {
             "allow_stdin": false,
             "stop_on_error": options.stop_on_error,
         });
-        let mut request = Outgoing::shell(
+        let mut request = Outgoing::on_channel(
+            "shell",
             "execute_request",
             content,
             &session.session_id,

@@ -189,6 +189,17 @@ fn reporter(sink: Arc<dyn ProgressSink>) -> kernels::ProgressReporter {
     })
 }
 
+/// `work`, with what a kernel's start reports going to `progress` when the call asked for it.
+fn reporting_to<'a, T: Send + 'a>(
+    progress: Option<Arc<dyn ProgressSink>>,
+    work: BoxFuture<'a, T>,
+) -> BoxFuture<'a, T> {
+    match progress {
+        Some(sink) => Box::pin(kernels::with_start_progress(reporter(sink), work)),
+        None => work,
+    }
+}
+
 /// How a notebook's metadata records a kernelspec: a virtual environment runs as `python3`.
 fn record(spec: &KernelSpecInfo) -> KernelRecord {
     KernelRecord {
@@ -256,13 +267,7 @@ impl NotebookKernels for ManagedKernels {
         wanted: KernelPreference,
         progress: Option<Arc<dyn ProgressSink>>,
     ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
-        match progress {
-            Some(sink) => Box::pin(kernels::with_start_progress(
-                reporter(sink),
-                self.start(location, wanted),
-            )),
-            None => self.start(location, wanted),
-        }
+        reporting_to(progress, self.start(location, wanted))
     }
 
     fn configure_with_progress<'a>(
@@ -271,13 +276,7 @@ impl NotebookKernels for ManagedKernels {
         wanted: KernelPreference,
         progress: Option<Arc<dyn ProgressSink>>,
     ) -> BoxFuture<'a, Result<Configured, KernelError>> {
-        match progress {
-            Some(sink) => Box::pin(kernels::with_start_progress(
-                reporter(sink),
-                self.configure(location, wanted),
-            )),
-            None => self.configure(location, wanted),
-        }
+        reporting_to(progress, self.configure(location, wanted))
     }
 
     fn list<'a>(

@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use notebook_model::outputs::OutputView;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -253,11 +254,10 @@ impl OutputAccumulator {
             .chain(cell.tail.iter())
             .rev()
             .find_map(|output| match &output.kind {
-                StoredKind::Rich { value, .. }
-                    if value.get("output_type") == Some(&"error".into()) =>
-                {
-                    value.get("ename").and_then(Value::as_str)
-                }
+                StoredKind::Rich { value, .. } => match OutputView::of_fields(value) {
+                    OutputView::Error { ename, .. } => ename,
+                    _ => None,
+                },
                 _ => None,
             })
     }
@@ -857,11 +857,13 @@ fn merge_adjacent_streams(outputs: Vec<(Value, bool)>) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::with_capacity(outputs.len());
     for (output, is_marker) in outputs {
         let same_stream = match (merged.last(), &output) {
-            (Some(previous), current) => {
-                previous.get("output_type") == Some(&"stream".into())
-                    && current.get("output_type") == Some(&"stream".into())
-                    && previous.get("name") == current.get("name")
-            }
+            (Some(previous), current) => matches!(
+                (OutputView::of(previous), OutputView::of(current)),
+                (
+                    OutputView::Stream { name: previous, .. },
+                    OutputView::Stream { name: current, .. },
+                ) if previous == current
+            ),
             _ => false,
         };
         if same_stream {

@@ -61,8 +61,17 @@ impl RichKind {
 }
 
 impl<'a> OutputView<'a> {
-    /// Reads `output` by its `output_type`.
+    /// Reads `output` by its `output_type` (a value that is not an object reads as an unknown
+    /// output with `""` as its type).
     pub fn of(output: &'a Value) -> OutputView<'a> {
+        match output.as_object() {
+            Some(fields) => OutputView::of_fields(fields),
+            None => OutputView::Unknown { output_type: "" },
+        }
+    }
+
+    /// Reads an output's fields by its `output_type`.
+    pub fn of_fields(output: &'a Map<String, Value>) -> OutputView<'a> {
         let text = |key: &str| output.get(key).and_then(Value::as_str);
         let output_type = text("output_type").unwrap_or("");
         let rich = |kind| OutputView::Rich {
@@ -223,6 +232,7 @@ mod tests {
         );
         let untyped = serde_json::json!({"output_type": 1, "name": "stdout"});
         assert_eq!(OutputView::of(&untyped).output_type(), "");
+        assert_eq!(OutputView::of(&Value::from("stream")).output_type(), "");
         assert!(OutputView::of(&stream).is_stream() && !OutputView::of(&stream).is_error());
         assert!(OutputView::of(&error).is_error());
     }

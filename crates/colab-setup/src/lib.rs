@@ -74,6 +74,8 @@ mod check;
 mod choices;
 pub mod environment;
 mod error;
+#[cfg(test)]
+mod fixtures;
 mod names;
 mod picker;
 mod probe;

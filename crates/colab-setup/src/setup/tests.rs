@@ -149,7 +149,7 @@ fn steps(checker: &SetupChecker) -> String {
 }
 
 fn receipt(checker: &SetupChecker) -> String {
-    serde_json::to_string_pretty(&checker.setup.receipt()).unwrap()
+    crate::fixtures::receipt_snapshot(&checker.setup.receipt())
 }
 
 /// The receipt without its verification, for snapshots where the check is not the point.
@@ -247,68 +247,38 @@ fn standalone_sessions_file_happy_path() {
     assert_snapshot(
         &receipt(&checker),
         expect![[r#"
-        {
-          "setupId": "setup_lfls_000007",
-          "notebookRef": "nb.ipynb",
-          "route": "sessions_file",
-          "status": "ready",
-          "stage": "complete",
-          "sessionName": "cpu-session",
-          "serverCreated": false,
-          "serverMayRemain": false,
-          "runtimeReleased": false,
-          "startupCellRetained": false,
-          "cleanupPending": false,
-          "ready": true,
-          "kernelLabel": "Python 3 (ipykernel)",
-          "startedAtMs": 1000000,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1000900,
-          "verification": {
-            "verified": true,
-            "root": "https://8080-sim.prod.colab.dev/",
-            "probePath": "/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt",
-            "timestampMs": 1000400,
-            "finishedAtMs": 1000900,
-            "pid": 4242,
-            "pythonVersion": "3.12.11",
-            "system": "Linux",
-            "checks": [
-              {
-                "name": "kernel_writes_probe",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_diagnostics",
-                "outcome": "passed"
-              },
-              {
-                "name": "file_service_reads_nonce",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_removes_probe",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_confirms_absence",
-                "outcome": "passed"
-              },
-              {
-                "name": "file_service_confirms_absence",
-                "outcome": "passed"
+            {
+              "setupId": "setup_lfls_000007",
+              "notebookRef": "nb.ipynb",
+              "route": "sessions_file",
+              "status": "ready",
+              "stage": "complete",
+              "sessionName": "cpu-session",
+              "serverCreated": false,
+              "serverMayRemain": false,
+              "runtimeReleased": false,
+              "startupCellRetained": false,
+              "cleanupPending": false,
+              "ready": true,
+              "kernelLabel": "Python 3 (ipykernel)",
+              "startedAtMs": 1000000,
+              "deadlineAtMs": 1300000,
+              "finishedAtMs": 1000900,
+              "verification": {
+                "verified": true,
+                "root": "https://8080-sim.prod.colab.dev/",
+                "probePath": "/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt",
+                "timestampMs": 1000400,
+                "finishedAtMs": 1000900,
+                "pid": 4242,
+                "pythonVersion": "3.12.11",
+                "system": "Linux",
+                "checks": "kernel_writes_probe passed; kernel_diagnostics passed; file_service_reads_nonce passed; kernel_removes_probe passed; kernel_confirms_absence passed; file_service_confirms_absence passed",
+                "cleanup": "confirmed",
+                "settled": true,
+                "identity": "the simulated runtime's (release tags agree)"
               }
-            ],
-            "cleanup": "confirmed",
-            "settled": true,
-            "identity": {
-              "kernelReleaseTag": "release-colab_20260801-060000_RC00",
-              "buildInfoReleaseTag": "release-colab_20260801-060000_RC00",
-              "colabModule": true,
-              "releaseTagsAgree": true
-            }
-          }
-        }"#]],
+            }"#]],
     );
     assert!(checker.setup.is_settled());
 }
@@ -404,68 +374,38 @@ fn picker_happy_path_walks_every_provider_step() {
     assert_snapshot(
         &receipt(&checker),
         expect![[r#"
-        {
-          "setupId": "setup_lfls_000007",
-          "notebookRef": "nb.ipynb",
-          "route": "picker",
-          "status": "ready",
-          "stage": "complete",
-          "serverAlias": "mc01ab001",
-          "serverCreated": true,
-          "serverMayRemain": false,
-          "runtimeReleased": false,
-          "startupCellRetained": false,
-          "cleanupPending": false,
-          "ready": true,
-          "kernelLabel": "Python 3 (ipykernel)",
-          "startedAtMs": 1000000,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1006100,
-          "verification": {
-            "verified": true,
-            "root": "colab://mc01ab001/",
-            "probePath": "/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt",
-            "timestampMs": 1005600,
-            "finishedAtMs": 1006100,
-            "pid": 4242,
-            "pythonVersion": "3.12.11",
-            "system": "Linux",
-            "checks": [
-              {
-                "name": "kernel_writes_probe",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_diagnostics",
-                "outcome": "passed"
-              },
-              {
-                "name": "file_service_reads_nonce",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_removes_probe",
-                "outcome": "passed"
-              },
-              {
-                "name": "kernel_confirms_absence",
-                "outcome": "passed"
-              },
-              {
-                "name": "file_service_confirms_absence",
-                "outcome": "passed"
+            {
+              "setupId": "setup_lfls_000007",
+              "notebookRef": "nb.ipynb",
+              "route": "picker",
+              "status": "ready",
+              "stage": "complete",
+              "serverAlias": "mc01ab001",
+              "serverCreated": true,
+              "serverMayRemain": false,
+              "runtimeReleased": false,
+              "startupCellRetained": false,
+              "cleanupPending": false,
+              "ready": true,
+              "kernelLabel": "Python 3 (ipykernel)",
+              "startedAtMs": 1000000,
+              "deadlineAtMs": 1300000,
+              "finishedAtMs": 1006100,
+              "verification": {
+                "verified": true,
+                "root": "colab://mc01ab001/",
+                "probePath": "/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt",
+                "timestampMs": 1005600,
+                "finishedAtMs": 1006100,
+                "pid": 4242,
+                "pythonVersion": "3.12.11",
+                "system": "Linux",
+                "checks": "kernel_writes_probe passed; kernel_diagnostics passed; file_service_reads_nonce passed; kernel_removes_probe passed; kernel_confirms_absence passed; file_service_confirms_absence passed",
+                "cleanup": "confirmed",
+                "settled": true,
+                "identity": "the simulated runtime's (release tags agree)"
               }
-            ],
-            "cleanup": "confirmed",
-            "settled": true,
-            "identity": {
-              "kernelReleaseTag": "release-colab_20260801-060000_RC00",
-              "buildInfoReleaseTag": "release-colab_20260801-060000_RC00",
-              "colabModule": true,
-              "releaseTagsAgree": true
-            }
-          }
-        }"#]],
+            }"#]],
     );
     assert!(checker.sim.cells.is_empty(), "the temporary cell is gone");
     assert!(checker.sim.files.is_empty(), "the probe is gone");

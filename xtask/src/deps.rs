@@ -145,7 +145,7 @@ const RULES: &[CrateRule] = &[
     CrateRule {
         name: "execution-tracker",
         // `OutputMode` only; the condensing comes in as a function.
-        workspace: Some(&[with("condense", &[])]),
+        workspace: Some(&[to("notebook-model"), with("condense", &[])]),
         external: NO_IO,
     },
     CrateRule {
@@ -155,7 +155,8 @@ const RULES: &[CrateRule] = &[
     },
     CrateRule {
         name: "condense",
-        workspace: NOTHING,
+        // Its `render` feature reads outputs through notebook-model's `OutputView`.
+        workspace: Some(&[to("notebook-model")]),
         external: Some(&["image"]),
     },
     CrateRule {

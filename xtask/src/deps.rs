@@ -439,8 +439,17 @@ const LAYER_RULES: &[LayerRule] = &[
     LayerRule {
         crates: &["mcp-server"],
         packages: &[],
-        source: &[&["std::process", "tokio::process", "std::fs", "std::net"]],
-        why: "the MCP binding touches no files or processes and binds through tokio",
+        source: &[
+            &["std::process", "tokio::process", "std::fs", "std::net"],
+            // Tool arguments about notebooks are the contract's to build (`run_task`).
+            &[
+                "\"notebookRef\"",
+                "\"notebookRefs\"",
+                "\"cellIds\"",
+                "\"executionId\"",
+            ],
+        ],
+        why: "the MCP binding touches no files or processes, binds through tokio and knows no notebooks",
     },
     LayerRule {
         crates: &["host-standalone"],

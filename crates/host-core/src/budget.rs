@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use mcp_contract::{ErrorCode, ToolName};
 
-use crate::tools::{ToolOutput, error};
+use crate::failure::error;
+use mcp_contract::ToolOutput;
 
 /// The largest reply sent, in bytes as estimated by [`wire_estimate`]. The text goes out twice
 /// (as text content, JSON-escaped, and as `structuredContent`), so a reply under this bound
@@ -125,7 +126,7 @@ pub(crate) fn left_out_notice(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::ImageContent;
+    use mcp_contract::ImageContent;
 
     #[test]
     fn index_runs_are_collapsed_and_bounded() {

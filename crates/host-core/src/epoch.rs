@@ -103,8 +103,8 @@ impl DerivedEpochs {
         let lifecycle = session.lifecycle_changes();
         let offered = format!(
             "{:016x}{:016x}",
-            crate::execution::random_u64(),
-            crate::execution::random_u64()
+            crate::execution::state::random_u64(),
+            crate::execution::state::random_u64()
         );
         let read = tokio::time::timeout(STAMP_DEADLINE, async {
             let events = session

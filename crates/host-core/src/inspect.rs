@@ -193,7 +193,7 @@ impl<H: NotebookHost> Tools<H> {
         static NONCE: AtomicU64 = AtomicU64::new(1);
         let nonce = format!(
             "{:x}{:x}",
-            crate::execution::now_ms(),
+            crate::execution::state::now_ms(),
             NONCE.fetch_add(1, Ordering::Relaxed)
         );
         let max_chars = params.max_chars.unwrap_or(4_000).clamp(200, 100_000);

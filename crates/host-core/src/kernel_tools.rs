@@ -283,12 +283,13 @@ impl<H: NotebookHost> Tools<H> {
         invalidation: execution_tracker::Invalidation,
     ) -> Option<String> {
         let id = {
-            let registry = self.registry.lock().expect("registry lock");
+            let registry = self.runs.registry.lock().expect("registry lock");
             registry
                 .active_run(&location.uri)
                 .map(|run| run.id().as_str().to_owned())
         }?;
         let control = self
+            .runs
             .run_controls
             .lock()
             .expect("run controls lock")

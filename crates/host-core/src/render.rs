@@ -5,7 +5,7 @@ use condense::{FormatOptions, format_outputs};
 use mcp_contract::params::OutputMode;
 use serde_json::Value;
 
-use crate::tools::ImageContent;
+use mcp_contract::ImageContent;
 
 /// Images returned in one response, at most.
 pub const MAX_IMAGES_PER_RESPONSE: usize = 8;

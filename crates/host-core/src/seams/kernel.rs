@@ -455,6 +455,12 @@ pub trait KernelSession: Send + Sync + 'static {
 /// ([`Arc::ptr_eq`]), so a caller can tell a replaced kernel from the one it started with.
 pub type SharedSession = Arc<dyn KernelSession>;
 
+/// The address of a session object: the key of per-kernel records, which hold the session
+/// alive (or weakly, and check it), so an address is not reused while a record names it.
+pub(crate) fn session_address(session: &SharedSession) -> usize {
+    Arc::as_ptr(session).cast::<()>() as usize
+}
+
 /// Whether a kernel runs for a notebook.
 #[derive(Clone)]
 pub enum KernelLookup {

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::files::{HostFileReader, HostFileWriter, HostFiles};
 use crate::host::HostError;
-use crate::tools::BoxFuture;
+use mcp_contract::BoxFuture;
 
 /// In-memory host files for transfers, by absolute path (`/` + the `hostPath`).
 #[derive(Debug, Default)]

@@ -19,7 +19,7 @@ use crate::kernel::{
     KernelReply, KernelSelection, KernelSession, KernelStatus, NotebookKernels, ObservedRun,
     RequestOutcome, SessionFeatures, SessionInfo, SharedSession,
 };
-use crate::tools::BoxFuture;
+use mcp_contract::BoxFuture;
 
 /// Epochs of scripted kernels: shared by every instance in the process, so they never repeat.
 static EPOCHS: AtomicU64 = AtomicU64::new(1);

@@ -145,7 +145,7 @@ impl MemoryHost {
 
     /// Adds a Python notebook at `path` whose code cells have these sources.
     pub fn insert(&self, path: &str, sources: &[&str]) -> NotebookLocation {
-        let mut notebook = crate::tools::new_notebook("test");
+        let mut notebook = crate::tools::documents::new_notebook("test");
         notebook.set_cells(Vec::new());
         let mut taken = std::collections::HashSet::new();
         for source in sources {

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::tools::BoxFuture;
+use mcp_contract::BoxFuture;
 
 /// A [`Summarizer`](crate::summary::Summarizer) that answers every cell with `Model tldr of
 /// <id>` and records the ids of each request, so a test sees what the tools asked for. Clones

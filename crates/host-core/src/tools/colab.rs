@@ -45,66 +45,6 @@ impl ContentsRoute {
     }
 }
 
-/// The kernels a nonce proof showed to run on a Colab runtime, each with the file-service root
-/// it was proven through (by `check_colab`, a setup that ended `ready`, or the fresh proof of a
-/// transfer through the file service).
-///
-/// This is what decides a transfer's route, because it is the one honest signal a host has: a
-/// host with a Colab side (a VS Code window with the Colab extension, a server started with a
-/// Colab source) may also run local kernels, `SessionInfo::runs_on` names a server but not that
-/// it is Colab's (and an editor's kernels report none), and a setup's record names the notebook
-/// but not which kernel it holds now. A proof names this kernel object: a proof holds only for
-/// the session it ran on, at the epoch and lifecycle count it ran at, so a restart or a kernel
-/// the editor swapped in needs a new one (until then its transfers take the kernel route, which
-/// works everywhere).
-#[derive(Default)]
-pub(crate) struct ProvenKernels {
-    proofs: std::sync::Mutex<std::collections::HashMap<usize, Proof>>,
-}
-
-struct Proof {
-    kernel: std::sync::Weak<dyn crate::kernel::KernelSession>,
-    epoch: Option<u64>,
-    lifecycle: u64,
-    root: FileServiceRoot,
-}
-
-impl ProvenKernels {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<usize, Proof>> {
-        self.proofs
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Records that a proof through `root` verified on `kernel` as it is now.
-    pub(crate) fn record(&self, kernel: &crate::kernel::SharedSession, root: FileServiceRoot) {
-        let mut proofs = self.lock();
-        proofs.retain(|_, proof| proof.kernel.strong_count() > 0);
-        proofs.insert(
-            Arc::as_ptr(kernel).cast::<()>() as usize,
-            Proof {
-                kernel: Arc::downgrade(kernel),
-                epoch: kernel.epoch(),
-                lifecycle: kernel.lifecycle_changes(),
-                root,
-            },
-        );
-    }
-
-    /// The root `kernel` was proven through, if a proof holds for it as it is now.
-    pub(crate) fn root_of(&self, kernel: &crate::kernel::SharedSession) -> Option<FileServiceRoot> {
-        let proofs = self.lock();
-        let proof = proofs.get(&(Arc::as_ptr(kernel).cast::<()>() as usize))?;
-        let same = proof
-            .kernel
-            .upgrade()
-            .is_some_and(|held| Arc::ptr_eq(&held, kernel))
-            && proof.epoch == kernel.epoch()
-            && proof.lifecycle == kernel.lifecycle_changes();
-        same.then(|| proof.root.clone())
-    }
-}
-
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -18,7 +18,7 @@ use crate::host::NotebookHost;
 
 impl<H: NotebookHost> ToolDispatch for Tools<H> {
     fn specs(&self) -> Vec<ToolSpec> {
-        self.specs.clone()
+        self.listed.specs.clone()
     }
 
     fn dispatch(
@@ -54,8 +54,7 @@ impl<H: NotebookHost> Tools<H> {
         arguments: Option<Map<String, Value>>,
         context: CallContext,
     ) -> ToolOutput {
-        let listed =
-            ToolName::parse(name).and_then(|tool| Some((tool, self.input_schemas.get(&tool)?)));
+        let listed = ToolName::parse(name).and_then(|tool| Some((tool, self.input_schema(tool)?)));
         let Some((tool, schema)) = listed else {
             let message = match RETIRED_TOOLS.iter().find(|(retired, _)| *retired == name) {
                 Some((_, replacement)) => {

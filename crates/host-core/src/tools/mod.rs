@@ -4,7 +4,7 @@
 
 pub(crate) mod colab;
 mod dispatch;
-mod documents;
+pub(crate) mod documents;
 pub(crate) mod edit;
 mod environment;
 pub(crate) mod notebooks;
@@ -12,17 +12,23 @@ pub(crate) mod read;
 mod summarize;
 
 pub(crate) use crate::failure::{ToolResult, cell_ref_error, current_cell_json, error, to_value};
-pub use documents::new_notebook;
-use notebooks::{Derived, Seen};
+
+use crate::colab::SharedColab;
+use crate::epoch::DerivedEpochs;
+use crate::execution::state::RunState;
+use crate::setups::state::{ProvenKernels, Setups};
+use crate::transfer_tools::state::TransferState;
+use crate::undo::state::UndoHistory;
+use notebooks::state::NotebookState;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use mcp_contract::catalog::{self, Capability, ToolName, ToolSpec};
 use serde_json::{Map, Value};
 
 use crate::files::HostFiles;
-use crate::host::{NotebookHost, NotebookLocation};
+use crate::host::NotebookHost;
 use crate::kernel::{KernelCapabilities, SharedKernels};
 
 pub use mcp_contract::dispatch::{
@@ -30,69 +36,61 @@ pub use mcp_contract::dispatch::{
 };
 
 /// The tools of one host. Cheap to clone: clones share all state (the runner of a background
-/// execution holds one).
+/// execution holds one). Each tool family owns its state: the notebooks' references and what
+/// clients saw (`notebooks`), tracked runs (`runs`), transfers, derived epochs, Colab setups and
+/// proofs, and the undo history.
 pub struct Tools<H: NotebookHost> {
-    inner: Arc<Inner<H>>,
-}
-
-impl<H: NotebookHost> Clone for Tools<H> {
-    fn clone(&self) -> Self {
-        Tools {
-            inner: self.inner.clone(),
-        }
-    }
-}
-
-impl<H: NotebookHost> std::ops::Deref for Tools<H> {
-    type Target = Inner<H>;
-    fn deref(&self) -> &Inner<H> {
-        &self.inner
-    }
-}
-
-/// The state shared by every clone of [`Tools`].
-pub struct Inner<H: NotebookHost> {
     pub(crate) host: Arc<H>,
     /// The host's kernels, taken once at the start.
     pub(crate) kernels: Option<SharedKernels>,
     /// The host's files for transfers, taken once at the start.
     pub(crate) files: Option<Arc<dyn HostFiles>>,
     /// The host's Colab runtime, taken once at the start.
-    pub(crate) colab: Option<crate::colab::SharedColab>,
+    pub(crate) colab: Option<SharedColab>,
     /// What the tools use besides the host, given at construction.
     pub(crate) services: Services,
+    /// The tools this host lists, with their input schemas.
+    listed: Arc<Listed>,
+    /// References handed out, per-notebook locks, and what clients saw of each notebook.
+    pub(crate) notebooks: Arc<NotebookState>,
+    /// Tracked runs and per-notebook dataflow and run records.
+    pub(crate) runs: Arc<RunState>,
+    /// File transfers in progress, and each kernel's transfer budget and quarantine.
+    pub(crate) transfers: TransferState,
+    /// Epochs derived from stamps, for kernels whose host reports none.
+    pub(crate) epochs: Arc<DerivedEpochs>,
     /// The Colab setups of this host's notebooks.
-    pub(crate) setups: crate::setups::Setups,
+    pub(crate) setups: Arc<Setups>,
+    /// The kernels proven to run on a Colab runtime, which decide a transfer's route.
+    pub(crate) colab_kernels: Arc<ProvenKernels>,
+    /// The changes clients made, per notebook, for `undo_last`.
+    pub(crate) undo_history: Arc<UndoHistory>,
+}
+
+/// The tools a host lists, decided once from what it can do.
+struct Listed {
     specs: Vec<ToolSpec>,
     input_schemas: HashMap<ToolName, Map<String, Value>>,
-    known_refs: Mutex<HashMap<String, NotebookLocation>>,
-    notebook_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// The document version each notebook had when a client last saw it (read or changed it),
-    /// with the fingerprint of its cells ([`cells_fingerprint`]).
-    seen_versions: Mutex<HashMap<String, Seen>>,
-    /// Per-notebook dataflow and run records.
-    pub(crate) sessions: Mutex<HashMap<String, crate::session::NotebookSession>>,
-    /// Tracked runs of this window.
-    pub(crate) registry: Mutex<execution_tracker::Registry>,
-    /// Bumped when a run has ended with nothing left to carry out (its outputs written), and
-    /// when kernel requests change runs from outside their runners; waiters re-check their run.
-    pub(crate) runs_settled: tokio::sync::watch::Sender<u64>,
-    /// Per-notebook controls of the running background run (interrupt requests).
-    pub(crate) run_controls: Mutex<HashMap<String, Arc<crate::execution::RunControl>>>,
-    /// Runs whose latest changes are still being carried out, with how many.
-    pub(crate) in_flight: Mutex<HashMap<String, usize>>,
-    /// `run_cells` idempotency keys: (notebook URI, key) → the run they started.
-    pub(crate) idempotency: Mutex<HashMap<(String, String), String>>,
-    /// Names and revs of the latest document version seen per notebook.
-    derived: Mutex<HashMap<String, Arc<Derived>>>,
-    /// File transfers in progress, and each kernel's transfer budget and quarantine.
-    pub(crate) transfers: crate::transfer_tools::TransferState,
-    /// Epochs derived from stamps, for kernels whose host reports none.
-    pub(crate) epochs: crate::epoch::DerivedEpochs,
-    /// The kernels proven to run on a Colab runtime, which decide a transfer's route.
-    pub(crate) colab_kernels: colab::ProvenKernels,
-    /// The changes clients made, per notebook, for `undo_last`.
-    pub(crate) undo_history: crate::undo::UndoHistory,
+}
+
+impl<H: NotebookHost> Clone for Tools<H> {
+    fn clone(&self) -> Self {
+        Tools {
+            host: self.host.clone(),
+            kernels: self.kernels.clone(),
+            files: self.files.clone(),
+            colab: self.colab.clone(),
+            services: self.services.clone(),
+            listed: self.listed.clone(),
+            notebooks: self.notebooks.clone(),
+            runs: self.runs.clone(),
+            transfers: self.transfers.clone(),
+            epochs: self.epochs.clone(),
+            setups: self.setups.clone(),
+            colab_kernels: self.colab_kernels.clone(),
+            undo_history: self.undo_history.clone(),
+        }
+    }
 }
 
 impl<H: NotebookHost> std::fmt::Debug for Tools<H> {
@@ -168,34 +166,26 @@ impl<H: NotebookHost> Tools<H> {
             .map(|spec| (spec.tool, (spec.input_schema)()))
             .collect();
         Tools {
-            inner: Arc::new(Inner {
-                host,
-                kernels,
-                files,
-                setups: crate::setups::Setups::new(
-                    colab
-                        .as_ref()
-                        .map_or_else(Default::default, |colab| colab.setup_config()),
-                ),
-                colab,
-                services,
+            host,
+            kernels,
+            files,
+            setups: Arc::new(Setups::new(
+                colab
+                    .as_ref()
+                    .map_or_else(Default::default, |colab| colab.setup_config()),
+            )),
+            colab,
+            services,
+            listed: Arc::new(Listed {
                 specs,
                 input_schemas,
-                known_refs: Mutex::new(HashMap::new()),
-                notebook_locks: Mutex::new(HashMap::new()),
-                seen_versions: Mutex::new(HashMap::new()),
-                sessions: Mutex::new(HashMap::new()),
-                registry: Mutex::new(crate::execution::new_registry()),
-                runs_settled: tokio::sync::watch::channel(0).0,
-                run_controls: Mutex::new(HashMap::new()),
-                in_flight: Mutex::new(HashMap::new()),
-                idempotency: Mutex::new(HashMap::new()),
-                derived: Mutex::new(HashMap::new()),
-                transfers: Default::default(),
-                epochs: Default::default(),
-                undo_history: Default::default(),
-                colab_kernels: Default::default(),
             }),
+            notebooks: Default::default(),
+            runs: Default::default(),
+            transfers: Default::default(),
+            epochs: Default::default(),
+            colab_kernels: Default::default(),
+            undo_history: Default::default(),
         }
     }
 
@@ -206,6 +196,11 @@ impl<H: NotebookHost> Tools<H> {
 
     /// The tools this host lists.
     pub fn specs(&self) -> &[ToolSpec] {
-        &self.specs
+        &self.listed.specs
+    }
+
+    /// The input schema of `tool`, when this host lists it.
+    pub(crate) fn input_schema(&self, tool: ToolName) -> Option<&Map<String, Value>> {
+        self.listed.input_schemas.get(&tool)
     }
 }

@@ -2,7 +2,7 @@
 
 use super::Tools;
 use super::edit::to_cell_ref;
-use super::notebooks::Derived;
+use super::notebooks::state::Derived;
 use crate::failure::{ToolResult, cell_ref_error, error, to_value};
 
 use std::collections::{HashMap, HashSet};

@@ -8,15 +8,13 @@
 //! 250 ms while any setup is unsettled. While a notebook's setup is unsettled, the tools that
 //! would run, transfer, edit or change its kernel are refused ([`Tools::setup_guard`]).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use colab_setup::{
     CheckCommandKind, CheckReply, Command, CommandKind, Failure, GuardedOperation, KernelFailure,
-    RegistryConfig, Reply, ServerAlias, SetupAction, SetupEntropy, SetupError, SetupEvent,
-    SetupReceipt, SetupRegistry, SetupRequest, SetupStatus,
+    Reply, ServerAlias, SetupAction, SetupEntropy, SetupError, SetupEvent, SetupReceipt,
+    SetupRequest, SetupStatus,
 };
 use mcp_contract::params::{
     ConfigureKernelParams, KernelSetupParams, MountColabServerParams, SelectSetupKernelParams,
@@ -29,58 +27,12 @@ use crate::host::{NotebookHost, NotebookLocation};
 use crate::kernel::{ExecuteOptions, KernelLookup, KernelPreference, collect};
 use crate::tools::{ImageContent, Tools, error};
 
+pub(crate) mod state;
+
 /// How often unsettled setups are ticked.
 const TICK: Duration = Duration::from_millis(250);
 /// How long `list_setup_kernels` waits for the runtime's kernel choices.
 const LISTING_WAIT_MS: u64 = 30_000;
-
-/// The setups of this host's notebooks.
-pub(crate) struct Setups {
-    registry: Mutex<SetupRegistry>,
-    /// Each setup's notebook, for the commands of a tick.
-    locations: Mutex<HashMap<String, NotebookLocation>>,
-    /// Bumped after every change to a setup; waiters re-check theirs.
-    changed: tokio::sync::watch::Sender<u64>,
-    ticking: AtomicBool,
-}
-
-impl Setups {
-    /// No setups, with `config`'s timing (the five-minute deadline unless a host changes it).
-    pub(crate) fn new(config: RegistryConfig) -> Setups {
-        Setups {
-            registry: Mutex::new(SetupRegistry::new(config)),
-            locations: Mutex::new(HashMap::new()),
-            changed: tokio::sync::watch::channel(0).0,
-            ticking: AtomicBool::new(false),
-        }
-    }
-
-    fn registry(&self) -> std::sync::MutexGuard<'_, SetupRegistry> {
-        self.registry
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn location(&self, setup_id: &str) -> Option<NotebookLocation> {
-        self.locations
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .get(setup_id)
-            .cloned()
-    }
-
-    fn any_unsettled(&self) -> bool {
-        self.registry()
-            .setups()
-            .iter()
-            .any(|setup| !setup.is_settled())
-    }
-
-    fn bump(&self) {
-        self.changed
-            .send_modify(|version| *version = version.wrapping_add(1));
-    }
-}
 
 /// Milliseconds since the epoch, advancing with tokio's clock (so paused-time tests reach
 /// deadlines without waiting), anchored to the wall clock once.
@@ -277,7 +229,7 @@ impl<H: NotebookHost> Tools<H> {
             // the notebook's run and for any execute request still in the kernel, as a run does.
             // The run registry stays locked until the setup is admitted, after which the setup
             // guard refuses new runs.
-            let runs = self.registry.lock().expect("registry lock");
+            let runs = self.runs.registry.lock().expect("registry lock");
             if let Some(run) = runs.active_run(&location.uri) {
                 let mut refused = error(
                     ErrorCode::RunActive,
@@ -804,13 +756,4 @@ fn settled_or_asking(setup: &colab_setup::Setup) -> bool {
             setup.status(),
             SetupStatus::AwaitingKernelSelection | SetupStatus::AwaitingUser
         )
-}
-
-impl std::fmt::Debug for Setups {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("Setups")
-            .field("setups", &self.registry().len())
-            .finish()
-    }
 }

@@ -1,52 +1,26 @@
 //! Notebook references and what clients have seen: resolving a reference to a location,
 //! per-notebook locks, the versions clients last saw and what is derived from a version.
 
+pub(crate) mod state;
+
 use super::Tools;
 use crate::failure::error;
+use state::{Derived, Seen, cells_fingerprint};
 
 use std::sync::Arc;
 
 use mcp_contract::results::*;
 use mcp_contract::{ErrorCode, ToolError};
-use notebook_model::{Notebook, identity, view};
+use notebook_model::{identity, view};
 
 use crate::host::{Document, HostError, NotebookHost, NotebookLocation};
 use crate::refs::{self, RefKind};
 
-/// A document version clients have seen.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Seen {
-    version: u64,
-    /// [`cells_fingerprint`] of that version.
-    cells: u64,
-}
-
-/// A hash of what edits are planned on: each cell's id, kind and source, in order.
-pub(crate) fn cells_fingerprint(notebook: &Notebook) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for cell in notebook.cells() {
-        cell.id().hash(&mut hasher);
-        cell.kind().as_str().hash(&mut hasher);
-        cell.source().hash(&mut hasher);
-    }
-    hasher.finish()
-}
-
-/// What is derived from one version of a document and reused until it changes.
-#[derive(Debug)]
-pub(crate) struct Derived {
-    version: u64,
-    pub names: Vec<String>,
-    pub revs: Vec<String>,
-    /// What the saved file says of each cell's last run (an outline needs it for every cell).
-    pub states: Vec<view::ExecutionState>,
-}
-
 impl<H: NotebookHost> Tools<H> {
     pub(crate) fn remember(&self, location: &NotebookLocation) -> String {
         let notebook_ref = refs::notebook_ref(&self.host.window().id, &location.uri);
-        self.known_refs
+        self.notebooks
+            .known_refs
             .lock()
             .expect("ref table lock")
             .insert(notebook_ref.clone(), location.clone());
@@ -54,7 +28,8 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     pub(crate) fn lock_for(&self, uri: &str) -> Arc<tokio::sync::Mutex<()>> {
-        self.notebook_locks
+        self.notebooks
+            .notebook_locks
             .lock()
             .expect("lock table lock")
             .entry(uri.to_owned())
@@ -73,7 +48,12 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             )),
             RefKind::Handle(handle) => {
-                if let Some(location) = self.known_refs.lock().expect("ref table lock").get(handle)
+                if let Some(location) = self
+                    .notebooks
+                    .known_refs
+                    .lock()
+                    .expect("ref table lock")
+                    .get(handle)
                 {
                     return Ok(location.clone());
                 }
@@ -81,7 +61,8 @@ impl<H: NotebookHost> Tools<H> {
                 for location in &listing.notebooks {
                     self.remember(location);
                 }
-                self.known_refs
+                self.notebooks
+                    .known_refs
                     .lock()
                     .expect("ref table lock")
                     .get(handle)
@@ -121,6 +102,7 @@ impl<H: NotebookHost> Tools<H> {
     /// Names and revs of a document version (computed once per version).
     pub(crate) fn derived(&self, document: &Document) -> Arc<Derived> {
         if let Some(derived) = self
+            .notebooks
             .derived
             .lock()
             .expect("derived lock")
@@ -145,7 +127,8 @@ impl<H: NotebookHost> Tools<H> {
                 .map(|cell| view::execution_state(cell))
                 .collect(),
         });
-        self.derived
+        self.notebooks
+            .derived
             .lock()
             .expect("derived lock")
             .insert(document.location.uri.clone(), derived.clone());
@@ -154,7 +137,8 @@ impl<H: NotebookHost> Tools<H> {
 
     /// The version clients last saw of a notebook.
     pub(crate) fn seen_version(&self, uri: &str) -> Option<u64> {
-        self.seen_versions
+        self.notebooks
+            .seen_versions
             .lock()
             .expect("seen versions lock")
             .get(uri)
@@ -165,7 +149,11 @@ impl<H: NotebookHost> Tools<H> {
     /// that loaded an older version and finishes after a concurrent change must not move the
     /// mark back, or the next change would be refused as if the file had changed on disk.
     pub(crate) fn saw(&self, document: &Document) {
-        let mut seen = self.seen_versions.lock().expect("seen versions lock");
+        let mut seen = self
+            .notebooks
+            .seen_versions
+            .lock()
+            .expect("seen versions lock");
         let known = seen.get(&document.location.uri);
         if known.is_some_and(|known| known.version >= document.version) {
             return;
@@ -191,6 +179,7 @@ impl<H: NotebookHost> Tools<H> {
             cells: cells_fingerprint(&document.notebook),
         };
         let previous = self
+            .notebooks
             .seen_versions
             .lock()
             .expect("seen versions lock")

@@ -18,9 +18,8 @@
 //! deadline until that execution settles. A transfer never starts or selects a kernel, and it
 //! runs in its own task, so a client that goes away mid-way cannot leave it without cleanup.
 
-use std::collections::{HashMap, HashSet};
 use std::io::ErrorKind;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use execution_tracker::{IopubEvent, KernelLifecycle};
 use futures::StreamExt;
@@ -36,184 +35,23 @@ use transfer::{
 
 use crate::files::{HostFileReader, HostFileWriter, HostFiles};
 use crate::host::{NotebookHost, NotebookLocation};
-use crate::kernel::{
-    ExecuteOptions, KernelError, KernelEvent, KernelSession, KernelStatus, SharedSession,
-};
+use crate::kernel::{ExecuteOptions, KernelError, KernelEvent, KernelStatus, SharedSession};
 use crate::tools::{CallContext, ImageContent, ProgressSink, Tools, error};
+
+pub(crate) mod state;
+
+use state::{Reservation, Traffic, busy};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
 /// The `user_expressions` key a step's request travels under.
 const STEP_EXPRESSION: &str = "jupyter_mcp_transfer";
 
-/// What transfers leave behind for later calls: who is transferring, and each kernel object's
-/// budget and quarantine. Cheap to clone; clones share the ledger.
-#[derive(Clone, Default)]
-pub(crate) struct TransferState {
-    ledger: Arc<Mutex<Ledger>>,
-}
-
-#[derive(Default)]
-struct Ledger {
-    /// Notebooks with a transfer in progress.
-    notebooks: HashSet<String>,
-    /// Kernel objects, by address (kept alive, so not reused, while a record holds them).
-    kernels: HashMap<usize, KernelRecord>,
-}
-
-struct KernelRecord {
-    kernel: Weak<dyn KernelSession>,
-    /// The epoch `budget` belongs to.
-    epoch: u64,
-    budget: KernelBudget,
-    transferring: bool,
-    /// Steps of ours that outlived their deadline and are still running in the kernel.
-    unsettled: usize,
-}
-
-fn kernel_address(kernel: &SharedSession) -> usize {
-    Arc::as_ptr(kernel).cast::<()>() as usize
-}
-
-impl TransferState {
-    /// How many timed-out steps are still running in some kernel (each quarantines its kernel).
-    #[cfg(test)]
-    pub(crate) fn unsettled(&self) -> usize {
-        self.lock()
-            .kernels
-            .values()
-            .map(|record| record.unsettled)
-            .sum()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Ledger> {
-        self.ledger
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Claims the notebook and its kernel for one transfer, with the kernel's budget (fresh if
-    /// the kernel restarted since it was last used).
-    fn reserve(&self, notebook: &str, kernel: &SharedSession) -> Result<Reservation, ToolError> {
-        let mut ledger = self.lock();
-        ledger
-            .kernels
-            .retain(|_, record| record.kernel.strong_count() > 0);
-        if ledger.notebooks.contains(notebook) {
-            return Err(busy(
-                "another file transfer is in progress on this notebook; wait for it to finish",
-            ));
-        }
-        let address = kernel_address(kernel);
-        let epoch = kernel.epoch().unwrap_or(0);
-        let record = ledger
-            .kernels
-            .entry(address)
-            .or_insert_with(|| KernelRecord {
-                kernel: Arc::downgrade(kernel),
-                epoch,
-                budget: KernelBudget::new(),
-                transferring: false,
-                unsettled: 0,
-            });
-        if record.epoch != epoch {
-            record.epoch = epoch;
-            record.budget.reset();
-        }
-        if record.transferring {
-            return Err(busy(
-                "another file transfer is in progress on this kernel; wait for it to finish",
-            ));
-        }
-        if record.unsettled > 0 {
-            return Err(busy(
-                "a file transfer step outlived its deadline and is still running in this kernel, \
-                 so the kernel is quarantined for transfers until it settles; retry later, or \
-                 interrupt or restart the kernel",
-            ));
-        }
-        record.transferring = true;
-        let budget = record.budget.clone();
-        ledger.notebooks.insert(notebook.to_owned());
-        Ok(Reservation {
-            state: self.clone(),
-            notebook: notebook.to_owned(),
-            kernel: address,
-            budget,
-        })
-    }
-}
-
-fn busy(message: &str) -> ToolError {
-    error(ErrorCode::KernelBusy, message)
-}
-
 fn files_unavailable() -> ToolError {
     error(
         ErrorCode::NotSupported,
         "this host has no files for transfers; upload_file and download_file are not available here",
     )
-}
-
-/// One transfer's claim on its notebook and kernel; released when dropped.
-struct Reservation {
-    state: TransferState,
-    notebook: String,
-    kernel: usize,
-    budget: KernelBudget,
-}
-
-impl Reservation {
-    /// Records the budget after a charge, so charges survive the transfer whatever happens.
-    fn store_budget(&self, budget: &KernelBudget) {
-        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
-            record.budget = budget.clone();
-        }
-    }
-
-    /// Quarantines the kernel until the returned guard drops.
-    fn quarantine(&self) -> Quarantine {
-        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
-            record.unsettled += 1;
-        }
-        Quarantine {
-            state: self.state.clone(),
-            kernel: self.kernel,
-        }
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        let mut ledger = self.state.lock();
-        ledger.notebooks.remove(&self.notebook);
-        if let Some(record) = ledger.kernels.get_mut(&self.kernel) {
-            record.transferring = false;
-        }
-    }
-}
-
-/// Held by the task that waits for a timed-out step to settle.
-struct Quarantine {
-    state: TransferState,
-    kernel: usize,
-}
-
-impl Drop for Quarantine {
-    fn drop(&mut self) {
-        if let Some(record) = self.state.lock().kernels.get_mut(&self.kernel) {
-            record.unsettled = record.unsettled.saturating_sub(1);
-        }
-    }
-}
-
-/// A finished transfer's traffic.
-#[derive(Debug, Default, Clone, Copy)]
-struct Traffic {
-    /// Kernel request source sent plus reply text received, over every step.
-    wire_bytes: u64,
-    /// Chunks moved (a chunk step carries up to `transfer::CHUNKS_PER_REQUEST` of them).
-    chunks: u64,
 }
 
 impl<H: NotebookHost> Tools<H> {
@@ -422,7 +260,7 @@ impl<H: NotebookHost> Tools<H> {
             return Some(KernelFailure::Restarted);
         }
         {
-            let registry = self.registry.lock().expect("registry lock");
+            let registry = self.runs.registry.lock().expect("registry lock");
             if registry.active_run(&location.uri).is_some()
                 || registry.notebook_command_pending(&location.uri)
             {

@@ -9,79 +9,18 @@
 //! rev-checked: when a cell it touched has changed since, nothing is changed and the caller
 //! gets `rev_mismatch` with each such cell as it is now.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
-
 use mcp_contract::params::NotebookRefParams;
 use mcp_contract::results::UndoResult;
 use mcp_contract::{ErrorCode, ToolError};
-use notebook_model::{Notebook, UndoConflict, UndoStep};
+use notebook_model::UndoConflict;
 use serde_json::{Value, json};
 
 use crate::host::{Commit, CommitKind, NotebookHost};
 use crate::tools::{ToolResult, Tools, current_cell_json, error, to_value};
 
-/// Changes kept per notebook for `undo_last`.
-pub const MAX_UNDO_STEPS: usize = 20;
+pub(crate) mod state;
 
-/// One change a client made, as undo needs it.
-#[derive(Debug)]
-struct RecordedChange {
-    step: UndoStep,
-    /// What the change was (`edit_cells (2 edit(s))`).
-    description: String,
-    /// When it was made (RFC 3339).
-    made_at: String,
-}
-
-/// The undoable changes of every notebook, newest last.
-#[derive(Debug, Default)]
-pub(crate) struct UndoHistory {
-    notebooks: Mutex<HashMap<String, VecDeque<Arc<RecordedChange>>>>,
-}
-
-impl UndoHistory {
-    /// Records the change from `before` to `after` of the notebook at `uri` (nothing, when it
-    /// changed nothing), dropping the oldest beyond [`MAX_UNDO_STEPS`].
-    pub(crate) fn record(&self, uri: &str, before: &Notebook, after: &Notebook, description: &str) {
-        let step = UndoStep::between(before, after);
-        if step.is_empty() {
-            return;
-        }
-        let change = Arc::new(RecordedChange {
-            step,
-            description: description.to_owned(),
-            made_at: crate::host::rfc3339(SystemTime::now()),
-        });
-        let mut notebooks = self.lock();
-        let changes = notebooks.entry(uri.to_owned()).or_default();
-        changes.push_back(change);
-        while changes.len() > MAX_UNDO_STEPS {
-            changes.pop_front();
-        }
-    }
-
-    fn newest(&self, uri: &str) -> Option<Arc<RecordedChange>> {
-        self.lock().get(uri)?.back().cloned()
-    }
-
-    /// Drops the newest change of `uri`; how many are left.
-    fn pop(&self, uri: &str) -> usize {
-        let mut notebooks = self.lock();
-        let Some(changes) = notebooks.get_mut(uri) else {
-            return 0;
-        };
-        changes.pop_back();
-        changes.len()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, VecDeque<Arc<RecordedChange>>>> {
-        self.notebooks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
+pub use state::MAX_UNDO_STEPS;
 
 impl<H: NotebookHost> Tools<H> {
     pub(crate) async fn undo_last(&self, params: NotebookRefParams) -> ToolResult {

@@ -8,17 +8,10 @@
 //! output), records which source ran on which kernel epoch (for staleness), and watches the
 //! kernel once a second while it waits.
 
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use execution_tracker::{
-    CellCheck, CellState, ExecuteReply, Invalidation, KernelObservation, Registry, RegistryConfig,
-    ReplyStatus, RunAction, RunEvent, RunRequest, TrackerError,
-};
-use futures::StreamExt;
+use execution_tracker::{CellState, RunAction, RunEvent, RunRequest, TrackerError};
 use mcp_contract::params::{CellRefParam, OutputMode};
 use mcp_contract::{ErrorCode, ToolError, params::GetExecutionParams, params::RunCellsParams};
 use notebook_model::edit::EditOp;
@@ -26,50 +19,19 @@ use notebook_model::{CellKind, CellRef, Notebook, Resolver};
 use serde_json::{Value, json};
 
 use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
-use crate::kernel::{
-    CellToRun, KernelEvent, KernelPreference, SharedKernels, SharedSession, StartProgress,
-};
+use crate::kernel::{KernelPreference, SharedKernels, SharedSession, StartProgress};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
 use crate::tools::{CallContext, ImageContent, Tools, error};
 
-/// How often a waiting runner looks at the kernel.
-const OBSERVATION_INTERVAL: Duration = Duration::from_secs(1);
-/// How long one look at the kernel may take before it counts as a failed look.
-const OBSERVATION_DEADLINE: Duration = Duration::from_secs(2);
+mod runner;
+pub(crate) mod state;
+
+use runner::drive_run;
+pub(crate) use state::{RunControl, now_ms, random_u64};
+
 /// How often a waiter that reports progress looks at its run.
 const PROGRESS_TICK: Duration = Duration::from_millis(250);
-/// How long a run waits for an interrupted cell to answer before it stops tracking it.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
-
-/// Requests made to a notebook's running run from outside: a restart or interrupt through MCP.
-/// The runner applies them itself, in order with the kernel's own events, and acknowledges.
-#[derive(Debug)]
-pub struct RunControl {
-    sender: tokio::sync::mpsc::UnboundedSender<(Invalidation, tokio::sync::oneshot::Sender<()>)>,
-}
-
-type ControlRequests =
-    tokio::sync::mpsc::UnboundedReceiver<(Invalidation, tokio::sync::oneshot::Sender<()>)>;
-
-impl RunControl {
-    fn new() -> (RunControl, ControlRequests) {
-        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-        (RunControl { sender }, receiver)
-    }
-
-    /// Asks the runner to apply `invalidation`; true once it has.
-    pub(crate) async fn request(&self, invalidation: Invalidation) -> bool {
-        let (acknowledge, acknowledged) = tokio::sync::oneshot::channel();
-        if self.sender.send((invalidation, acknowledge)).is_err() {
-            return false;
-        }
-        tokio::time::timeout(Duration::from_secs(5), acknowledged)
-            .await
-            .is_ok_and(|received| received.is_ok())
-    }
-}
-
 /// Marks a run whose latest changes are still being carried out (outputs being written): until
 /// it drops, waiters do not report the run's new state.
 struct InFlight<'a, H: NotebookHost> {
@@ -79,7 +41,7 @@ struct InFlight<'a, H: NotebookHost> {
 
 impl<H: NotebookHost> Drop for InFlight<'_, H> {
     fn drop(&mut self) {
-        let mut in_flight = self.tools.in_flight.lock().expect("in-flight lock");
+        let mut in_flight = self.tools.runs.in_flight.lock().expect("in-flight lock");
         let settled = match in_flight.get_mut(&self.id) {
             Some(count) => {
                 *count -= 1;
@@ -96,6 +58,7 @@ impl<H: NotebookHost> Drop for InFlight<'_, H> {
         let ended = settled
             && self
                 .tools
+                .runs
                 .registry
                 .lock()
                 .expect("registry lock")
@@ -105,27 +68,6 @@ impl<H: NotebookHost> Drop for InFlight<'_, H> {
             self.tools.wake_run_waiters();
         }
     }
-}
-
-pub(crate) fn new_registry() -> Registry {
-    Registry::new(
-        RegistryConfig::default(),
-        Box::new(render::receipt_formatter),
-    )
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis() as u64)
-}
-
-pub(crate) fn random_u64() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = RandomState::new().build_hasher();
-    hasher.write_u64(now_ms());
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.finish()
 }
 
 fn tracker_error(failure: TrackerError) -> ToolError {
@@ -141,46 +83,6 @@ fn tracker_error(failure: TrackerError) -> ToolError {
     let mut tool_error = error(crate::codes::tracker(&failure), failure.to_string());
     tool_error.details = details;
     tool_error
-}
-
-/// Maps one kernel event of the cell at `position` to a state machine event.
-fn run_event(
-    position: usize,
-    event: KernelEvent,
-    session: &dyn crate::kernel::KernelSession,
-) -> Option<RunEvent> {
-    match event {
-        KernelEvent::Busy => Some(RunEvent::KernelBusy { position }),
-        KernelEvent::Output { event, .. } => Some(RunEvent::Output { position, event }),
-        KernelEvent::Idle => Some(RunEvent::KernelIdle { position }),
-        KernelEvent::ActionRequired { code, message } => Some(RunEvent::ActionRequired {
-            position,
-            code,
-            message,
-        }),
-        KernelEvent::Reply(reply) => Some(RunEvent::ExecuteReply {
-            position,
-            reply: ExecuteReply {
-                status: reply.status,
-                execution_count: reply.execution_count,
-            },
-        }),
-        KernelEvent::Ended(lifecycle) => Some(RunEvent::Lifecycle {
-            lifecycle,
-            status: match lifecycle {
-                execution_tracker::KernelLifecycle::Died => {
-                    Some(execution_tracker::KernelStatus::Dead)
-                }
-                execution_tracker::KernelLifecycle::Disappeared => None,
-                _ => Some(session.status().borrow().tracked()),
-            },
-        }),
-        KernelEvent::Refused { .. } => Some(RunEvent::DispatchFailed { position }),
-        KernelEvent::NotebookClosed => Some(RunEvent::NotebookClosed),
-        // The runner decides what a lost observation means (it knows about interrupts), and
-        // writes ahead on an early reply; the state machine waits for the reply after `Idle`.
-        KernelEvent::Lost | KernelEvent::Replied { .. } | KernelEvent::CommandSettled => None,
-    }
 }
 
 /// What a run should execute.
@@ -259,6 +161,7 @@ impl<H: NotebookHost> Tools<H> {
     /// Marks `id` as having changes in progress (see [`InFlight`]).
     fn in_flight(&self, id: &str) -> InFlight<'_, H> {
         *self
+            .runs
             .in_flight
             .lock()
             .expect("in-flight lock")
@@ -273,13 +176,14 @@ impl<H: NotebookHost> Tools<H> {
     /// Wakes the waiters of runs, which re-check theirs: a run has ended and settled, or runs
     /// were changed from outside their runners.
     pub(crate) fn wake_run_waiters(&self) {
-        self.runs_settled.send_modify(|version| *version += 1);
+        self.runs.runs_settled.send_modify(|version| *version += 1);
     }
 
     /// Applies an event to a run. Its waiters hear of it once the run has ended and settled
     /// (see [`InFlight`]).
     pub(crate) fn apply(&self, id: &str, event: RunEvent) -> Vec<RunAction> {
-        self.registry
+        self.runs
+            .registry
             .lock()
             .expect("registry lock")
             .apply(id, event, now_ms())
@@ -375,7 +279,7 @@ impl<H: NotebookHost> Tools<H> {
             .unwrap_or_default();
         let epoch = self.live_epoch(location);
         let derived = self.derived(document);
-        let mut sessions = self.sessions.lock().expect("sessions lock");
+        let mut sessions = self.runs.sessions.lock().expect("sessions lock");
         let session = sessions.entry(location.uri.clone()).or_default();
         for run in observed {
             session.record_run(&run.cell_id, &run.source, run.epoch, run.ok);
@@ -385,7 +289,7 @@ impl<H: NotebookHost> Tools<H> {
 
     /// `queued` / `running` for cells of the notebook's active run, by cell id.
     pub(crate) fn live_states(&self, location: &NotebookLocation) -> Vec<(String, &'static str)> {
-        let registry = self.registry.lock().expect("registry lock");
+        let registry = self.runs.registry.lock().expect("registry lock");
         let Some(run) = registry.active_run(&location.uri) else {
             return Vec::new();
         };
@@ -440,13 +344,14 @@ impl<H: NotebookHost> Tools<H> {
         if let Some(key) = &params.idempotency_key {
             // A retry of a run that is still known reports it instead of starting another.
             let known = self
+                .runs
                 .idempotency
                 .lock()
                 .expect("idempotency lock")
                 .get(&(location.uri.clone(), key.clone()))
                 .cloned();
             let still_known = known.filter(|id| {
-                let mut registry = self.registry.lock().expect("registry lock");
+                let mut registry = self.runs.registry.lock().expect("registry lock");
                 registry.prune(now_ms());
                 registry.resolve(&location.uri, Some(id)).is_ok()
             });
@@ -456,7 +361,7 @@ impl<H: NotebookHost> Tools<H> {
         }
         let reply = self.start_run(&location, targets, request, context).await?;
         if let (Some(key), Some(id)) = (&params.idempotency_key, reply.0["executionId"].as_str()) {
-            let mut keys = self.idempotency.lock().expect("idempotency lock");
+            let mut keys = self.runs.idempotency.lock().expect("idempotency lock");
             // Runs are kept at most an hour; so are their keys (bounded like the registry).
             if keys.len() >= 1_024 {
                 keys.clear();
@@ -545,6 +450,7 @@ impl<H: NotebookHost> Tools<H> {
                 .collect(),
         };
         let id = self
+            .runs
             .registry
             .lock()
             .expect("registry lock")
@@ -554,7 +460,8 @@ impl<H: NotebookHost> Tools<H> {
             .to_owned();
         let (control, requests) = RunControl::new();
         let control = Arc::new(control);
-        self.run_controls
+        self.runs
+            .run_controls
             .lock()
             .expect("run controls lock")
             .insert(location.uri.clone(), control.clone());
@@ -583,7 +490,7 @@ impl<H: NotebookHost> Tools<H> {
             include_images: params.include_images.unwrap_or(false),
         };
         let id = {
-            let mut registry = self.registry.lock().expect("registry lock");
+            let mut registry = self.runs.registry.lock().expect("registry lock");
             registry.prune(now_ms());
             registry
                 .resolve(&location.uri, params.execution_id.as_deref())
@@ -605,7 +512,7 @@ impl<H: NotebookHost> Tools<H> {
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(request.wait_ms);
-        let mut settled = self.runs_settled.subscribe();
+        let mut settled = self.runs.runs_settled.subscribe();
         // Progress is looked at on a tick, not at every kernel message: a run's waiter then
         // sleeps until its run ends, whatever the kernel sends meanwhile.
         let mut progress_tick = context.progress.as_ref().map(|_| {
@@ -619,7 +526,7 @@ impl<H: NotebookHost> Tools<H> {
         let mut last_progress = None;
         let timed_out = loop {
             let (terminal, progress, latest) = {
-                let registry = self.registry.lock().expect("registry lock");
+                let registry = self.runs.registry.lock().expect("registry lock");
                 let Some(run) = registry.run(id) else {
                     break false;
                 };
@@ -629,6 +536,7 @@ impl<H: NotebookHost> Tools<H> {
                     .or_else(|| progress.cells_done.checked_sub(1))
                     .and_then(|position| last_output_line(&run.cell_outputs(position)));
                 let settling = self
+                    .runs
                     .in_flight
                     .lock()
                     .expect("in-flight lock")
@@ -678,6 +586,7 @@ impl<H: NotebookHost> Tools<H> {
         timed_out: bool,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let receipt = self
+            .runs
             .registry
             .lock()
             .expect("registry lock")
@@ -812,370 +721,4 @@ fn last_output_line(outputs: &[Value]) -> Option<String> {
             .collect::<String>();
         Some(line)
     })
-}
-
-/// Drives one run to its end.
-async fn drive_run<H: NotebookHost>(
-    tools: Tools<H>,
-    id: String,
-    location: NotebookLocation,
-    session: SharedSession,
-    control: Arc<RunControl>,
-    mut requests: ControlRequests,
-) {
-    let features = session.features();
-    let mut runner = Runner {
-        tools: &tools,
-        id: &id,
-        location: &location,
-        session: session.clone(),
-        dispatched: Default::default(),
-        pending: Default::default(),
-        interrupted: false,
-        writes_outputs: !features.host_writes_outputs,
-        written_ahead: Default::default(),
-    };
-    runner.step(RunEvent::Start).await;
-    while let Some(action) = runner.pending.pop_front() {
-        match action {
-            RunAction::VerifyCell {
-                position, cell_id, ..
-            } => {
-                while let Ok((invalidation, acknowledge)) = requests.try_recv() {
-                    runner.take_request(invalidation).await;
-                    let _ = acknowledge.send(());
-                }
-                if runner.interrupted {
-                    runner
-                        .step(RunEvent::Invalidate(Invalidation::Interrupt))
-                        .await;
-                    continue;
-                }
-                let check = match tools.host.load(&location).await {
-                    Ok(document) => match document.notebook.position_of_id(&cell_id) {
-                        Some(index) => CellCheck::Found {
-                            current_index: index,
-                            cell_id: cell_id.clone(),
-                            source: document.notebook.cells()[index].source().to_owned(),
-                        },
-                        None => CellCheck::Missing,
-                    },
-                    Err(_) => CellCheck::NotebookClosed,
-                };
-                runner.step(RunEvent::CellChecked { position, check }).await;
-            }
-            RunAction::Dispatch {
-                position,
-                code,
-                cell_id,
-                current_index,
-            } => {
-                let epoch = tools
-                    .epochs
-                    .current_or_verify(&location.uri, &session)
-                    .await;
-                runner.dispatched.insert(position, (code.clone(), epoch));
-                let cell = CellToRun {
-                    index: current_index,
-                    cell_id,
-                    source: code,
-                };
-                let Ok(events) = session.run_cell(cell).await else {
-                    runner.step(RunEvent::DispatchFailed { position }).await;
-                    continue;
-                };
-                drive_cell(&mut runner, position, &session, events, &mut requests).await;
-            }
-            other => runner.handle(other).await,
-        }
-    }
-    tools
-        .run_controls
-        .lock()
-        .expect("run controls lock")
-        .retain(|_, existing| !Arc::ptr_eq(existing, &control));
-}
-
-/// Follows one dispatched cell until its terminal event: feeds every kernel event to the state
-/// machine, looks at the kernel once a second (where the session can be probed), applies
-/// restart and interrupt requests in order with the kernel's own events, and stops tracking an
-/// interrupted cell that does not answer within [`INTERRUPT_GRACE`].
-async fn drive_cell<H: NotebookHost>(
-    runner: &mut Runner<'_, H>,
-    position: usize,
-    session: &SharedSession,
-    mut events: crate::kernel::KernelEvents,
-    requests: &mut ControlRequests,
-) {
-    let features = session.features();
-    let lifecycle_at_dispatch = session.lifecycle_changes();
-    let mut observe = tokio::time::interval(OBSERVATION_INTERVAL);
-    observe.tick().await;
-    let mut interrupt_deadline: Option<tokio::time::Instant> = None;
-    loop {
-        let grace = interrupt_deadline;
-        tokio::select! {
-            event = events.next() => {
-                let Some(event) = event else {
-                    runner.lost(position).await;
-                    return;
-                };
-                let terminal = event.is_terminal();
-                if matches!(event, KernelEvent::Lost | KernelEvent::NotebookClosed) {
-                    // The editor's command may settle later: the notebook's pending command
-                    // clears then, not never.
-                    runner.await_command_settled(events);
-                    if event == KernelEvent::Lost {
-                        runner.lost(position).await;
-                    } else {
-                        runner.step(RunEvent::NotebookClosed).await;
-                    }
-                    return;
-                }
-                if let KernelEvent::Refused { error_name } = &event {
-                    tracing::warn!(error_name, "the host refused to run a cell");
-                }
-                if let KernelEvent::Replied { execution_count } = event {
-                    runner.write_ahead(position, execution_count).await;
-                    continue;
-                }
-                // An editor marks the running cell failed when its kernel dies or restarts
-                // under it: that is the kernel's end, not the cell's error.
-                if let KernelEvent::Reply(reply) = &event
-                    && reply.status != ReplyStatus::Ok
-                    && features.host_writes_outputs
-                    && let Some((lifecycle, status)) =
-                        kernel_end_behind_failure(session, lifecycle_at_dispatch).await
-                {
-                    runner
-                        .step(RunEvent::Lifecycle {
-                            lifecycle,
-                            status: Some(status.tracked()),
-                        })
-                        .await;
-                    return;
-                }
-                if let Some(run_event) = run_event(position, event, session.as_ref()) {
-                    runner.step(run_event).await;
-                }
-                if terminal {
-                    return;
-                }
-            }
-            _ = observe.tick(), if features.probe => {
-                let observation = observe_kernel(session, lifecycle_at_dispatch).await;
-                runner.step(RunEvent::Observation(observation)).await;
-            }
-            Some((invalidation, acknowledge)) = requests.recv() => {
-                if invalidation == Invalidation::Interrupt && interrupt_deadline.is_none() {
-                    interrupt_deadline = Some(tokio::time::Instant::now() + INTERRUPT_GRACE);
-                }
-                runner.take_request(invalidation).await;
-                let _ = acknowledge.send(());
-            }
-            () = tokio::time::sleep_until(grace.unwrap_or_else(tokio::time::Instant::now)), if grace.is_some() => {
-                // The interrupted cell did not answer in time: stop tracking it.
-                interrupt_deadline = None;
-                runner.step(RunEvent::Invalidate(Invalidation::Interrupt)).await;
-            }
-        }
-    }
-}
-
-/// One look at a running cell's kernel, bounded by [`OBSERVATION_DEADLINE`]. A kernel the host
-/// saw restart or die since the cell was dispatched is dead to the cell, whatever its status
-/// is now (an editor restarts a crashed kernel by itself).
-async fn observe_kernel(session: &SharedSession, lifecycle_at_dispatch: u64) -> KernelObservation {
-    match tokio::time::timeout(OBSERVATION_DEADLINE, session.probe()).await {
-        Ok(Ok(_)) if session.lifecycle_changes() != lifecycle_at_dispatch => {
-            KernelObservation::Status(execution_tracker::KernelStatus::Dead)
-        }
-        Ok(Ok(status)) => KernelObservation::Status(status.tracked()),
-        Ok(Err(_)) | Err(_) => KernelObservation::LookupFailed,
-    }
-}
-
-/// Why a cell an editor marked failed did not fail by itself: its kernel died, or restarted (or
-/// was replaced) since the cell was dispatched. `None` when the kernel is as it was.
-async fn kernel_end_behind_failure(
-    session: &SharedSession,
-    lifecycle_at_dispatch: u64,
-) -> Option<(
-    execution_tracker::KernelLifecycle,
-    crate::kernel::KernelStatus,
-)> {
-    use crate::kernel::KernelStatus;
-    use execution_tracker::KernelLifecycle;
-    let status = match tokio::time::timeout(OBSERVATION_DEADLINE, session.probe()).await {
-        Ok(Ok(status)) => status,
-        Ok(Err(_)) | Err(_) => *session.status().borrow(),
-    };
-    match status {
-        KernelStatus::Dead => Some((KernelLifecycle::Died, status)),
-        KernelStatus::Restarting | KernelStatus::Starting => {
-            Some((KernelLifecycle::Restarted, status))
-        }
-        _ if session.lifecycle_changes() != lifecycle_at_dispatch => {
-            Some((KernelLifecycle::Restarted, status))
-        }
-        _ => None,
-    }
-}
-
-/// The state of one runner task.
-struct Runner<'a, H: NotebookHost> {
-    tools: &'a Tools<H>,
-    id: &'a str,
-    location: &'a NotebookLocation,
-    /// The kernel the run runs on.
-    session: SharedSession,
-    /// What was dispatched at each position: the source and the kernel epoch, when one could be
-    /// had.
-    dispatched: std::collections::HashMap<usize, (String, Option<u64>)>,
-    /// Actions that need the kernel (verify, dispatch), in order.
-    pending: std::collections::VecDeque<RunAction>,
-    /// An interrupt was requested: no further cell is dispatched.
-    interrupted: bool,
-    /// Settled cells' outputs are written into the notebook by the runner.
-    writes_outputs: bool,
-    /// What [`Runner::write_ahead`] wrote per position: the execution count and outputs.
-    written_ahead: std::collections::HashMap<usize, (Option<u64>, Vec<Value>)>,
-}
-
-impl<H: NotebookHost> Runner<'_, H> {
-    /// Applies an event and carries out what it asks, before waiters see the new state.
-    async fn step(&mut self, event: RunEvent) {
-        let _in_flight = self.tools.in_flight(self.id);
-        for action in self.tools.apply(self.id, event) {
-            self.handle(action).await;
-        }
-    }
-
-    /// Writes the outputs of the cell at `position` when the kernel's reply overtakes its final
-    /// `idle`: the code has finished, and the write overlaps the wait for `idle` instead of
-    /// delaying the receipt after it. When the cell settles, its outputs are written again only
-    /// if they differ from these (an output that was still on its way).
-    async fn write_ahead(&mut self, position: usize, execution_count: Option<u64>) {
-        if !self.writes_outputs {
-            return;
-        }
-        let found = {
-            let registry = self.tools.registry.lock().expect("registry lock");
-            registry.run(self.id).and_then(|run| {
-                let cell = run.cells().get(position)?;
-                Some((cell.cell_id().to_owned(), run.cell_outputs(position)))
-            })
-        };
-        let Some((cell_id, outputs)) = found else {
-            return;
-        };
-        if self
-            .tools
-            .persist_outputs(self.location, &cell_id, outputs.clone(), execution_count)
-            .await
-        {
-            self.written_ahead
-                .insert(position, (execution_count, outputs));
-        }
-    }
-
-    /// Follows what is left of a cell's events after its observation ended, until the editor's
-    /// command settles ([`KernelEvent::CommandSettled`]), and settles the notebook's pending
-    /// command then.
-    fn await_command_settled(&self, mut events: crate::kernel::KernelEvents) {
-        let tools = self.tools.clone();
-        let id = self.id.to_owned();
-        tokio::spawn(async move {
-            while let Some(event) = events.next().await {
-                if event == KernelEvent::CommandSettled {
-                    let _ = tools.apply(&id, RunEvent::CommandSettled);
-                    tools.wake_run_waiters();
-                    return;
-                }
-            }
-        });
-    }
-
-    /// Observation of the cell stopped without a completion: after an interrupt, the interrupt
-    /// ends the run; otherwise the tracker's failed-observation rule does, claiming nothing.
-    async fn lost(&mut self, position: usize) {
-        let _ = position;
-        if self.interrupted {
-            self.step(RunEvent::Invalidate(Invalidation::Interrupt))
-                .await;
-        } else {
-            for _ in 0..3 {
-                self.step(RunEvent::Observation(KernelObservation::LookupFailed))
-                    .await;
-            }
-        }
-    }
-
-    /// A restart invalidates the run at once; an interrupt lets the running cell answer first.
-    async fn take_request(&mut self, invalidation: Invalidation) {
-        match invalidation {
-            Invalidation::Restart => self.step(RunEvent::Invalidate(invalidation)).await,
-            Invalidation::Interrupt => self.interrupted = true,
-        }
-    }
-
-    /// Performs an action that does not need the kernel stream; queues the others.
-    async fn handle(&mut self, action: RunAction) {
-        let tools = self.tools;
-        match action {
-            RunAction::PersistCellOutputs {
-                position,
-                cell_id,
-                execution_count,
-                outputs,
-                ..
-            } => {
-                let state = tools
-                    .registry
-                    .lock()
-                    .expect("registry lock")
-                    .run(self.id)
-                    .and_then(|run| run.cells().get(position).map(|cell| cell.state()));
-                let written_ahead = self
-                    .written_ahead
-                    .remove(&position)
-                    .is_some_and(|(count, written)| count == execution_count && written == outputs);
-                if self.writes_outputs && !written_ahead {
-                    tools
-                        .persist_outputs(self.location, &cell_id, outputs, execution_count)
-                        .await;
-                }
-                // The outputs are in the document, whoever wrote them: the host makes them reach
-                // its file (VS Code saves), before any receipt says the cell settled.
-                tools.host.outputs_settled(self.location).await;
-                if let (Some((source, epoch)), Some(state)) =
-                    (self.dispatched.get(&position).cloned(), state)
-                {
-                    let ok = match state {
-                        CellState::Completed => Some(true),
-                        CellState::Failed => Some(false),
-                        _ => None,
-                    };
-                    if let Some(ok) = ok {
-                        // A kernel that only came up with this cell (an editor starts its kernel
-                        // on the first run) is stamped now: the cell ran on it.
-                        let epoch = match epoch {
-                            Some(epoch) => Some(epoch),
-                            None => tools.epochs.verify(&self.location.uri, &self.session).await,
-                        };
-                        tools
-                            .sessions
-                            .lock()
-                            .expect("sessions lock")
-                            .entry(self.location.uri.clone())
-                            .or_default()
-                            .record_run(&cell_id, &source, epoch.unwrap_or(0), ok);
-                    }
-                }
-            }
-            // Waiters re-read the registry after every step; nothing else to do.
-            RunAction::OutputsChanged { .. } | RunAction::Finished { .. } => {}
-            other => self.pending.push_back(other),
-        }
-    }
 }

@@ -200,6 +200,18 @@ async fn eventually(limit: Duration, what: &str, mut check: impl FnMut() -> bool
     }
 }
 
+/// A runtime folder and a free port, and `host`'s coordinator on them (the broker: it came
+/// first).
+async fn lone_broker(host: &Arc<FakeHost>) -> (tempfile::TempDir, u16, Coordinator) {
+    let runtime = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let (broker, joined) = Coordinator::start(config(port, runtime.path(), host))
+        .await
+        .unwrap();
+    assert!(matches!(joined, Joined::Broker { .. }), "{joined:?}");
+    (runtime, port, broker)
+}
+
 /// A broker and two peers on one port.
 struct Trio {
     _runtime: tempfile::TempDir,
@@ -704,13 +716,9 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
 
 #[tokio::test(start_paused = true)]
 async fn registration_and_invocation_need_the_secret() {
-    let runtime = tempfile::tempdir().unwrap();
-    let port = free_port();
     let a = FakeHost::new("wa", "alpha", &[]);
     let b = FakeHost::new("wb", "beta", &[]);
-    let (broker, _) = Coordinator::start(config(port, runtime.path(), &a))
-        .await
-        .unwrap();
+    let (runtime, port, broker) = lone_broker(&a).await;
     let (peer, joined) = Coordinator::start(config(port, runtime.path(), &b))
         .await
         .unwrap();
@@ -855,12 +863,8 @@ async fn a_peer_takes_over_when_the_broker_goes() {
 
 #[tokio::test(start_paused = true)]
 async fn the_same_window_twice_and_foreign_ports_are_refused() {
-    let runtime = tempfile::tempdir().unwrap();
-    let port = free_port();
     let a = FakeHost::new("wa", "alpha", &[]);
-    let (broker, _) = Coordinator::start(config(port, runtime.path(), &a))
-        .await
-        .unwrap();
+    let (runtime, port, broker) = lone_broker(&a).await;
     let twin = FakeHost::new("wa", "alpha", &[]);
     let error = Coordinator::start(config(port, runtime.path(), &twin))
         .await
@@ -896,13 +900,9 @@ async fn the_same_window_twice_and_foreign_ports_are_refused() {
 
 #[tokio::test(start_paused = true)]
 async fn the_token_file_of_another_broker_does_not_let_a_peer_in() {
-    let runtime = tempfile::tempdir().unwrap();
     let elsewhere = tempfile::tempdir().unwrap();
-    let port = free_port();
     let a = FakeHost::new("wa", "alpha", &[]);
-    let (broker, _) = Coordinator::start(config(port, runtime.path(), &a))
-        .await
-        .unwrap();
+    let (_runtime, port, broker) = lone_broker(&a).await;
     // A peer that reads a different secret (another user's runtime folder, a stale file).
     TokenFile::broker_secret(elsewhere.path(), port)
         .write_secret(&crate::secret::Secret::generate())

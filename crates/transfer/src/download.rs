@@ -176,16 +176,6 @@ impl Download {
     pub fn host_temp_path(&self) -> &str {
         &self.driver.steps.host_temp_path
     }
-
-    /// The next action; see [`TransferMachine::next_action`].
-    pub fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        self.driver.next_action(budget)
-    }
-
-    /// Feeds the host's answer; see [`TransferMachine::handle`].
-    pub fn handle(&mut self, event: Event) {
-        self.driver.handle(event);
-    }
 }
 
 impl DownloadSteps {
@@ -523,10 +513,10 @@ impl Steps for DownloadSteps {
 
 impl TransferMachine for Download {
     fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        Download::next_action(self, budget)
+        self.driver.next_action(budget)
     }
 
     fn handle(&mut self, event: Event) {
-        Download::handle(self, event);
+        self.driver.handle(event);
     }
 }

@@ -37,7 +37,7 @@
 //! The same loop, run for its first step:
 //!
 //! ```
-//! use transfer::{Action, KernelBudget, Phase, REQUEST_TAG, Upload, UploadConfig};
+//! use transfer::{Action, KernelBudget, Phase, REQUEST_TAG, TransferMachine, Upload, UploadConfig};
 //!
 //! let nonce = "4f9c2b8e-0d1a-4c3b-9e7f-2a6b5c8d1e0f";
 //! let config = UploadConfig::new("data/sales.csv", "/content/sales.csv", nonce, 1_000);

@@ -148,16 +148,6 @@ impl Upload {
     pub fn temp_path(&self) -> &str {
         &self.driver.steps.temp_path
     }
-
-    /// The next action; see [`TransferMachine::next_action`].
-    pub fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        self.driver.next_action(budget)
-    }
-
-    /// Feeds the host's answer; see [`TransferMachine::handle`].
-    pub fn handle(&mut self, event: Event) {
-        self.driver.handle(event);
-    }
 }
 
 impl UploadSteps {
@@ -462,10 +452,10 @@ impl Steps for UploadSteps {
 
 impl TransferMachine for Upload {
     fn next_action(&mut self, budget: &mut KernelBudget) -> Action {
-        Upload::next_action(self, budget)
+        self.driver.next_action(budget)
     }
 
     fn handle(&mut self, event: Event) {
-        Upload::handle(self, event);
+        self.driver.handle(event);
     }
 }

@@ -60,17 +60,7 @@ impl RawKernel {
         let stream: Box<dyn Stream> = match ca {
             None => Box::new(tcp),
             Some(ca) => {
-                use rustls::pki_types::pem::PemObject as _;
-                let mut roots = rustls::RootCertStore::empty();
-                for certificate in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
-                    roots.add(certificate?)?;
-                }
-                let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-                    rustls::crypto::ring::default_provider(),
-                ))
-                .with_safe_default_protocol_versions()?
-                .with_root_certificates(roots)
-                .with_no_client_auth();
+                let config = jupyter_mcp_tests::kernel_server::client_config_trusting(ca)?;
                 let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
                 let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?.to_owned();
                 Box::new(connector.connect(name, tcp).await?)

@@ -35,6 +35,23 @@ impl NotebookRuns<'_> {
         self.client.follow(self.notebook, self.patience, done).await
     }
 
+    /// The notebook's `list_kernels` answer and its entry for kernel `id`, which must be listed.
+    pub async fn listed_kernel(&self, id: &str) -> (Value, Value) {
+        let listed = self
+            .client
+            .call("list_kernels", json!({"notebookRef": self.notebook}))
+            .await
+            .ok();
+        let kernel = listed["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|kernel| kernel["id"] == id)
+            .unwrap_or_else(|| panic!("{id} is listed: {listed}"))
+            .clone();
+        (listed, kernel)
+    }
+
     /// The running kernel's epoch.
     pub async fn epoch(&self) -> u64 {
         let info = self
@@ -45,12 +62,17 @@ impl NotebookRuns<'_> {
         info["kernel"]["epoch"].as_u64().expect("a running kernel")
     }
 
-    /// Runs `cells` (the first prints `sleeping` and sleeps), interrupts the kernel once it
-    /// sleeps, and checks that the cell got a `KeyboardInterrupt` and the next one did not run.
-    pub async fn interrupt_sleeping_cell(&self, cells: Value) {
+    /// Runs `cells` (the first prints `sleeping` and sleeps) and returns once it sleeps.
+    pub async fn start_sleeping(&self, cells: Value) {
         self.run(cells, 0).await;
         self.follow(|receipt| receipt_output(receipt, 0).contains("sleeping"))
             .await;
+    }
+
+    /// Runs `cells` (the first prints `sleeping` and sleeps), interrupts the kernel once it
+    /// sleeps, and checks that the cell got a `KeyboardInterrupt` and the next one did not run.
+    pub async fn interrupt_sleeping_cell(&self, cells: Value) {
+        self.start_sleeping(cells).await;
         let interrupted = self
             .client
             .call(

@@ -379,6 +379,21 @@ fn http_exchange(port: u16, path: &str, token: Option<&str>) -> Option<(u16, Str
     Some((status, body))
 }
 
+/// A TLS client configuration that trusts only the CA certificates in the PEM file `ca`.
+pub fn client_config_trusting(ca: &Path) -> Result<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
+        roots.add(certificate?)?;
+    }
+    Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth())
+}
+
 /// One HTTP/1.0 request over TLS to `127.0.0.1:port`, trusting only the CA in `ca`: the status
 /// and the body.
 pub fn https_request(
@@ -389,17 +404,7 @@ pub fn https_request(
     headers: &[(&str, &str)],
     body: &str,
 ) -> Result<(u16, String)> {
-    use rustls::pki_types::pem::PemObject as _;
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in rustls::pki_types::CertificateDer::pem_file_iter(ca)? {
-        roots.add(certificate?)?;
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = client_config_trusting(ca)?;
     let connection = rustls::ClientConnection::new(
         Arc::new(config),
         rustls::pki_types::ServerName::try_from("127.0.0.1")?.to_owned(),

@@ -154,6 +154,28 @@ pub fn write_code_notebook(folder: &Path, name: &str, sources: &[&str]) -> PathB
     path
 }
 
+/// A root whose subfolder `work` holds notebook `name` of code cells `sources` (a subfolder,
+/// so that a kernel's working folder shows where it started).
+pub fn work_root(name: &str, sources: &[&str]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(root.path().join("work")).unwrap();
+    write_code_notebook(&root.path().join("work"), name, sources);
+    root
+}
+
+/// An example root holding notebook `name` of code cells `sources`, `jupyter-mcp` serving it
+/// over HTTP, and a client connected to it.
+pub async fn serve_code_notebook(
+    name: &str,
+    sources: &[&str],
+) -> (tempfile::TempDir, HttpServer, Client) {
+    let root = example_root();
+    write_code_notebook(root.path(), name, sources);
+    let server = HttpServer::start(root.path(), &[]).expect("server starts");
+    let client = Client::http(&server.url).await.expect("client connects");
+    (root, server, client)
+}
+
 /// True while a process with this pid exists (and is not a zombie).
 pub fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

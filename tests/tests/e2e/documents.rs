@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use jupyter_mcp_tests::{Client, HttpServer, cell_texts, example_root, nbformat_problems};
+use jupyter_mcp_tests::{Call, Client, HttpServer, cell_texts, example_root, nbformat_problems};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -23,6 +23,16 @@ async fn outline(client: &Client, notebook: &str) -> Vec<Value> {
         .await
         .ok();
     read["cells"].as_array().unwrap().clone()
+}
+
+/// `edit_cells` on the test notebook with `edits`.
+async fn edit_cells(client: &Client, edits: Value) -> Call {
+    client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": NOTEBOOK, "edits": edits}),
+        )
+        .await
 }
 
 fn by_name<'a>(cells: &'a [Value], name: &str) -> &'a Value {
@@ -334,15 +344,10 @@ async fn edits_are_one_transaction_with_revisions() {
     let total = by_name(&cells, "total").clone();
 
     // A stale rev anywhere rejects the whole batch: nothing is written.
-    let rejected = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    let rejected = edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "squares", "expectedRev": squares["rev"], "newCode": "squares = []"},
                 {"editType": "delete", "cellId": "total", "expectedRev": "00000000"}
-            ]}),
-        )
-        .await;
+            ])).await;
     assert_eq!(rejected.error_code(), "rev_mismatch");
     let details = &rejected.error()["details"];
     assert_eq!(details["editIndex"], 1);
@@ -359,28 +364,18 @@ async fn edits_are_one_transaction_with_revisions() {
         "a rejected batch writes nothing"
     );
 
-    let missing_rev = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "delete", "cellId": "total"}]}),
-        )
-        .await;
+    let missing_rev = edit_cells(&client, json!([{"editType": "delete", "cellId": "total"}])).await;
     assert_eq!(missing_rev.error_code(), "expected_rev_required");
 
     // A good batch: insert, edit, replace.
-    let applied = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    let applied = edit_cells(&client, json!([
                 {"editType": "insert", "cellId": "squares", "newCode": "# Cubes\ncubes = [i ** 3 for i in range(n)]"},
                 {"editType": "edit", "cellId": "squares", "expectedRev": squares["rev"],
                  "newCode": "# Squares\nsquares = [i * i for i in range(n + 1)]\nsquares",
                  "metadata": {"tags": ["math"]}},
                 {"editType": "replace", "cellId": "total", "expectedRev": total["rev"],
                  "oldText": "sum(squares)", "newCode": "sum(squares) + sum(cubes)"}
-            ]}),
-        )
-        .await
+            ])).await
         .ok();
     assert_eq!(applied["cellCount"], 7);
     let inserted = &applied["applied"][0]["cells"][0];
@@ -415,14 +410,9 @@ async fn edits_are_one_transaction_with_revisions() {
     assert_eq!(on_disk.cells()[2].stored_name(), Some("squares"));
 
     // The old rev is now stale.
-    let stale = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    let stale = edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "squares", "expectedRev": squares["rev"], "newCode": "x = 1"}
-            ]}),
-        )
-        .await;
+            ])).await;
     assert_eq!(stale.error_code(), "rev_mismatch");
     assert_eq!(
         stale.error()["details"]["current"]["rev"],
@@ -435,27 +425,21 @@ async fn edits_are_one_transaction_with_revisions() {
         ("nowhere", "old_text_not_found"),
         ("i", "old_text_ambiguous"),
     ] {
-        let replace = client
-            .call(
-                "edit_cells",
-                json!({"notebookRef": NOTEBOOK, "edits": [
+        let replace = edit_cells(&client, json!([
                     {"editType": "replace", "cellId": "cubes", "expectedRev": cubes_rev, "oldText": old_text, "newCode": "z"}
-                ]}),
-            )
-            .await;
+                ])).await;
         assert_eq!(replace.error_code(), code);
     }
 
     // Delete with the current rev.
-    let deleted = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
-                {"editType": "delete", "cellId": "cubes", "expectedRev": cubes_rev}
-            ]}),
-        )
-        .await
-        .ok();
+    let deleted = edit_cells(
+        &client,
+        json!([
+            {"editType": "delete", "cellId": "cubes", "expectedRev": cubes_rev}
+        ]),
+    )
+    .await
+    .ok();
     assert_eq!(deleted["cellCount"], 6);
     assert!(nbformat_problems(&[path]).is_empty());
 }
@@ -641,14 +625,9 @@ async fn a_change_on_disk_is_never_overwritten() {
         .unwrap()
         .replace("# Parameters\\n", "# Parameters (edited by a human)\\n");
     std::fs::write(&path, &human).unwrap();
-    let edit = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    let edit = edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "total", "expectedRev": total["rev"], "newCode": "total = 0"}
-            ]}),
-        )
-        .await;
+            ])).await;
     // The file changed since the server showed it: the change is refused and nothing is written.
     assert_eq!(
         edit.error_code(),
@@ -664,14 +643,9 @@ async fn a_change_on_disk_is_never_overwritten() {
     );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), human);
     // The reload is what clients see now: the same edit goes through and keeps the human's change.
-    let retry = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    let retry = edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "total", "expectedRev": total["rev"], "newCode": "total = 0"}
-            ]}),
-        )
-        .await
+            ])).await
         .ok();
     assert_eq!(retry["cellCount"], 6);
     let after = std::fs::read_to_string(&path).unwrap();
@@ -776,32 +750,20 @@ async fn moves_clears_search_and_exports() {
     assert_eq!(squares.metadata()["tags"], json!(["keep"]));
     assert!(squares.source().starts_with("# Squares"));
 
-    let python = client
-        .call(
-            "export_notebook",
-            json!({"notebookRef": NOTEBOOK, "format": "python"}),
-        )
-        .await
-        .ok();
-    assert!(
-        python["content"]
-            .as_str()
-            .unwrap()
-            .contains("# %%\n# Squares")
-    );
-    let markdown = client
-        .call(
-            "export_notebook",
-            json!({"notebookRef": NOTEBOOK, "format": "markdown"}),
-        )
-        .await
-        .ok();
-    assert!(
-        markdown["content"]
-            .as_str()
-            .unwrap()
-            .contains("```python\n# Squares")
-    );
+    for (format, squares) in [
+        ("python", "# %%\n# Squares"),
+        ("markdown", "```python\n# Squares"),
+    ] {
+        let exported = client
+            .call(
+                "export_notebook",
+                json!({"notebookRef": NOTEBOOK, "format": format}),
+            )
+            .await
+            .ok();
+        let content = exported["content"].as_str().unwrap();
+        assert!(content.contains(squares), "{format}: {content}");
+    }
     let html = client
         .call(
             "export_notebook",
@@ -853,23 +815,17 @@ async fn create_save_and_undo() {
     let original = std::fs::read(&notebook_path).unwrap();
     let cells = outline(&client, NOTEBOOK).await;
     let parameters = by_name(&cells, "parameters").clone();
-    client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "parameters", "expectedRev": parameters["rev"], "newCode": "# Parameters\nn = 20"}
-            ]}),
-        )
-        .await
+            ])).await
         .ok();
     let after_first = std::fs::read(&notebook_path).unwrap();
-    client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [{"editType": "insert", "cellId": "BOTTOM", "newCode": "# End\nprint('done')"}]}),
-        )
-        .await
-        .ok();
+    edit_cells(
+        &client,
+        json!([{"editType": "insert", "cellId": "BOTTOM", "newCode": "# End\nprint('done')"}]),
+    )
+    .await
+    .ok();
     let after_second = std::fs::read(&notebook_path).unwrap();
     client
         .call(
@@ -955,14 +911,9 @@ async fn stdio_transport_serves_the_same_tools() {
     assert_eq!(client.server_info().unwrap().0, "jupyter-mcp");
     let cells = outline(&client, NOTEBOOK).await;
     let parameters = by_name(&cells, "parameters").clone();
-    client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": [
+    edit_cells(&client, json!([
                 {"editType": "edit", "cellId": 1, "expectedRev": parameters["rev"], "newCode": "# Parameters\nn = 3"}
-            ]}),
-        )
-        .await
+            ])).await
         .ok();
     let on_disk = std::fs::read_to_string(root.path().join(NOTEBOOK)).unwrap();
     assert!(on_disk.contains("\"n = 3\""));

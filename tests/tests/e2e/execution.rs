@@ -2,25 +2,31 @@
 
 use std::time::{Duration, Instant};
 
+use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::{
     Client, HttpServer, example_root, is_terminal as terminal, nbformat_problems, process_alive,
-    receipt_output as output_of, write_code_notebook,
+    receipt_output as output_of, serve_code_notebook, write_code_notebook,
 };
 use serde_json::{Value, json};
 
 const NB: &str = "run.ipynb";
 
 async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
-    let root = example_root();
-    write_code_notebook(root.path(), NB, sources);
-    let server = HttpServer::start(root.path(), &[]).expect("server starts");
-    let client = Client::http(&server.url).await.expect("client connects");
-    (root, server, client)
+    serve_code_notebook(NB, sources).await
+}
+
+/// The notebook's runs through `client`, followed for a minute at most.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NB,
+        patience: Duration::from_secs(60),
+    }
 }
 
 /// Follows the notebook's latest run until `done` holds for its receipt; panics after a minute.
 async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
-    client.follow(NB, Duration::from_secs(60), done).await
+    on(client).follow(done).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,17 +116,7 @@ async fn interrupt_stops_a_sleeping_cell() {
         "after = True",
     ])
     .await;
-    client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 0}),
-        )
-        .await
-        .ok();
-    follow(&client, |receipt| {
-        output_of(receipt, 0).contains("sleeping")
-    })
-    .await;
+    on(&client).start_sleeping(json!([0, 1])).await;
     let started = Instant::now();
     let interrupted = client
         .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
@@ -145,17 +141,7 @@ async fn restart_invalidates_the_running_run() {
         "after = True",
     ])
     .await;
-    client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 0}),
-        )
-        .await
-        .ok();
-    follow(&client, |receipt| {
-        output_of(receipt, 0).contains("sleeping")
-    })
-    .await;
+    on(&client).start_sleeping(json!([0, 1])).await;
     let before = client
         .call("get_kernel_info", json!({"notebookRef": NB}))
         .await

@@ -11,7 +11,7 @@ use jupyter_mcp_tests::hub::Hub;
 use jupyter_mcp_tests::kernel_runs::{NotebookRuns, printed_lines};
 use jupyter_mcp_tests::kernel_server::SeveringProxy;
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, work_root,
 };
 use serde_json::json;
 
@@ -31,10 +31,7 @@ fn hub() -> &'static Hub {
 }
 
 fn notebook_root(sources: &[&str]) -> tempfile::TempDir {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(&root.path().join("work"), "hub.ipynb", sources);
-    root
+    work_root("hub.ipynb", sources)
 }
 
 /// `jupyter-mcp serve --jupyterhub` arguments for server `server`.
@@ -129,17 +126,7 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
     );
 
     // Where kernels run: the hub, the user and the server, without the token.
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    let python = listed["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|kernel| kernel["id"] == "remote:python3")
-        .unwrap_or_else(|| panic!("the server's python3 is listed: {listed}"))
-        .clone();
+    let (_, python) = runs.listed_kernel("remote:python3").await;
     assert_eq!(python["runsOn"]["kind"], "jupyterhub", "{python}");
     assert_eq!(python["runsOn"]["hub"], hub().url());
     assert_eq!(python["runsOn"]["user"], "alice");

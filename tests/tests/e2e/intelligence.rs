@@ -1,16 +1,12 @@
 //! Dataflow, staleness, minimal re-runs, lint, images and inspection on a real kernel.
 
-use jupyter_mcp_tests::{Client, HttpServer, example_root, write_code_notebook};
+use jupyter_mcp_tests::{Client, HttpServer, serve_code_notebook};
 use serde_json::{Value, json};
 
 const NB: &str = "flow.ipynb";
 
 async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
-    let root = example_root();
-    write_code_notebook(root.path(), NB, sources);
-    let server = HttpServer::start(root.path(), &[]).expect("server starts");
-    let client = Client::http(&server.url).await.expect("client connects");
-    (root, server, client)
+    serve_code_notebook(NB, sources).await
 }
 
 async fn states(client: &Client) -> Vec<String> {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use jupyter_mcp_tests::kernel_runs::{NotebookRuns, printed_lines};
 use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind, SeveringProxy, TestCa};
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, write_code_notebook,
+    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, work_root,
 };
 use kernels::{
     ExecuteOptions, KernelHandle as _, KernelProvider as _, RemoteConfig, RemoteProvider,
@@ -40,11 +40,9 @@ impl Setup {
 /// A root with `work/remote.ipynb` holding `sources`, a kernel server of `kind` on it, and
 /// `jupyter-mcp` using that server (through `kernel_url` when given, e.g. a proxy).
 async fn setup(kind: ServerKind, sources: &[&str]) -> Setup {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(&root.path().join("work"), "remote.ipynb", sources);
+    let root = notebook_root(sources);
     let server = KernelServer::start(kind, root.path(), &[]).expect("kernel server starts");
-    let mcp = serve_against(root.path(), &server, &server.url());
+    let mcp = serve_against(root.path(), &server, &server.url(), &[]);
     let client = Client::http(&mcp.url).await.expect("client connects");
     Setup {
         client,
@@ -54,18 +52,36 @@ async fn setup(kind: ServerKind, sources: &[&str]) -> Setup {
     }
 }
 
-fn serve_against(root: &Path, server: &KernelServer, url: &str) -> HttpServer {
+/// A root with `work/remote.ipynb` holding `sources`.
+fn notebook_root(sources: &[&str]) -> tempfile::TempDir {
+    work_root("remote.ipynb", sources)
+}
+
+/// `jupyter-mcp` on `root` using `server` through `url` with the server's token file, and
+/// `extra` arguments.
+fn serve_against(root: &Path, server: &KernelServer, url: &str, extra: &[&str]) -> HttpServer {
     let token_file = server.token_file();
-    HttpServer::start(
+    let mut args = vec![
+        "--kernel-server",
+        url,
+        "--kernel-server-token-file",
+        token_file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    HttpServer::start(root, &args).expect("jupyter-mcp starts")
+}
+
+/// A Jupyter Server on `root` over TLS, its certificate issued by `ca`.
+fn tls_server(root: &Path, ca: &TestCa) -> KernelServer {
+    let server = KernelServer::start_with_tls(
+        ServerKind::JupyterServer,
         root,
-        &[
-            "--kernel-server",
-            url,
-            "--kernel-server-token-file",
-            token_file.to_str().unwrap(),
-        ],
+        &[],
+        Some(ca.issue("server").unwrap()),
     )
-    .expect("jupyter-mcp starts")
+    .unwrap();
+    assert!(server.url().starts_with("https://"));
+    server
 }
 
 /// The notebook's runs through `client`, followed for two minutes at most.
@@ -102,17 +118,8 @@ async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
     .await;
     let client = &setup.client;
     let runs = on(client);
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": NB}))
-        .await
-        .ok();
+    let (listed, python) = runs.listed_kernel("remote:python3").await;
     assert_eq!(listed["selected"], "remote:python3", "{listed}");
-    let python = listed["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|kernel| kernel["id"] == "remote:python3")
-        .expect("the server's python3 kernelspec is listed");
     assert_eq!(python["source"], "remote");
     assert_eq!(python["language"], "python");
 
@@ -206,19 +213,13 @@ async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(
-        &root.path().join("work"),
-        "remote.ipynb",
-        &[
-            "import time\nfor i in range(30):\n    print('line', i, flush=True)\n    time.sleep(0.1)",
-            "y = 7 * 6\ny",
-        ],
-    );
+    let root = notebook_root(&[
+        "import time\nfor i in range(30):\n    print('line', i, flush=True)\n    time.sleep(0.1)",
+        "y = 7 * 6\ny",
+    ]);
     let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
     let proxy = SeveringProxy::start(server.port()).await.unwrap();
-    let mcp = serve_against(root.path(), &server, &proxy.url());
+    let mcp = serve_against(root.path(), &server, &proxy.url(), &[]);
     let client = Client::http(&mcp.url).await.unwrap();
     let runs = on(&client);
     runs.run(json!([0, 1]), 0).await;
@@ -576,9 +577,7 @@ async fn both_protocols_transfer_a_10_mib_file_and_oversized_requests_fail_clean
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_refused_and_the_token_never_reaches_the_logs() {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(&root.path().join("work"), "remote.ipynb", &["1 + 1"]);
+    let root = notebook_root(&["1 + 1"]);
     let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
 
     let wrong = tempfile::NamedTempFile::new().unwrap();
@@ -640,46 +639,17 @@ async fn a_wrong_token_is_refused_and_the_token_never_reaches_the_logs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfers() {
     let ca = TestCa::new("jupyter-mcp test CA").unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(
-        &root.path().join("work"),
-        "remote.ipynb",
-        &[TICKS, SLEEP, "x = 41 + 1\nx"],
+    let root = notebook_root(&[TICKS, SLEEP, "x = 41 + 1\nx"]);
+    let server = tls_server(root.path(), &ca);
+    let mcp = serve_against(
+        root.path(),
+        &server,
+        &server.url(),
+        &["--kernel-server-ca", ca.ca_file().to_str().unwrap()],
     );
-    let server = KernelServer::start_with_tls(
-        ServerKind::JupyterServer,
-        root.path(),
-        &[],
-        Some(ca.issue("server").unwrap()),
-    )
-    .unwrap();
-    assert!(server.url().starts_with("https://"));
-    let mcp = HttpServer::start(
-        root.path(),
-        &[
-            "--kernel-server",
-            &server.url(),
-            "--kernel-server-token-file",
-            server.token_file().to_str().unwrap(),
-            "--kernel-server-ca",
-            ca.ca_file().to_str().unwrap(),
-        ],
-    )
-    .unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
     let runs = on(&client);
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": NB}))
-        .await
-        .ok();
-    let python = listed["kernels"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|kernel| kernel["id"] == "remote:python3")
-        .unwrap_or_else(|| panic!("python3 is listed: {listed}"))
-        .clone();
+    let (_, python) = runs.listed_kernel("remote:python3").await;
     assert_eq!(
         python["runsOn"],
         json!({"kind": "server", "url": server.url()})
@@ -707,28 +677,14 @@ async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfer
 async fn a_certificate_from_another_ca_is_refused_with_the_option_that_fixes_it() {
     let ca = TestCa::new("jupyter-mcp test CA").unwrap();
     let stranger = TestCa::new("some other CA").unwrap();
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir(root.path().join("work")).unwrap();
-    write_code_notebook(&root.path().join("work"), "remote.ipynb", &["1 + 1"]);
-    let server = KernelServer::start_with_tls(
-        ServerKind::JupyterServer,
+    let root = notebook_root(&["1 + 1"]);
+    let server = tls_server(root.path(), &ca);
+    let mcp = serve_against(
         root.path(),
-        &[],
-        Some(ca.issue("server").unwrap()),
-    )
-    .unwrap();
-    let mcp = HttpServer::start(
-        root.path(),
-        &[
-            "--kernel-server",
-            &server.url(),
-            "--kernel-server-token-file",
-            server.token_file().to_str().unwrap(),
-            "--kernel-server-ca",
-            stranger.ca_file().to_str().unwrap(),
-        ],
-    )
-    .unwrap();
+        &server,
+        &server.url(),
+        &["--kernel-server-ca", stranger.ca_file().to_str().unwrap()],
+    );
     let client = Client::http(&mcp.url).await.unwrap();
     let call = client
         .call("run_cells", json!({"notebookRef": NB, "waitMs": 30000}))

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use colab_setup::environment::TerminalInventory;
-use colab_setup::{CheckReply, FileServiceRoot, Reply};
+use colab_setup::{CheckReply, Failure, FileServiceRoot, Reply};
 use host_core::NotebookLocation;
 use host_core::colab::ColabRuntimes;
 use mcp_contract::{ErrorCode, ToolError};
@@ -161,6 +161,16 @@ impl WindowColab {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(notebook.uri.clone(), (code.to_owned(), message));
+    }
+
+    /// Records why a driver step failed, and answers the failure: a step that timed out may
+    /// still have happened (unconfirmed), any other did not.
+    fn step_failed(&self, notebook: &NotebookLocation, blocker: &NativeBlocker) -> Reply {
+        let failure = match blocker {
+            NativeBlocker::Timeout(_) => Failure::Unconfirmed,
+            _ => Failure::NotPerformed,
+        };
+        self.noted(notebook, blocker, Reply::Failed(failure))
     }
 
     /// Records what stopped the driver for this notebook, and answers `reply`.

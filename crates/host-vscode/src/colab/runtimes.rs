@@ -10,7 +10,7 @@ use host_core::colab::ColabRuntimes;
 use host_core::{BoxFuture, NotebookLocation};
 use serde_json::{Value, json};
 
-use crate::native::{Chosen, NativeBlocker, Observation};
+use crate::native::{Chosen, Observation};
 
 use super::*;
 
@@ -215,12 +215,7 @@ impl ColabRuntimes for WindowColab {
                             Reply::Done
                         }
                         Ok(Chosen::RowChanged) => Reply::RowChanged,
-                        Err(blocker @ NativeBlocker::Timeout(_)) => {
-                            self.noted(notebook, &blocker, Reply::Failed(Failure::Unconfirmed))
-                        }
-                        Err(blocker) => {
-                            self.noted(notebook, &blocker, Reply::Failed(Failure::NotPerformed))
-                        }
+                        Err(blocker) => self.step_failed(notebook, &blocker),
                     },
                     Err(blocker) => self.noted(notebook, &blocker, unavailable),
                 },
@@ -256,12 +251,7 @@ impl ColabRuntimes for WindowColab {
                                 settle_after_submit(driver).await;
                                 Reply::Done
                             }
-                            Err(blocker @ NativeBlocker::Timeout(_)) => {
-                                self.noted(notebook, &blocker, Reply::Failed(Failure::Unconfirmed))
-                            }
-                            Err(blocker) => {
-                                self.noted(notebook, &blocker, Reply::Failed(Failure::NotPerformed))
-                            }
+                            Err(blocker) => self.step_failed(notebook, &blocker),
                         }
                     }
                     Err(blocker) => self.noted(notebook, &blocker, unavailable),
@@ -303,12 +293,7 @@ impl ColabRuntimes for WindowColab {
                             confirmed: self.confirm_selection(notebook, label).await,
                         },
                         Ok(Chosen::RowChanged) => Reply::ListingChanged,
-                        Err(blocker @ NativeBlocker::Timeout(_)) => {
-                            self.noted(notebook, &blocker, Reply::Failed(Failure::Unconfirmed))
-                        }
-                        Err(blocker) => {
-                            self.noted(notebook, &blocker, Reply::Failed(Failure::NotPerformed))
-                        }
+                        Err(blocker) => self.step_failed(notebook, &blocker),
                     },
                     Err(blocker) => self.noted(notebook, &blocker, unavailable),
                 },

@@ -859,7 +859,8 @@ impl NotebookHost for StandaloneHost {
                 &rooted,
                 document.version,
                 document.notebook.clone(),
-                "save_notebooks",
+                // The snapshot's description: a save, not a tool's change.
+                "save",
                 CommitKind::Edit,
             )?;
             Ok(host_core::Saved::Written)

@@ -556,6 +556,12 @@ pub(crate) fn deps() -> Result<()> {
             reported.join("\n  ")
         );
     }
+    let mut layered: Vec<&str> = LAYER_RULES
+        .iter()
+        .flat_map(|rule| rule.crates.iter().copied())
+        .collect();
+    layered.sort_unstable();
+    layered.dedup();
     if !problems.is_empty() {
         bail!(
             "the layers must stay as ARCHITECTURE.md says:\n  {}",
@@ -563,9 +569,10 @@ pub(crate) fn deps() -> Result<()> {
         );
     }
     eprintln!(
-        "deps: {} workspace crates keep the code map's edges; {} domain crates are pure; host-core, host-jupyter, summarizer, mcp-server, broker and {} pure modules keep their layers",
+        "deps: {} workspace crates keep the code map's edges; {} domain crates are pure; {} and {} pure modules keep their layers",
         workspace.members.len(),
         DOMAIN_CRATES.len(),
+        layered.join(", "),
         PURE_MODULES.len()
     );
     Ok(())

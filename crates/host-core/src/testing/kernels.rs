@@ -148,6 +148,21 @@ impl ScriptedKernels {
         }
     }
 
+    /// Applies a restart or interrupt to the notebook's kernel, if one runs.
+    fn request(
+        &self,
+        location: &NotebookLocation,
+        apply: impl FnOnce(&ScriptedSession),
+    ) -> Result<RequestOutcome, KernelError> {
+        let Some(session) = self.session(&location.uri) else {
+            return Ok(RequestOutcome::NotRunning);
+        };
+        apply(&session);
+        Ok(RequestOutcome::Done {
+            epoch: session.epoch(),
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<ScriptedSession>>> {
         self.inner.sessions.lock().expect("sessions lock")
     }
@@ -281,30 +296,18 @@ impl NotebookKernels for ScriptedKernels {
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let Some(session) = self.session(&location.uri) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session.restart_now();
-            Ok(RequestOutcome::Done {
-                epoch: session.epoch(),
-            })
-        })
+        Box::pin(std::future::ready(
+            self.request(location, ScriptedSession::restart_now),
+        ))
     }
 
     fn interrupt<'a>(
         &'a self,
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
-        Box::pin(async move {
-            let Some(session) = self.session(&location.uri) else {
-                return Ok(RequestOutcome::NotRunning);
-            };
-            session.control(Control::Interrupt);
-            Ok(RequestOutcome::Done {
-                epoch: session.epoch(),
-            })
-        })
+        Box::pin(std::future::ready(self.request(location, |session| {
+            session.control(Control::Interrupt)
+        })))
     }
 
     fn shutdown<'a>(

@@ -1,6 +1,7 @@
 //! The read budget: `read_notebook` returns whole cells in order within `maxResponseChars` and
 //! names the next offset.
 
+use mcp_contract::ToolOutput;
 use serde_json::json;
 
 use super::World;
@@ -51,9 +52,9 @@ async fn a_long_notebook_is_read_in_pages_of_whole_cells() {
     );
 }
 
-#[tokio::test]
-async fn a_write_after_someone_elses_change_is_refused_with_nothing_applied() {
-    let world = World::new();
+/// Reads `a.ipynb` (one cell, `a = 1`), lets someone else change the cell to `a = 2`, then edits
+/// it with the rev of the read.
+async fn edit_a_cell_someone_changed(world: &World) -> ToolOutput {
     world.host.insert("a.ipynb", &["a = 1"]);
     let outline = world
         .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
@@ -62,7 +63,7 @@ async fn a_write_after_someone_elses_change_is_refused_with_nothing_applied() {
     world.host.change_outside("a.ipynb", |notebook| {
         notebook.cell_mut(0).expect("a cell").set_source("a = 2");
     });
-    let refused = world
+    world
         .call(
             "edit_cells",
             json!({"notebookRef": "a.ipynb", "edits": [{
@@ -70,7 +71,13 @@ async fn a_write_after_someone_elses_change_is_refused_with_nothing_applied() {
                 "newCode": "a = 3"
             }]}),
         )
-        .await;
+        .await
+}
+
+#[tokio::test]
+async fn a_write_after_someone_elses_change_is_refused_with_nothing_applied() {
+    let world = World::new();
+    let refused = edit_a_cell_someone_changed(&world).await;
     assert!(refused.is_error, "{}", refused.text);
     assert_eq!(
         world.host.notebook("a.ipynb").unwrap().cells()[0].source(),
@@ -115,23 +122,7 @@ async fn on_a_shared_document_a_change_elsewhere_does_not_refuse_an_edit() {
 #[tokio::test]
 async fn on_a_shared_document_an_edit_of_a_cell_someone_changed_is_refused_with_its_source() {
     let world = shared_world();
-    world.host.insert("a.ipynb", &["a = 1"]);
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
-    let cell = &outline["cells"][0];
-    world.host.change_outside("a.ipynb", |notebook| {
-        notebook.cell_mut(0).expect("a cell").set_source("a = 2");
-    });
-    let refused = world
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
-                "newCode": "a = 3"
-            }]}),
-        )
-        .await;
+    let refused = edit_a_cell_someone_changed(&world).await;
     assert!(refused.is_error, "{}", refused.text);
     let body: serde_json::Value = serde_json::from_str(&refused.text).unwrap();
     assert_eq!(body["error"]["code"], "rev_mismatch", "{body}");

@@ -24,6 +24,16 @@ fn world_with_a_file() -> World {
     World::with_host(MemoryHost::new().with_files(files))
 }
 
+/// Runs `a.ipynb` to its end, so that its kernel is up.
+async fn run_a(world: &World) {
+    world
+        .ok(
+            "run_cells",
+            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
+        )
+        .await;
+}
+
 /// Whether a piece of code the kernel got is a transfer step.
 fn is_transfer(code: &str) -> bool {
     code.contains("jupyter-mcp") && !code.starts_with("#>") && !code.contains("x = 1")
@@ -33,12 +43,7 @@ fn is_transfer(code: &str) -> bool {
 async fn a_timed_out_step_quarantines_the_kernel_until_a_restart_settles_it() {
     let world = world_with_a_file();
     world.host.insert("a.ipynb", &["x = 1"]);
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    run_a(&world).await;
     // Every transfer step runs until the kernel restarts.
     world
         .kernels
@@ -90,12 +95,7 @@ async fn a_timed_out_step_quarantines_the_kernel_until_a_restart_settles_it() {
 async fn a_restart_mid_transfer_ends_it_and_sends_no_more_code() {
     let world = world_with_a_file();
     let location = world.host.insert("a.ipynb", &["x = 1"]);
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    run_a(&world).await;
     world
         .kernels
         .on_execute(|_, _| Some("#> stubborn".to_owned()));
@@ -364,12 +364,7 @@ async fn colab_world(runtime: &Arc<FakeRuntime>, on_colab: bool) -> (World, Arc<
             .with_colab(runtime.clone()),
     );
     world.host.insert("a.ipynb", &["x = 1"]);
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    run_a(&world).await;
     if on_colab {
         world.kernels.on_execute(colab_kernel(runtime));
     }

@@ -332,7 +332,7 @@ pub(super) fn assign_path(alias: &ServerAlias, accelerator: &Accelerator) -> Str
     format!(
         "{ASSIGN_PATH}?nbh={}&accelerator={}&{ASSIGN_QUERY}",
         notebook_hash(alias),
-        form_component(accelerator.wire())
+        kernels::encode_segment(accelerator.wire())
     )
 }
 
@@ -458,22 +458,18 @@ pub(super) fn parse_token_answer(
     Ok((token.to_owned(), expires_in))
 }
 
-pub(super) fn form_component(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
-}
-
+/// `application/x-www-form-urlencoded` pairs, each name and value percent-encoded by the one
+/// encoder of `kernels` (RFC 3986's unreserved characters kept).
 pub(super) fn form_encode(pairs: &[(&str, &str)]) -> String {
     pairs
         .iter()
-        .map(|(name, value)| format!("{}={}", form_component(name), form_component(value)))
+        .map(|(name, value)| {
+            format!(
+                "{}={}",
+                kernels::encode_segment(name),
+                kernels::encode_segment(value)
+            )
+        })
         .collect::<Vec<_>>()
         .join("&")
 }

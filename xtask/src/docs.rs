@@ -471,10 +471,7 @@ fn links(markdown: &str) -> Vec<Link> {
                     .take_while(|character| **character == '`')
                     .count();
                 if let Some(end) = code_span_end(&characters, index + run, run) {
-                    line += characters[index..end]
-                        .iter()
-                        .filter(|character| **character == '\n')
-                        .count();
+                    line += newlines(&characters[index..end]);
                     index = end;
                     continue;
                 }
@@ -490,10 +487,7 @@ fn links(markdown: &str) -> Vec<Link> {
                         line,
                         target: target.trim().to_owned(),
                     });
-                    line += characters[index..end]
-                        .iter()
-                        .filter(|character| **character == '\n')
-                        .count();
+                    line += newlines(&characters[index..end]);
                     index = end;
                     continue;
                 }
@@ -504,6 +498,14 @@ fn links(markdown: &str) -> Vec<Link> {
     }
     found.sort_by_key(|link| link.line);
     found
+}
+
+/// How many line breaks `characters` holds.
+fn newlines(characters: &[char]) -> usize {
+    characters
+        .iter()
+        .filter(|character| **character == '\n')
+        .count()
 }
 
 /// Where a code span opened by `run` backticks ends (just past its closing run), if it closes

@@ -137,27 +137,23 @@ pub(crate) fn install_venv(folder: &str, requirements: &str) -> Result<()> {
             "creating the virtual environment failed: install Python 3.10+ with the venv module (Debian: apt-get install python3-venv)",
         )?;
     }
-    run(Command::new(&python).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--upgrade",
-        "pip",
-    ]))?;
-    run(Command::new(&python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "-r",
-        ])
-        .arg(&requirements))?;
+    run(pip(&python, "install").args(["--upgrade", "pip"]))?;
+    run(pip(&python, "install").arg("-r").arg(&requirements))?;
     std::fs::write(marker, wanted)?;
     Ok(())
+}
+
+/// `python -m pip <command>`, quiet and without the version check.
+pub(crate) fn pip(python: &Path, command: &str) -> Command {
+    let mut pip = Command::new(python);
+    pip.args([
+        "-m",
+        "pip",
+        command,
+        "--quiet",
+        "--disable-pip-version-check",
+    ]);
+    pip
 }
 
 /// Downloads the source distributions and unpacks their `.ipynb` files.
@@ -171,19 +167,9 @@ fn corpus() -> Result<()> {
     setup()?;
     let downloads = root().join(".work/sdists");
     std::fs::create_dir_all(&downloads)?;
-    let mut download = Command::new(venv_python());
+    let mut download = pip(&venv_python(), "download");
     download
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-binary",
-            ":all:",
-            "--no-deps",
-            "--dest",
-        ])
+        .args(["--no-binary", ":all:", "--no-deps", "--dest"])
         .arg(&downloads)
         .args(CORPUS);
     run(&mut download)?;

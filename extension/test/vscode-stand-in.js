@@ -113,23 +113,28 @@ class WorkspaceEdit {
 
 // ---- Documents ------------------------------------------------------------------------------
 
-const state = {
-  documents: [],
-  folders: [],
-  settings: {},
-  extensions: {},
-  activeEditor: undefined,
-  reveals: [],
-  selectedThroughEditor: [],
-  statusItems: [],
-  outputLines: [],
-  messages: [],
-  clipboard: '',
-  controllers: [],
-  commands: new Map(),
-  handleCounter: 0,
-  untitledCounter: 0,
-};
+/** What a test starts from: no documents, the given folders and settings. */
+function freshState({ folders = [], settings = {} } = {}) {
+  return {
+    documents: [],
+    folders,
+    settings,
+    extensions: {},
+    activeEditor: undefined,
+    reveals: [],
+    selectedThroughEditor: [],
+    statusItems: [],
+    outputLines: [],
+    messages: [],
+    clipboard: '',
+    controllers: [],
+    commands: new Map(),
+    jupyter: undefined,
+  };
+}
+
+// The counters run on across resets, so a handle or untitled name is never reused.
+const state = { ...freshState(), handleCounter: 0, untitledCounter: 0 };
 const onDidChangeConfiguration = new EventEmitter();
 const onDidOpenNotebookDocument = new EventEmitter();
 const onDidChangeNotebookDocument = new EventEmitter();
@@ -795,22 +800,7 @@ function install() {
 /** Clears documents and settings between tests. */
 function reset({ folders = [], settings = {} } = {}) {
   state.jupyter?.kernel?.stop();
-  Object.assign(state, {
-    documents: [],
-    folders,
-    settings,
-    activeEditor: undefined,
-    reveals: [],
-    selectedThroughEditor: [],
-    statusItems: [],
-    outputLines: [],
-    messages: [],
-    clipboard: '',
-    controllers: [],
-    commands: new Map(),
-    extensions: {},
-    jupyter: undefined,
-  });
+  Object.assign(state, freshState({ folders, settings }));
 }
 
 module.exports = { vscode, state, install, reset, installJupyterStandIn, onDidChangeConfiguration, serializeIpynb, deserializeIpynb };

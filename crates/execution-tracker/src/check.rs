@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use notebook_model::outputs::OutputView;
 use serde_json::{Value, json};
 
 use crate::id::ExecutionId;
@@ -254,14 +255,15 @@ fn receipt_json(run: &Run) -> Value {
 fn check_rendered_outputs(outputs: &[Value]) {
     for output in outputs {
         assert!(output.get("transient").is_none());
-        assert!(output.get("output_type").and_then(Value::as_str).is_some());
+        assert!(!OutputView::of(output).output_type().is_empty());
     }
     for pair in outputs.windows(2) {
-        let both_streams = pair.iter().all(|output| output["output_type"] == "stream");
-        assert!(
-            !(both_streams && pair[0]["name"] == pair[1]["name"]),
-            "unmerged streams: {pair:?}"
+        let unmerged = matches!(
+            (OutputView::of(&pair[0]), OutputView::of(&pair[1])),
+            (OutputView::Stream { name: first, .. }, OutputView::Stream { name: second, .. })
+                if first == second
         );
+        assert!(!unmerged, "unmerged streams: {pair:?}");
     }
 }
 

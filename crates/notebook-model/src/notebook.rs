@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::error::ParseError;
 use crate::identity;
+use crate::outputs::{OutputView, RichKind};
 use crate::pyjson;
 
 /// The newest nbformat minor version this crate reads and the one it writes after a mutation.
@@ -761,14 +762,21 @@ fn write_output(out: &mut String, output: &Value, depth: usize) {
         pyjson::write_value(out, output, depth);
         return;
     };
-    let output_type = map.get("output_type").and_then(Value::as_str).unwrap_or("");
+    let view = OutputView::of_fields(map);
     let entries = map.iter().map(|(key, value)| (key.as_str(), value));
     pyjson::write_object(out, entries, depth, |out, key, value, depth| {
-        match (output_type, key, value) {
-            ("execute_result" | "display_data", "data", Value::Object(bundle)) => {
-                write_split_mimebundle(out, bundle, depth);
+        match (view, key, value) {
+            (
+                OutputView::Rich {
+                    kind: RichKind::ExecuteResult | RichKind::DisplayData,
+                    ..
+                },
+                "data",
+                Value::Object(bundle),
+            ) => write_split_mimebundle(out, bundle, depth),
+            (OutputView::Stream { .. }, "text", Value::String(text)) => {
+                write_split_string(out, text, depth);
             }
-            ("stream", "text", Value::String(text)) => write_split_string(out, text, depth),
             _ => pyjson::write_value(out, value, depth),
         }
     });

@@ -642,6 +642,17 @@ impl SetupChecker {
 
     /// Ticks past the deadline, answers everything cooperatively until the setup settles, and
     /// checks what it undid.
+    /// The runtimes the setup asked to release, in the order asked.
+    pub(crate) fn released_endpoints(&self) -> Vec<String> {
+        self.dispatched
+            .iter()
+            .filter_map(|command| match &command.kind {
+                CommandKind::ReleaseRuntime { endpoint } => Some(endpoint.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     pub(crate) fn finish(&mut self) {
         let deadline = self.setup.deadline_at_ms();
         if self.now_ms < deadline {
@@ -658,14 +669,7 @@ impl SetupChecker {
         let receipt = self.setup.receipt();
         if receipt.status != SetupStatus::Ready {
             // Every runtime this setup created was asked to be released, once, and nothing else.
-            let released: BTreeSet<String> = self
-                .dispatched
-                .iter()
-                .filter_map(|command| match &command.kind {
-                    CommandKind::ReleaseRuntime { endpoint } => Some(endpoint.clone()),
-                    _ => None,
-                })
-                .collect();
+            let released: BTreeSet<String> = self.released_endpoints().into_iter().collect();
             assert_eq!(released, self.created, "release differs from creation");
             // Every inserted cell was asked to be removed, unless it was edited.
             let removed: BTreeSet<String> = self

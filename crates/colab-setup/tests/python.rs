@@ -101,40 +101,19 @@ fn run_kernel(scratch: &Scratch, code: &str) -> (String, String) {
     (program.to_owned(), names.trim().to_owned())
 }
 
-/// Performs every step of a check against the scratch directory until it finishes.
-fn drive(check: &mut ColabCheck, scratch: &Scratch, mut actions: Vec<CheckAction>) -> bool {
+/// Performs every step of a check, answering each command with `answer`, until it finishes.
+fn drive_with(
+    check: &mut ColabCheck,
+    mut actions: Vec<CheckAction>,
+    mut answer: impl FnMut(&CheckCommandKind) -> CheckReply,
+) -> bool {
     let mut now = 0;
     loop {
-        let Some(action) = actions.pop() else {
-            panic!("the check stopped without finishing");
-        };
-        let command = match action {
+        let command = match actions.pop().expect("the check stopped without finishing") {
             CheckAction::Finished { verified } => return verified,
             CheckAction::Perform(command) => command,
         };
-        let reply = match &command.kind {
-            CheckCommandKind::ExecuteKernel { code } => {
-                let (stdout, names) = run_kernel(scratch, code);
-                assert_eq!(names, "[]", "the program left names behind");
-                CheckReply::KernelOutput { stdout }
-            }
-            CheckCommandKind::ReadBuildInfo => CheckReply::BuildInfo {
-                release_tag: Some(RELEASE_TAG.to_owned()),
-            },
-            CheckCommandKind::ReadFile { path, .. } => {
-                match fs::read(scratch.local(&format!("/{path}"))) {
-                    Ok(bytes) => CheckReply::FileContent(bytes),
-                    Err(_) => CheckReply::FileMissing,
-                }
-            }
-            CheckCommandKind::StatFile { path, .. } => {
-                if scratch.local(&format!("/{path}")).exists() {
-                    CheckReply::FileExists
-                } else {
-                    CheckReply::FileMissing
-                }
-            }
-        };
+        let reply = answer(&command.kind);
         now += 10;
         actions = check.apply(
             CheckEvent::Reply {
@@ -144,6 +123,36 @@ fn drive(check: &mut ColabCheck, scratch: &Scratch, mut actions: Vec<CheckAction
             now,
         );
     }
+}
+
+/// What the file service says of `path`'s existence.
+fn stat(path: &Path) -> CheckReply {
+    if path.exists() {
+        CheckReply::FileExists
+    } else {
+        CheckReply::FileMissing
+    }
+}
+
+/// Performs every step of a check against the scratch directory until it finishes.
+fn drive(check: &mut ColabCheck, scratch: &Scratch, actions: Vec<CheckAction>) -> bool {
+    drive_with(check, actions, |kind| match kind {
+        CheckCommandKind::ExecuteKernel { code } => {
+            let (stdout, names) = run_kernel(scratch, code);
+            assert_eq!(names, "[]", "the program left names behind");
+            CheckReply::KernelOutput { stdout }
+        }
+        CheckCommandKind::ReadBuildInfo => CheckReply::BuildInfo {
+            release_tag: Some(RELEASE_TAG.to_owned()),
+        },
+        CheckCommandKind::ReadFile { path, .. } => {
+            match fs::read(scratch.local(&format!("/{path}"))) {
+                Ok(bytes) => CheckReply::FileContent(bytes),
+                Err(_) => CheckReply::FileMissing,
+            }
+        }
+        CheckCommandKind::StatFile { path, .. } => stat(&scratch.local(&format!("/{path}"))),
+    })
 }
 
 fn new_check(nonce: &Nonce) -> ColabCheck {
@@ -195,41 +204,20 @@ fn a_probe_replaced_before_cleanup_is_not_removed() {
     let nonce = Nonce::from_bytes([9; 16]);
     let probe = scratch.local(&nonce.kernel_path());
     let mut check = new_check(&nonce);
-    let mut actions = check.start(0);
-    let mut now = 0;
+    let actions = check.start(0);
     // Perform the steps by hand; after the nonce read, someone replaces the file.
-    let verified = loop {
-        let command = match actions.pop().expect("an action") {
-            CheckAction::Finished { verified } => break verified,
-            CheckAction::Perform(command) => command,
-        };
-        let reply = match &command.kind {
-            CheckCommandKind::ExecuteKernel { code } => CheckReply::KernelOutput {
-                stdout: run_kernel(&scratch, code).0,
-            },
-            CheckCommandKind::ReadBuildInfo => CheckReply::ServiceUnavailable,
-            CheckCommandKind::ReadFile { .. } => {
-                let bytes = fs::read(&probe).unwrap();
-                fs::write(&probe, "replaced").unwrap();
-                CheckReply::FileContent(bytes)
-            }
-            CheckCommandKind::StatFile { .. } => {
-                if probe.exists() {
-                    CheckReply::FileExists
-                } else {
-                    CheckReply::FileMissing
-                }
-            }
-        };
-        now += 10;
-        actions = check.apply(
-            CheckEvent::Reply {
-                step: command.step,
-                reply,
-            },
-            now,
-        );
-    };
+    let verified = drive_with(&mut check, actions, |kind| match kind {
+        CheckCommandKind::ExecuteKernel { code } => CheckReply::KernelOutput {
+            stdout: run_kernel(&scratch, code).0,
+        },
+        CheckCommandKind::ReadBuildInfo => CheckReply::ServiceUnavailable,
+        CheckCommandKind::ReadFile { .. } => {
+            let bytes = fs::read(&probe).unwrap();
+            fs::write(&probe, "replaced").unwrap();
+            CheckReply::FileContent(bytes)
+        }
+        CheckCommandKind::StatFile { .. } => stat(&probe),
+    });
     assert!(!verified);
     let receipt = check.receipt();
     assert_eq!(receipt.checks[3].detail, Some("content_differs"));

@@ -1421,14 +1421,7 @@ proptest! {
         }
         checker.finish();
         let receipt = checker.setup.receipt();
-        let released: Vec<String> = checker
-            .dispatched
-            .iter()
-            .filter_map(|command| match &command.kind {
-                CommandKind::ReleaseRuntime { endpoint } => Some(endpoint.clone()),
-                _ => None,
-            })
-            .collect();
+        let released = checker.released_endpoints();
         if receipt.status == SetupStatus::Ready {
             prop_assert!(released.is_empty());
         } else {

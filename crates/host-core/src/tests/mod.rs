@@ -66,6 +66,15 @@ impl World {
         output.structured.expect("a success has structured content")
     }
 
+    /// The receipt of a run of one cell, waited for to its end.
+    pub async fn run_cell(&self, notebook: &str, cell: usize) -> Value {
+        self.ok(
+            "run_cells",
+            json!({"notebookRef": notebook, "cellIds": [cell], "waitMs": 60_000}),
+        )
+        .await
+    }
+
     /// The code of a call that must fail.
     pub async fn fails(&self, tool: &str, arguments: Value) -> ErrorCode {
         let output = self.call(tool, arguments).await;

@@ -60,12 +60,7 @@ async fn outputs_written_when_the_reply_came_early_are_not_written_again() {
         "a.ipynb",
         &["x = 1\n#> out one", "#> out two\n#> late three"],
     );
-    let receipt = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 60_000}),
-        )
-        .await;
+    let receipt = world.run_cell("a.ipynb", 0).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     // Written once, as the reply arrived; nothing came after it, so not again.
     assert_eq!(world.host.outputs_commits(), 1);
@@ -74,12 +69,7 @@ async fn outputs_written_when_the_reply_came_early_are_not_written_again() {
     assert_eq!(notebook.cells()[0].execution_count(), Some(1));
 
     // An output that arrives after the early reply is in the notebook once the cell settles.
-    let receipt = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "cellIds": [1], "waitMs": 60_000}),
-        )
-        .await;
+    let receipt = world.run_cell("a.ipynb", 1).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     assert_eq!(world.host.outputs_commits(), 3);
     let notebook = world.host.notebook("a.ipynb").unwrap();
@@ -122,12 +112,7 @@ async fn a_second_run_on_the_same_notebook_is_refused_while_one_is_active() {
     let done = world.finish("a.ipynb").await;
     assert_eq!(done["status"], "completed");
     // Once it settled, the notebook takes a new run.
-    let second = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "cellIds": [1], "waitMs": 60_000}),
-        )
-        .await;
+    let second = world.run_cell("a.ipynb", 1).await;
     assert_eq!(second["status"], "completed");
 }
 
@@ -389,12 +374,7 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
         )
         .await;
     let before = world.kernels.log().len();
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "cellIds": [3], "waitMs": 60_000}),
-        )
-        .await;
+    world.run_cell("a.ipynb", 3).await;
     assert_eq!(
         world.kernels.log()[before..].to_vec(),
         ["y = x + 2", "w = y * 2"]

@@ -281,12 +281,7 @@ async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_rel
         tunnel.assigned.lock().unwrap().is_empty(),
         "nothing assigned remains"
     );
-    let receipt = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "cellIds": [0], "waitMs": 60000}),
-        )
-        .await;
+    let receipt = world.run_cell("a.ipynb", 0).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
 }
 

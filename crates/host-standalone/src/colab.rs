@@ -301,6 +301,15 @@ impl RuntimeFiles {
         Ok(self.client().await?.contents())
     }
 
+    /// The Contents API of the runtime `root` names, when it is the one in use now.
+    async fn contents_of(
+        &self,
+        root: &colab_setup::FileServiceRoot,
+    ) -> Result<kernels::Contents, String> {
+        self.serving(root)?;
+        self.contents().await
+    }
+
     /// The same, with setups timed by `setup` (tests shorten the deadline).
     pub fn with_setup_config(mut self, setup: colab_setup::RegistryConfig) -> RuntimeFiles {
         self.setup = setup;
@@ -558,8 +567,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         path: &'a str,
     ) -> host_core::BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
-            self.serving(root)?;
-            let model = self.contents().await?.stat(path).await;
+            let model = self.contents_of(root).await?.stat(path).await;
             match model.map_err(file_service_error)? {
                 Some(model) => Ok(model["size"].as_u64()),
                 None => Ok(None),
@@ -576,11 +584,10 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         bytes: Vec<u8>,
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            self.serving(root)?;
             // Jupyter's chunked save: 1 starts the file, later ones append, -1 appends and
             // closes it (a one-chunk file is a single -1 into a fresh temporary name).
             let number: i64 = if last { -1 } else { i64::from(chunk) };
-            let contents = self.contents().await?;
+            let contents = self.contents_of(root).await?;
             contents
                 .save_chunk(path, number, &bytes)
                 .await
@@ -594,8 +601,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         path: &'a str,
     ) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            self.serving(root)?;
-            let bytes = self.contents().await?.read_file(path).await;
+            let bytes = self.contents_of(root).await?.read_file(path).await;
             bytes
                 .map_err(file_service_error)?
                 .ok_or_else(|| "the file service answered HTTP 404".to_owned())
@@ -608,8 +614,7 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
         path: &'a str,
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            self.serving(root)?;
-            let contents = self.contents().await?;
+            let contents = self.contents_of(root).await?;
             contents.delete(path).await.map_err(file_service_error)
         })
     }

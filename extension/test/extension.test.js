@@ -62,6 +62,18 @@ async function connect(url) {
   return client;
 }
 
+/** Activates with `options`, connects a client, runs `body` with it, then closes and deactivates. */
+async function withClient(options, body) {
+  const api = await activate(options);
+  const client = await connect(api.url);
+  try {
+    return await body(client, api);
+  } finally {
+    await client.close();
+    await extension.deactivate();
+  }
+}
+
 async function call(client, name, args) {
   const result = await client.callTool({ name, arguments: args });
   const body = JSON.parse(result.content[0].text);
@@ -215,9 +227,7 @@ test('stand-in vscode: open, read and edit the live document with expectedRev, t
 
 test('stand-in vscode: an edit planned against an older version is refused', async () => {
   const { folder, uri } = workspace();
-  const api = await activate({ folders: [folder] });
-  const client = await connect(api.url);
-  try {
+  await withClient({ folders: [folder] }, async (client) => {
     await ok(client, 'open_notebooks', { uris: [uri] });
     const read = await ok(client, 'read_notebook', { notebookRef: uri, view: 'source' });
     // Someone else changes the document after the agent read it.
@@ -237,17 +247,12 @@ test('stand-in vscode: an edit planned against an older version is refused', asy
       edits: [{ editType: 'edit', cellId: 'load', expectedRev: read.cells[1].rev, newCode: 'z = 1' }],
     });
     assert.equal(document.cellAt(1).document.getText(), 'z = 1');
-  } finally {
-    await client.close();
-    await extension.deactivate();
-  }
+  });
 });
 
 test('stand-in vscode: run_cells runs on a real ipykernel and writes outputs through the controller', { timeout: 120000 }, async () => {
   const { folder, uri } = workspace();
-  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } });
-  const client = await connect(api.url);
-  try {
+  await withClient({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } }, async (client) => {
     await ok(client, 'open_notebooks', { uris: [uri] });
     const document = state.documents[0];
     const controller = state.controllers[0];
@@ -273,10 +278,7 @@ test('stand-in vscode: run_cells runs on a real ipykernel and writes outputs thr
     assert.equal(show.executionSummary.executionOrder, 2);
     const execution = await ok(client, 'get_execution', { notebookRef: uri });
     assert.equal(execution.status, 'completed');
-  } finally {
-    await client.close();
-    await extension.deactivate();
-  }
+  });
 });
 
 /** `size` random bytes in a new file under `folder`, with their SHA-256. */
@@ -292,9 +294,7 @@ function sha256(file) {
 
 test('stand-in vscode: files move through our controller\'s kernel within the workspace folders', { timeout: 120000 }, async () => {
   const { folder, uri } = workspace();
-  const api = await activate({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } });
-  const client = await connect(api.url);
-  try {
+  await withClient({ folders: [folder], settings: { 'jupyterMcp.saveBeforeExecute': false } }, async (client) => {
     await ok(client, 'open_notebooks', { uris: [uri] });
     const digest = randomFile(folder, 'data.bin', 2 * 1024 * 1024 + 17);
     const kernelPath = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'jupyter-mcp-kernel-')), 'data.bin');
@@ -321,10 +321,7 @@ test('stand-in vscode: files move through our controller\'s kernel within the wo
     assert.equal(fs.existsSync(outside), false, 'nothing was written outside the workspace');
     const again = await call(client, 'download_file', { notebookRef: uri, hostPath: 'data.bin', kernelPath });
     assert.equal(again.body.error.code, 'already_exists', 'never overwritten without overwrite');
-  } finally {
-    await client.close();
-    await extension.deactivate();
-  }
+  });
 });
 
 test('stand-in vscode: create_notebook without a folder makes an untitled notebook', async () => {

@@ -150,6 +150,14 @@ mod tests {
         (doc, roots, cell)
     }
 
+    /// [`setup`] with a writer that has begun writing the cell's outputs.
+    fn writing() -> (Doc, Roots, MapRef, OutputWriter) {
+        let (doc, roots, cell) = setup();
+        let mut writer = OutputWriter::new();
+        writer.begin(&mut doc.transact_mut(), &cell);
+        (doc, roots, cell, writer)
+    }
+
     fn stream(text: &str) -> IopubEvent {
         IopubEvent::Stream {
             name: "stdout".into(),
@@ -240,9 +248,7 @@ mod tests {
 
     #[test]
     fn a_clear_output_replaces_what_was_written() {
-        let (doc, roots, cell) = setup();
-        let mut writer = OutputWriter::new();
-        writer.begin(&mut doc.transact_mut(), &cell);
+        let (doc, roots, cell, mut writer) = writing();
         writer.output(&mut doc.transact_mut(), &cell, stream("50%"));
         writer.output(
             &mut doc.transact_mut(),
@@ -259,9 +265,7 @@ mod tests {
 
     #[test]
     fn outputs_cleared_by_someone_else_are_written_again() {
-        let (doc, roots, cell) = setup();
-        let mut writer = OutputWriter::new();
-        writer.begin(&mut doc.transact_mut(), &cell);
+        let (doc, roots, cell, mut writer) = writing();
         writer.output(&mut doc.transact_mut(), &cell, stream("a"));
         {
             let mut txn = doc.transact_mut();

@@ -280,6 +280,18 @@ mod tests {
         Ok(outcome.notebook)
     }
 
+    /// An edit that sets the source of the cell with id `cell`, checking no rev.
+    fn set_source(cell: &str, source: String) -> EditOp {
+        EditOp::Edit {
+            target: CellRef::Text(cell.into()),
+            expected_rev: None,
+            source: Some(source),
+            language: None,
+            metadata: None,
+            name: None,
+        }
+    }
+
     fn sync(from: &Doc, to: &Doc) {
         let vector = to.transact().state_vector();
         let update = from.transact().encode_state_as_update_v1(&vector);
@@ -307,14 +319,7 @@ mod tests {
         let result = commit(
             &doc,
             &roots,
-            &[EditOp::Edit {
-                target: CellRef::Text("c1".into()),
-                expected_rev: None,
-                source: Some("a = 1\nb = 3\n".into()),
-                language: None,
-                metadata: None,
-                name: None,
-            }],
+            &[set_source("c1", "a = 1\nb = 3\n".to_owned())],
         )
         .unwrap();
         assert_eq!(
@@ -366,14 +371,7 @@ mod tests {
         commit(
             &agent,
             &agent_roots,
-            &[EditOp::Edit {
-                target: CellRef::Text("c0".into()),
-                expected_rev: None,
-                source: Some("x = 1\ny = 2\nz = 30\n".into()),
-                language: None,
-                metadata: None,
-                name: None,
-            }],
+            &[set_source("c0", "x = 1\ny = 2\nz = 30\n".to_owned())],
         )
         .unwrap();
         sync(&agent, &person);
@@ -529,10 +527,7 @@ mod tests {
             let mut agent_lines = lines.clone();
             agent_lines[agent_line] = replacement.clone();
             let new: String = agent_lines.iter().map(|line| format!("{line}\n")).collect();
-            commit(&agent, &agent_roots, &[EditOp::Edit {
-                target: CellRef::Text("c0".into()), expected_rev: None, source: Some(new),
-                language: None, metadata: None, name: None,
-            }]).unwrap();
+            commit(&agent, &agent_roots, &[set_source("c0", new)]).unwrap();
             sync(&agent, &person);
             sync(&person, &agent);
             let mut expected_lines = agent_lines;

@@ -188,19 +188,27 @@ async fn main() -> anyhow::Result<()> {
         brokered::broker_bench(&mut report, quick).await?;
         took("broker");
     }
-    if quick && only.is_none() {
-        // Starting a Jupyter Server alone takes about ten seconds on a busy machine.
-        let note = "\n### Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback\n\nSkipped by --quick (it starts a Jupyter Server); `--only kernels` or the full run measures it.\n";
+    // Starting a Jupyter Server alone takes about ten seconds on a busy machine: `--quick` skips
+    // the sections that start one, and says so in their place.
+    let skipped_by_quick = |report: &mut String, title: &str, section: &str| {
+        let note = format!(
+            "\n### {title}\n\nSkipped by --quick (it starts a Jupyter Server); `--only {section}` or the full run measures it.\n"
+        );
         print!("{note}");
-        report.push_str(note);
+        report.push_str(&note);
+    };
+    if quick && only.is_none() {
+        skipped_by_quick(
+            &mut report,
+            "Kernels: trivial-cell latency, local ZeroMQ against a Jupyter Server on loopback",
+            "kernels",
+        );
     } else if wanted("kernels") {
         kernel_latency::remote_kernel_bench(&mut report, if quick { 15 } else { 100 }).await?;
         took("kernels");
     }
     if quick && only.is_none() {
-        let note = "\n### Working alongside JupyterLab\n\nSkipped by --quick (it starts a Jupyter Server); `--only jupyter` or the full run measures it.\n";
-        print!("{note}");
-        report.push_str(note);
+        skipped_by_quick(&mut report, "Working alongside JupyterLab", "jupyter");
     } else if wanted("jupyter") {
         jupyter::jupyter_bench(&mut report, if quick { 15 } else { 60 }).await?;
         took("jupyter");

@@ -124,14 +124,12 @@ pub(crate) async fn notebook_model_bench(report: &mut String, quick: bool) -> an
                 target: "≤ 2×",
                 pass: Some(ratio(open.median, bare.median) <= 2.0),
             },
-            Row {
-                name: "write (byte-exact nbformat text)".into(),
-                figure: format!("{} ({})", ms(write.median), ms(write.p90)),
-                baseline: format!("{} (bare serde_json parse)", ms(bare.median)),
-                ratio: format!("{:.2}×", ratio(write.median, bare.median)),
-                target: "",
-                pass: None,
-            },
+            Row::compared(
+                "write (byte-exact nbformat text)",
+                write,
+                bare,
+                "bare serde_json parse",
+            ),
             Row {
                 name: "read_notebook whole outline (`maxResponseChars: 0`), warm (in-process tool call)".into(),
                 figure: format!("{} ({})", ms(outline.median), ms(outline.p90)),

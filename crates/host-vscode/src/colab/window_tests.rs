@@ -187,6 +187,29 @@ async fn a_server_mounted_already_is_reused_without_the_picker_or_a_debugging_po
 }
 
 #[tokio::test]
+async fn a_provider_check_without_a_debugging_port_is_unavailable_and_says_why() {
+    let shell = Arc::new(FakeWindow::default());
+    let colab = window(shell.clone(), None);
+    let notebook = NotebookLocation {
+        uri: "file:///work/a.ipynb".to_owned(),
+        path: Some("a.ipynb".into()),
+    };
+    assert_eq!(colab.diagnosis(&notebook), None);
+    assert_eq!(
+        colab
+            .perform_setup(&notebook, &CommandKind::CheckProvider)
+            .await,
+        Reply::Failed(Failure::Unavailable)
+    );
+    let diagnosis = colab.diagnosis(&notebook).unwrap();
+    assert_eq!(diagnosis["code"], "native_not_configured", "{diagnosis}");
+    assert!(
+        colab.setup_route(None).is_err(),
+        "setups are refused up front"
+    );
+}
+
+#[tokio::test]
 async fn only_named_terminals_of_the_latest_inventory_are_closed() {
     let shell = Arc::new(FakeWindow::default());
     *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11), ("bash", 12), ("zsh", 13)]);

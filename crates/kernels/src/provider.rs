@@ -39,6 +39,14 @@ pub trait KernelProvider: Send + Sync {
     }
 }
 
+/// A provider's [`KernelProvider::start`]: the kernel `starting` yields, as a shared handle.
+#[cfg(any(feature = "local", feature = "remote"))]
+pub(crate) fn started<'a, K: KernelHandle + 'static>(
+    starting: impl Future<Output = Result<K>> + Send + 'a,
+) -> BoxFuture<'a, Result<Arc<dyn KernelHandle>>> {
+    Box::pin(async move { Ok(Arc::new(starting.await?) as Arc<dyn KernelHandle>) })
+}
+
 /// One running (or dead, or restartable) kernel.
 pub trait KernelHandle: Send + Sync {
     /// The choice it was started from.

@@ -21,7 +21,7 @@ use self::pump::{PumpCommand, StopReason};
 use crate::discovery::{DiscoveryConfig, PythonProbe, discover, probe_python, runtime_dir};
 use crate::error::{Error, Result};
 use crate::execute::{ExecuteHandle, ExecuteOptions};
-use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider};
+use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider, started};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo};
 use crate::status::{KernelInfo, KernelStatus, StatusHub};
 
@@ -139,10 +139,7 @@ impl KernelProvider for LocalProvider {
         spec: &'a KernelSpecInfo,
         cwd: &'a Path,
     ) -> BoxFuture<'a, Result<Arc<dyn KernelHandle>>> {
-        Box::pin(async move {
-            let kernel = self.start_local(spec, cwd).await?;
-            Ok(Arc::new(kernel) as Arc<dyn KernelHandle>)
-        })
+        started(self.start_local(spec, cwd))
     }
 
     fn server_root(&self) -> Option<&Path> {

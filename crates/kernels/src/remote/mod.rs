@@ -59,7 +59,7 @@ pub use self::tls::CertificateProblem;
 use crate::error::{Error, Result};
 use crate::execute::{ExecuteEvent, ExecuteHandle, ExecuteOptions};
 use crate::place::KernelPlace;
-use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider};
+use crate::provider::{KernelBody, KernelHandle, KernelParts, KernelProvider, started};
 use crate::spec::{Discovery, InterruptMode, KernelSpecInfo, SpecSource};
 use crate::status::{KernelInfo, KernelStatus, StatusHub};
 
@@ -360,10 +360,7 @@ impl KernelProvider for RemoteProvider {
         spec: &'a KernelSpecInfo,
         cwd: &'a Path,
     ) -> BoxFuture<'a, Result<Arc<dyn KernelHandle>>> {
-        Box::pin(async move {
-            let kernel = self.start_remote(spec, cwd).await?;
-            Ok(Arc::new(kernel) as Arc<dyn KernelHandle>)
-        })
+        started(self.start_remote(spec, cwd))
     }
 
     fn server_root(&self) -> Option<&Path> {

@@ -708,6 +708,24 @@ impl Client {
         Ok(self.service.list_all_tools().await?)
     }
 
+    /// `edit_cells` replacing the whole source of cell `cell_id` with `new_code`, checked
+    /// against `expected_rev`.
+    pub async fn edit_source(
+        &self,
+        notebook_ref: &str,
+        cell_id: &str,
+        expected_rev: Value,
+        new_code: &str,
+    ) -> Call {
+        self.call(
+            "edit_cells",
+            serde_json::json!({"notebookRef": notebook_ref, "edits": [{
+                "editType": "edit", "cellId": cell_id, "expectedRev": expected_rev, "newCode": new_code
+            }]}),
+        )
+        .await
+    }
+
     /// The cells of a notebook's outline (`read_notebook` with its defaults).
     pub async fn outline_cells(&self, notebook_ref: &str) -> Vec<Value> {
         let outline = self

@@ -164,30 +164,16 @@ async fn listing_refs_and_unreadable_notebooks() {
             .ends_with("broken.ipynb")
     );
 
-    assert_eq!(
-        client
-            .call(
-                "read_notebook",
-                json!({"notebookRef": "nb_0123456789abcdef01234567"})
-            )
-            .await
-            .error_code(),
-        "notebook_ref_unknown"
-    );
-    assert_eq!(
-        client
-            .call("read_notebook", json!({"notebookRef": "nb_nothex"}))
-            .await
-            .error_code(),
-        "notebook_ref_malformed"
-    );
-    assert_eq!(
-        client
-            .call("read_notebook", json!({"notebookRef": "missing.ipynb"}))
-            .await
-            .error_code(),
-        "notebook_not_found"
-    );
+    for (reference, code) in [
+        ("nb_0123456789abcdef01234567", "notebook_ref_unknown"),
+        ("nb_nothex", "notebook_ref_malformed"),
+        ("missing.ipynb", "notebook_not_found"),
+    ] {
+        let read = client
+            .call("read_notebook", json!({"notebookRef": reference}))
+            .await;
+        assert_eq!(read.error_code(), code, "{reference}");
+    }
 }
 
 #[tokio::test]

@@ -82,12 +82,7 @@ async fn the_agent_and_a_person_edit_one_live_notebook_and_neither_loses_an_edit
     let first = cell(&cells, "c0").clone();
     let second = cell(&cells, "c1").clone();
     let edited = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "live.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c1", "expectedRev": second["rev"], "newCode": "a = 11"
-            }]}),
-        )
+        .edit_source("live.ipynb", "c1", json!(second["rev"]), "a = 11")
         .await
         .ok();
     let (mut person, seen) = person
@@ -136,12 +131,7 @@ async fn the_agent_and_a_person_edit_one_live_notebook_and_neither_loses_an_edit
     })
     .await;
     let refused = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "live.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c1", "expectedRev": stale_rev, "newCode": "a = 99"
-            }]}),
-        )
+        .edit_source("live.ipynb", "c1", json!(stale_rev), "a = 99")
         .await;
     assert!(refused.is_error(), "{}", refused.text());
     let refusal = refused.error();
@@ -161,12 +151,7 @@ async fn the_agent_and_a_person_edit_one_live_notebook_and_neither_loses_an_edit
     })
     .await;
     client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "live.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c1", "expectedRev": current_rev, "newCode": "a = 13"
-            }]}),
-        )
+        .edit_source("live.ipynb", "c1", json!(current_rev), "a = 13")
         .await
         .ok();
     let (mut person, seen) = person
@@ -572,12 +557,7 @@ async fn over_https_the_agent_edits_and_runs_trusting_the_kernel_server_ca() {
     let cells = client.outline_cells("tls.ipynb").await;
     let first = cell(&cells, "c0").clone();
     let edited = client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "tls.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c0", "expectedRev": first["rev"], "newCode": "a = 2"
-            }]}),
-        )
+        .edit_source("tls.ipynb", "c0", json!(first["rev"]), "a = 2")
         .await
         .ok();
     let (person, seen) = person
@@ -683,12 +663,7 @@ async fn after_the_jupyter_server_restarts_the_agent_works_on_a_fresh_copy_of_th
     let client = Client::http(&mcp.url).await.unwrap();
     let cells = client.outline_cells("again.ipynb").await;
     client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "again.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c0", "expectedRev": cells[0]["rev"], "newCode": "a = 2"
-            }]}),
-        )
+        .edit_source("again.ipynb", "c0", json!(cells[0]["rev"]), "a = 2")
         .await
         .ok();
     client
@@ -703,12 +678,7 @@ async fn after_the_jupyter_server_restarts_the_agent_works_on_a_fresh_copy_of_th
     })
     .await;
     client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "again.ipynb", "edits": [{
-                "editType": "edit", "cellId": "c0", "expectedRev": cells[0]["rev"], "newCode": "a = 3"
-            }]}),
-        )
+        .edit_source("again.ipynb", "c0", json!(cells[0]["rev"]), "a = 3")
         .await
         .ok();
     let mut person = Peer::start(&server.url(), server.token()).unwrap();

@@ -599,19 +599,20 @@ mod tests {
 
     #[test]
     fn slugs_follow_github() {
-        assert_eq!(slug("Several servers, one URL"), "several-servers-one-url");
-        assert_eq!(
-            slug("Kernels on a Jupyter Server or Gateway"),
-            "kernels-on-a-jupyter-server-or-gateway"
-        );
-        assert_eq!(
-            slug("Colab in a VS Code window"),
-            "colab-in-a-vs-code-window"
-        );
-        assert_eq!(slug("C++ & Rust!"), "c--rust");
-        assert_eq!(slug("check_colab: the proof"), "check_colab-the-proof");
-        assert_eq!(slug("  Über café 2  "), "über-café-2");
-        assert_eq!(slug("a - b"), "a---b");
+        for (heading, anchor) in [
+            ("Several servers, one URL", "several-servers-one-url"),
+            (
+                "Kernels on a Jupyter Server or Gateway",
+                "kernels-on-a-jupyter-server-or-gateway",
+            ),
+            ("Colab in a VS Code window", "colab-in-a-vs-code-window"),
+            ("C++ & Rust!", "c--rust"),
+            ("check_colab: the proof", "check_colab-the-proof"),
+            ("  Über café 2  ", "über-café-2"),
+            ("a - b", "a---b"),
+        ] {
+            assert_eq!(slug(heading), anchor, "{heading:?}");
+        }
     }
 
     #[test]

@@ -77,6 +77,25 @@ async fn serve_and_run_first_cell(
     (mcp, client)
 }
 
+/// Moves a file of the notebook's kernel with `tool` (`upload_file` or `download_file`), and
+/// answers the result and how long the call took.
+async fn timed_transfer(
+    client: &Client,
+    tool: &str,
+    host_path: &str,
+    kernel_path: &str,
+) -> (Value, Duration) {
+    let started = std::time::Instant::now();
+    let result = client
+        .call(
+            tool,
+            json!({"notebookRef": NB, "hostPath": host_path, "kernelPath": kernel_path}),
+        )
+        .await
+        .ok();
+    (result, started.elapsed())
+}
+
 async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
     client.follow(NB, Duration::from_secs(120), done).await
 }
@@ -161,15 +180,8 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         .collect();
     let expected = sha256_hex(&payload);
     std::fs::write(root.path().join("payload.bin"), &payload).unwrap();
-    let started = std::time::Instant::now();
-    let uploaded = client
-        .call(
-            "upload_file",
-            json!({"notebookRef": NB, "hostPath": "payload.bin", "kernelPath": "/content/big.bin"}),
-        )
-        .await
-        .ok();
-    let upload_time = started.elapsed();
+    let (uploaded, upload_time) =
+        timed_transfer(&client, "upload_file", "payload.bin", "/content/big.bin").await;
     assert_eq!(uploaded["route"], "contents", "{uploaded}");
     assert_eq!(uploaded["sha256"], expected.as_str(), "{uploaded}");
     assert!(uploaded["chunks"].as_u64().unwrap() >= 5, "{uploaded}");
@@ -177,15 +189,8 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         std::fs::read(standin.content_folder().join("big.bin")).unwrap() == payload,
         "the runtime's copy is intact"
     );
-    let started = std::time::Instant::now();
-    let downloaded = client
-        .call(
-            "download_file",
-            json!({"notebookRef": NB, "hostPath": "back.bin", "kernelPath": "/content/big.bin"}),
-        )
-        .await
-        .ok();
-    let download_time = started.elapsed();
+    let (downloaded, download_time) =
+        timed_transfer(&client, "download_file", "back.bin", "/content/big.bin").await;
     assert_eq!(downloaded["route"], "contents", "{downloaded}");
     assert_eq!(downloaded["sha256"], expected.as_str(), "{downloaded}");
     assert!(std::fs::read(root.path().join("back.bin")).unwrap() == payload);
@@ -225,19 +230,14 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
     // what a kernel sends while no socket is open may never arrive (the run would then say it
     // cannot confirm completion, which is right, but not what this test is about).
     let endpoint = runtime.endpoint.clone();
-    let state = state_until(&standin, |state| {
+    let reconnected = |state: &Value| {
         state["runtimes"][endpoint.as_str()]["sockets"]
             .as_u64()
             .unwrap_or(0)
             >= 1
-    });
-    assert!(
-        state["runtimes"][endpoint.as_str()]["sockets"]
-            .as_u64()
-            .unwrap_or(0)
-            >= 1,
-        "the host reconnected: {state}"
-    );
+    };
+    let state = state_until(&standin, reconnected);
+    assert!(reconnected(&state), "the host reconnected: {state}");
     std::fs::write(standin.content_folder().join("go-token"), "").unwrap();
     let receipt = follow(&client, terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");

@@ -14,7 +14,72 @@ use notebook_model::search::{MatchPlace, SearchQuery};
 use notebook_model::{CellKind, Notebook, Resolver, view};
 
 use crate::host::{NotebookHost, NotebookLocation};
+use crate::session::FlowView;
 use crate::{budget, render};
+
+/// The lint findings of a read, each repeated finding (the same code and message) given once,
+/// with the other cells in `alsoIn`: a name undefined in 500 cells is one finding, not 500.
+#[derive(Default)]
+struct LintGroups {
+    findings: Vec<LintFinding>,
+    /// Where each (code, message) is in `findings`.
+    first: HashMap<(String, String), usize>,
+}
+
+impl LintGroups {
+    fn key(finding: &LintFinding) -> (String, String) {
+        (finding.code.clone(), finding.message.clone())
+    }
+
+    /// What the findings of the cell at `index` add to the reply: a repeat only its index.
+    fn cost(&self, index: usize, findings: &[LintFinding]) -> usize {
+        findings
+            .iter()
+            .map(|finding| {
+                if self.first.contains_key(&Self::key(finding)) {
+                    index.to_string().len() + 1
+                } else {
+                    budget::json_len(finding) + 1
+                }
+            })
+            .sum()
+    }
+
+    /// Adds the findings of the cell at `index`.
+    fn add(&mut self, index: usize, findings: Vec<LintFinding>) {
+        for finding in findings {
+            let key = Self::key(&finding);
+            match self.first.get(&key) {
+                Some(&first) => {
+                    let group = &mut self.findings[first];
+                    // A cell's repeats of one finding come one after another.
+                    if group.cell_index != index && group.also_in.last() != Some(&index) {
+                        group.also_in.push(index);
+                    }
+                }
+                None => {
+                    self.first.insert(key, self.findings.len());
+                    self.findings.push(finding);
+                }
+            }
+        }
+    }
+}
+
+/// A code cell's state (the kernel's, else the dataflow's), inputs and dependents, by name.
+fn add_flow(
+    cell_view: &mut CellOutline,
+    index: usize,
+    live_state: Option<&str>,
+    flow: &FlowView,
+    names: &[String],
+) {
+    let state = live_state.or_else(|| flow.states[index].map(dataflow::CellState::as_str));
+    cell_view.state = state.map(str::to_owned);
+    let named = |cells: &[usize]| cells.iter().map(|&i| names[i].clone()).collect();
+    cell_view.inputs = Some(named(&flow.inputs[index]));
+    cell_view.dependents = Some(named(&flow.dependents[index]));
+}
 
 /// The reply's reference to an image a read returns; `thumbnails` when the read did not ask
 /// for images, so that a downscaled one stands for the full image behind its link.
@@ -216,10 +281,7 @@ impl<H: NotebookHost> Tools<H> {
         // The envelope (URIs, kernel, counts, a notice) is charged up front; each cell then
         // costs its JSON text plus its lint findings.
         let mut spent = 1_000 + 2 * location.uri.len();
-        let mut lint: Vec<LintFinding> = Vec::new();
-        // A finding repeated in other cells (the same code and message) is given once, with
-        // the other cells in `alsoIn`: a name undefined in 500 cells is one finding, not 500.
-        let mut repeated: HashMap<(String, String), usize> = HashMap::new();
+        let mut lint = LintGroups::default();
         let mut returned = 0;
         // Outlines are made one cell at a time: a page of a long notebook costs what it returns.
         for &index in page {
@@ -229,23 +291,8 @@ impl<H: NotebookHost> Tools<H> {
             };
             let cell = notebook.cell(index).expect("resolved index");
             if cell.kind() == CellKind::Code {
-                let state = live
-                    .get(cell.id())
-                    .copied()
-                    .or_else(|| flow.states[index].map(dataflow::CellState::as_str));
-                cell_view.state = state.map(str::to_owned);
-                cell_view.inputs = Some(
-                    flow.inputs[index]
-                        .iter()
-                        .map(|&i| names[i].clone())
-                        .collect(),
-                );
-                cell_view.dependents = Some(
-                    flow.dependents[index]
-                        .iter()
-                        .map(|&i| names[i].clone())
-                        .collect(),
-                );
+                let live_state = live.get(cell.id()).copied();
+                add_flow(&mut cell_view, index, live_state, &flow, names);
             }
             // Beside the source, a fallback tldr would only restate its first line: only a
             // model's summary is kept there.
@@ -285,16 +332,7 @@ impl<H: NotebookHost> Tools<H> {
             let cost = if budget == usize::MAX {
                 0
             } else {
-                let lint_cost: usize = cell_lint
-                    .iter()
-                    .map(|finding| {
-                        if repeated.contains_key(&(finding.code.clone(), finding.message.clone())) {
-                            index.to_string().len() + 1
-                        } else {
-                            budget::json_len(finding) + 1
-                        }
-                    })
-                    .sum();
+                let lint_cost = lint.cost(index, &cell_lint);
                 // What the cell's images add beside it: a ref each and, from the cell that
                 // brings the first thumbnail or spends the last image, the notice saying so.
                 let image_cost: usize = cell_images
@@ -331,22 +369,7 @@ impl<H: NotebookHost> Tools<H> {
             spent += cost;
             returned += 1;
             cells.push(cell_view);
-            for finding in cell_lint {
-                let key = (finding.code.clone(), finding.message.clone());
-                match repeated.get(&key) {
-                    Some(&first) => {
-                        let group: &mut LintFinding = &mut lint[first];
-                        // A cell's repeats of one finding come one after another.
-                        if group.cell_index != index && group.also_in.last() != Some(&index) {
-                            group.also_in.push(index);
-                        }
-                    }
-                    None => {
-                        repeated.insert(key, lint.len());
-                        lint.push(finding);
-                    }
-                }
-            }
+            lint.add(index, cell_lint);
             for image in cell_images {
                 let image_ref = image_ref(index, &image, thumbnails);
                 any_thumbnail |= image_ref.thumbnail;
@@ -377,7 +400,7 @@ impl<H: NotebookHost> Tools<H> {
             notebook_ref: self.remember(&location),
             cell_count: notebook.len(),
             cells,
-            lint: (view == ReadView::Outline).then_some(lint),
+            lint: (view == ReadView::Outline).then_some(lint.findings),
             kernel,
             images: image_refs,
             notice: (!notices.is_empty()).then(|| notices.join(" ")),

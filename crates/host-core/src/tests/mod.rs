@@ -75,6 +75,15 @@ impl World {
         .await
     }
 
+    /// The receipt of a run of the notebook's stale cells that is still running after 100 ms.
+    pub async fn start_run(&self, notebook: &str) -> Value {
+        let running = self
+            .ok("run_cells", json!({"notebookRef": notebook, "waitMs": 100}))
+            .await;
+        assert_eq!(running["status"], "running", "{running}");
+        running
+    }
+
     /// The code of a call that must fail.
     pub async fn fails(&self, tool: &str, arguments: Value) -> ErrorCode {
         let output = self.call(tool, arguments).await;

@@ -211,13 +211,7 @@ async fn wait_ms_bounds_only_the_call_and_the_run_goes_on() {
 async fn a_restart_ends_the_run_at_once_and_makes_every_cell_stale() {
     let world = World::new();
     world.host.insert("a.ipynb", &["x = 1", "#> hang", "y = 2"]);
-    let running = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 100}),
-        )
-        .await;
-    assert_eq!(running["status"], "running", "{running}");
+    let running = world.start_run("a.ipynb").await;
     let restarted = world
         .ok("restart_kernels", json!({"notebookRefs": ["a.ipynb"]}))
         .await;

@@ -324,13 +324,7 @@ async fn a_setup_waits_for_the_notebooks_run_and_its_pending_command() {
     let tunnel = Arc::new(ScriptedTunnel::default());
     let world = World::with_host(MemoryHost::new().with_colab(tunnel.clone()));
     world.host.insert("a.ipynb", &["#> stubborn"]);
-    let running = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 100}),
-        )
-        .await;
-    assert_eq!(running["status"], "running", "{running}");
+    world.start_run("a.ipynb").await;
     let setup = json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 60000});
     let refused = world.call("configure_kernel", setup.clone()).await;
     assert_eq!(

@@ -267,6 +267,12 @@ impl Trio {
         dispatch.specs().iter().map(|spec| spec.name).collect()
     }
 
+    /// `read_notebook` of `reference` through the broker.
+    async fn read(&self, reference: &str) -> ToolOutput {
+        self.call("read_notebook", json!({"notebookRef": reference}))
+            .await
+    }
+
     async fn call(&self, tool: &str, arguments: Value) -> ToolOutput {
         let dispatch = self
             .broker()
@@ -348,21 +354,11 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
         ]
     );
     // The broker's own notebooks are served in process.
-    let read = trio
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "FILE:///A/ONE.IPYNB"}),
-        )
-        .await;
+    let read = trio.read("FILE:///A/ONE.IPYNB").await;
     assert_eq!(read.structured.unwrap()["window"], "wa");
 
     // The reference's distinct errors.
-    let ambiguous = trio
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "file:///shared.ipynb"}),
-        )
-        .await;
+    let ambiguous = trio.read("file:///shared.ipynb").await;
     assert_eq!(code(&ambiguous), "notebook_ambiguous");
     let text = message(&ambiguous);
     assert!(
@@ -373,24 +369,17 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
         text.contains(&format!("beta: {}", b.ref_of("file:///shared.ipynb"))),
         "{text}"
     );
-    let malformed = trio
-        .call("read_notebook", json!({"notebookRef": "nb_123"}))
-        .await;
-    assert_eq!(code(&malformed), "notebook_ref_malformed");
-    let unknown = trio
-        .call(
-            "read_notebook",
-            json!({"notebookRef": notebook_ref("wz", "file:///x.ipynb")}),
-        )
-        .await;
-    assert_eq!(code(&unknown), "notebook_ref_unknown");
-    let missing = trio
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "file:///nowhere.ipynb"}),
-        )
-        .await;
-    assert_eq!(code(&missing), "notebook_not_found");
+    for (reference, expected) in [
+        ("nb_123".to_owned(), "notebook_ref_malformed"),
+        (
+            notebook_ref("wz", "file:///x.ipynb"),
+            "notebook_ref_unknown",
+        ),
+        ("file:///nowhere.ipynb".to_owned(), "notebook_not_found"),
+    ] {
+        let read = trio.read(&reference).await;
+        assert_eq!(code(&read), expected, "{reference}");
+    }
     let no_window = trio
         .call("create_notebook", json!({"title": "t", "windowId": "wz"}))
         .await;
@@ -440,12 +429,7 @@ async fn calls_go_to_the_owner_and_batches_split_per_owner() {
         .call("open_notebooks", json!({"uris": ["x"], "windowId": "wc"}))
         .await;
     assert!(!opened.is_error);
-    let read = trio
-        .call(
-            "read_notebook",
-            json!({"notebookRef": c.ref_of("file:///opened/hidden.ipynb")}),
-        )
-        .await;
+    let read = trio.read(&c.ref_of("file:///opened/hidden.ipynb")).await;
     assert_eq!(read.structured.unwrap()["window"], "wc");
 
     // The broker lists every tool any window serves.
@@ -607,9 +591,7 @@ async fn calls_to_silent_or_departed_owners_end() {
     assert_eq!(code(&output), "window_unavailable");
     assert!(message(&output).contains("gamma"), "{}", message(&output));
     // Its refs now fail clearly too.
-    let again = trio
-        .call("read_notebook", json!({"notebookRef": reference}))
-        .await;
+    let again = trio.read(&reference).await;
     assert_eq!(code(&again), "window_unavailable");
     assert!(
         message(&again).contains("disconnected"),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
@@ -12,6 +12,8 @@ use mcp_contract::catalog::{self, ToolSpec};
 use mcp_contract::results::{ListNotebooksResult, WindowEntry};
 use mcp_server::http::{Body, ExtraRoutes, json_response};
 use serde_json::{Map, Value, json};
+// Tokio's clock: on a paused test clock, heartbeats, staleness and deadlines keep one time.
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use mcp_contract::refs::{self, RefKind};

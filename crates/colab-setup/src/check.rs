@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use notebook_model::fuzz::ByteSource;
+
 use crate::names::{FileServiceRoot, ServerAlias, SessionName, SetupId};
 use crate::picker::{PickerLabels, PickerRow, PickerView, UserPrompt};
 use crate::probe::{CheckCommandKind, CheckReply, CheckStep, KernelFailure};
@@ -25,7 +27,7 @@ pub fn check_setup_sequence(data: &[u8]) {
 
 /// The checked run behind [`check_setup_sequence`], returning its checker for inspection.
 fn run_sequence(data: &[u8]) -> SetupChecker {
-    let mut bytes = ByteSource { data, offset: 0 };
+    let mut bytes = ByteSource::new(data);
     let (route, sim) = decode_world(&mut bytes);
     let mut checker = SetupChecker::new(route, sim, 1_000);
     let mut steps = 0;
@@ -76,27 +78,13 @@ fn run_sequence(data: &[u8]) -> SetupChecker {
     checker
 }
 
-pub(crate) struct ByteSource<'a> {
-    data: &'a [u8],
-    offset: usize,
+/// The decoder of picker labels this check adds to the shared fuzz byte source.
+pub(crate) trait LabelSource {
+    /// One of the labels a picker row may carry, chosen by the next byte.
+    fn label(&mut self) -> String;
 }
 
-impl ByteSource<'_> {
-    fn is_empty(&self) -> bool {
-        self.offset >= self.data.len()
-    }
-
-    /// The next byte, or 0 past the end.
-    fn next(&mut self) -> u8 {
-        let byte = self.data.get(self.offset).copied().unwrap_or(0);
-        self.offset += 1;
-        byte
-    }
-
-    fn flag(&mut self) -> bool {
-        self.next() % 2 == 1
-    }
-
+impl LabelSource for ByteSource<'_> {
     fn label(&mut self) -> String {
         match self.next() % 8 {
             0 => "Colab".into(),

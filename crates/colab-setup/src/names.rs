@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use notebook_model::identity::push_base36;
 use serde::Serialize;
 
 use crate::error::SetupError;
@@ -150,20 +151,6 @@ impl PartialEq<str> for SetupId {
     fn eq(&self, other: &str) -> bool {
         self.0 == other
     }
-}
-
-/// Appends `value` in lowercase base 36, left-padded with zeros to at least `min_width` digits.
-fn push_base36(out: &mut String, mut value: u64, min_width: usize) {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut reversed = Vec::with_capacity(13);
-    while value > 0 {
-        reversed.push(DIGITS[(value % 36) as usize]);
-        value /= 36;
-    }
-    while reversed.len() < min_width {
-        reversed.push(b'0');
-    }
-    out.extend(reversed.iter().rev().map(|&digit| char::from(digit)));
 }
 
 /// The id of one entry of one kernel-choice listing (`kernelChoiceId`):

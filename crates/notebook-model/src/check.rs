@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value, json};
 
 use crate::edit::{EditOp, EditPolicy, apply_edits};
+use crate::fuzz::ByteSource;
 use crate::identity;
 use crate::notebook::{CellKind, Notebook};
 use crate::refs::{CellRef, Resolver};
@@ -196,10 +197,7 @@ pub fn check_edit_batch(data: &[u8]) {
 
 /// The policy and operations the driving bytes of [`check_edit_batch`] stand for.
 fn decode_batch(head: &[u8], notebook: &Notebook) -> (EditPolicy, Vec<EditOp>) {
-    let mut bytes = ByteSource {
-        data: head,
-        offset: 0,
-    };
+    let mut bytes = ByteSource::new(head);
     let policy = EditPolicy {
         require_expected_rev: bytes.next().is_multiple_of(2),
     };
@@ -403,36 +401,6 @@ fn decode_metadata(bytes: &mut ByteSource<'_>) -> Option<Map<String, Value>> {
     match value {
         Value::Object(map) => Some(map),
         _ => None,
-    }
-}
-
-/// Reads fuzz bytes as a stream of small decisions; past the end every byte is 0.
-struct ByteSource<'a> {
-    data: &'a [u8],
-    offset: usize,
-}
-
-impl ByteSource<'_> {
-    fn is_empty(&self) -> bool {
-        self.offset >= self.data.len()
-    }
-
-    fn next(&mut self) -> u8 {
-        let byte = self.data.get(self.offset).copied().unwrap_or(0);
-        self.offset += 1;
-        byte
-    }
-
-    fn pick<'p, T>(&mut self, items: &'p [T]) -> &'p T {
-        &items[usize::from(self.next()) % items.len()]
-    }
-
-    fn pick_text(&mut self, items: &[&str]) -> String {
-        (*self.pick(items)).to_owned()
-    }
-
-    fn optional<T>(&mut self, decode: impl FnOnce(&mut Self) -> T) -> Option<T> {
-        (self.next() % 2 == 1).then(|| decode(self))
     }
 }
 

@@ -32,6 +32,22 @@ fn hex_prefix(bytes: &[u8], hex_chars: usize) -> String {
     text
 }
 
+/// Appends `value` in lowercase base 36, left-padded with zeros to at least `min_width` digits:
+/// the digits of the opaque ids the crates above build from a time and a random number
+/// (`execution-tracker`'s execution ids, `colab-setup`'s setup ids).
+pub fn push_base36(out: &mut String, mut value: u64, min_width: usize) {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut reversed = Vec::with_capacity(13);
+    while value > 0 {
+        reversed.push(DIGITS[(value % 36) as usize]);
+        value /= 36;
+    }
+    while reversed.len() < min_width {
+        reversed.push(b'0');
+    }
+    out.extend(reversed.iter().rev().map(|&digit| char::from(digit)));
+}
+
 /// Lower-case hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex_prefix(&Sha256::digest(bytes), 64)

@@ -40,6 +40,7 @@ mod check;
 pub mod edit;
 mod error;
 pub mod export;
+pub mod fuzz;
 pub mod identity;
 mod notebook;
 pub mod outputs;

@@ -271,6 +271,17 @@ impl<'o> Formatter<'o> {
         });
     }
 
+    /// One representation's text under the header `[<label> | <mime>]`.
+    fn mime_body(&mut self, group: usize, index: usize, label: &str, mime: &str, body: String) {
+        self.body(
+            group,
+            index,
+            format!("[{label} | {mime}]"),
+            body,
+            PartKind::Body,
+        );
+    }
+
     fn body(
         &mut self,
         group: usize,
@@ -489,13 +500,7 @@ impl<'o> Formatter<'o> {
             for (mime, value) in textual {
                 let body = textual_body(mime, value);
                 if !body.trim().is_empty() {
-                    self.body(
-                        group,
-                        index,
-                        format!("[{label} | {mime}]"),
-                        body,
-                        PartKind::Body,
-                    );
+                    self.mime_body(group, index, &label, mime, body);
                 }
             }
         } else {
@@ -597,23 +602,11 @@ impl<'o> Formatter<'o> {
                 default_repr = Some(body);
                 continue;
             }
-            self.body(
-                group,
-                index,
-                format!("[{label} | {mime}]"),
-                body,
-                PartKind::Body,
-            );
+            self.mime_body(group, index, label, mime, body);
             return;
         }
         if let Some(body) = default_repr.filter(|_| !others_shown) {
-            self.body(
-                group,
-                index,
-                format!("[{label} | text/plain]"),
-                body,
-                PartKind::Body,
-            );
+            self.mime_body(group, index, label, "text/plain", body);
         }
     }
 

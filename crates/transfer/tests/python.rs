@@ -323,6 +323,21 @@ fn random_bytes(len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Asserts that a transfer was refused because its destination exists, leaving nothing behind.
+fn assert_refused_as_existing(refused: &TransferError) {
+    assert!(
+        matches!(
+            refused,
+            TransferError::Failed {
+                cause: Cause::DestinationExists,
+                leftover: None,
+                ..
+            }
+        ),
+        "{refused}"
+    );
+}
+
 fn part_files(directory: &Path) -> Vec<String> {
     fs::read_dir(directory)
         .unwrap()
@@ -475,33 +490,13 @@ fn generated_python_round_trips_files_through_ipython() {
     // No overwrite is the default: an existing destination stays as it was, and nothing is left.
     fs::write(world.host.join("seventeen.bin"), b"a different text\n").unwrap();
     let refused = world.upload("seventeen.bin", false).unwrap_err();
-    assert!(
-        matches!(
-            refused,
-            TransferError::Failed {
-                cause: Cause::DestinationExists,
-                leftover: None,
-                ..
-            }
-        ),
-        "{refused}"
-    );
+    assert_refused_as_existing(&refused);
     assert_eq!(
         fs::read(world.kernel_dir.join("seventeen.bin")).unwrap(),
         b"seventeen bytes!\n"
     );
     let refused = world.download("seventeen.bin").unwrap_err();
-    assert!(
-        matches!(
-            refused,
-            TransferError::Failed {
-                cause: Cause::DestinationExists,
-                leftover: None,
-                ..
-            }
-        ),
-        "{refused}"
-    );
+    assert_refused_as_existing(&refused);
     world.assert_no_part_files();
     world.upload("seventeen.bin", true).unwrap();
     assert_eq!(

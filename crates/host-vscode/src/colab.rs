@@ -189,12 +189,22 @@ impl WindowColab {
         serde_json::from_value(answer).map_err(|failure| format!("the shell answered {failure}"))
     }
 
-    async fn state(&self) -> Result<StateReply, ToolError> {
-        self.ask(ColabOp::State).await.map_err(|reason| ToolError {
+    /// Asks the window for `op` on behalf of a tool: no answer is `window_unavailable`, saying
+    /// that the window did not `what` (`report its state`, …) and why.
+    async fn ask_for_tool<T: for<'de> Deserialize<'de> + Default>(
+        &self,
+        op: ColabOp,
+        what: &str,
+    ) -> Result<T, ToolError> {
+        self.ask(op).await.map_err(|reason| ToolError {
             code: ErrorCode::WindowUnavailable,
-            message: format!("the window did not report its state: {reason}"),
+            message: format!("the window did not {what}: {reason}"),
             details: None,
         })
+    }
+
+    async fn state(&self) -> Result<StateReply, ToolError> {
+        self.ask_for_tool(ColabOp::State, "report its state").await
     }
 
     fn native(&self) -> Result<&NativeDriver, NativeBlocker> {

@@ -147,14 +147,9 @@ impl ColabEnvironment for WindowColab {
     fn preflight(&self) -> BoxFuture<'_, Result<PreflightWindow, ToolError>> {
         Box::pin(async move {
             let state = self.state().await?;
-            let counts: PreflightReply =
-                self.ask(ColabOp::Preflight)
-                    .await
-                    .map_err(|reason| ToolError {
-                        code: ErrorCode::WindowUnavailable,
-                        message: format!("the window did not report its counts: {reason}"),
-                        details: None,
-                    })?;
+            let counts: PreflightReply = self
+                .ask_for_tool(ColabOp::Preflight, "report its counts")
+                .await?;
             let native = match &self.native {
                 None => PreflightNative::default(),
                 Some(driver) => match NativeDriver::page_candidates(driver.port()).await {
@@ -221,14 +216,9 @@ impl ColabEnvironment for WindowColab {
 
     fn list_terminals(&self) -> BoxFuture<'_, Result<ColabTerminalsResult, ToolError>> {
         Box::pin(async move {
-            let reply: TerminalsReply =
-                self.ask(ColabOp::Terminals)
-                    .await
-                    .map_err(|reason| ToolError {
-                        code: ErrorCode::WindowUnavailable,
-                        message: format!("the window did not list its terminals: {reason}"),
-                        details: None,
-                    })?;
+            let reply: TerminalsReply = self
+                .ask_for_tool(ColabOp::Terminals, "list its terminals")
+                .await?;
             let inventory_id = format!("inv-{}", random_hex(8));
             let mut entries = Vec::new();
             let mut terminals = Vec::new();

@@ -92,16 +92,7 @@ pub fn check_python_dataflow(data: &[u8]) {
     let ids: Vec<String> = (0..cells.len())
         .map(|index| format!("cell-{index}"))
         .collect();
-    let inputs: Vec<CellInput<'_>> = cells
-        .iter()
-        .zip(&ids)
-        .map(|((kind, source), id)| CellInput {
-            id,
-            kind: *kind,
-            source,
-            rev: source,
-        })
-        .collect();
+    let inputs = CellInput::with_sources_as_revs(&cells, &ids);
     let mut dataflow = Dataflow::new();
     let first = dataflow.update(&inputs);
     let again = dataflow.update(&inputs);

@@ -35,6 +35,26 @@ pub struct CellInput<'a> {
     pub rev: &'a str,
 }
 
+impl<'a> CellInput<'a> {
+    /// Inputs for cells given as (kind, source) pairs under `ids`, each source standing for its
+    /// own rev: how the fuzz entry point and the corpus tests describe a notebook.
+    pub fn with_sources_as_revs(
+        cells: &'a [(CellKind, String)],
+        ids: &'a [String],
+    ) -> Vec<CellInput<'a>> {
+        cells
+            .iter()
+            .zip(ids)
+            .map(|((kind, source), id)| CellInput {
+                id,
+                kind: *kind,
+                source,
+                rev: source,
+            })
+            .collect()
+    }
+}
+
 /// What an [`Dataflow::update`] cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct UpdateStats {

@@ -60,16 +60,7 @@ fn parse_stale_case(text: &str, path: &Path) -> Option<StaleCase> {
 }
 
 fn dataflow_of(cells: &[(CellKind, String)], ids: &[String]) -> Dataflow {
-    let inputs: Vec<CellInput<'_>> = cells
-        .iter()
-        .zip(ids)
-        .map(|((kind, source), id)| CellInput {
-            id,
-            kind: *kind,
-            source,
-            rev: source,
-        })
-        .collect();
+    let inputs = CellInput::with_sources_as_revs(cells, ids);
     let mut dataflow = Dataflow::new();
     dataflow.update(&inputs);
     dataflow

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::{
-    Client, HttpServer, example_root, is_terminal as terminal, nbformat_problems, process_alive,
-    receipt_output as output_of, serve_code_notebook, write_code_notebook,
+    Call, Client, HttpServer, example_root, is_terminal as terminal, nbformat_problems,
+    process_alive, receipt_output as output_of, serve_code_notebook, write_code_notebook,
 };
 use serde_json::{Value, json};
 
@@ -24,6 +24,17 @@ fn on(client: &Client) -> NotebookRuns<'_> {
     }
 }
 
+/// `run_cells` of `cells`, waiting up to `wait_ms` (outputs only as the tool gives them by
+/// default).
+async fn run_cells(client: &Client, cells: Value, wait_ms: u64) -> Call {
+    client
+        .call(
+            "run_cells",
+            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms}),
+        )
+        .await
+}
+
 /// Follows the notebook's latest run until `done` holds for its receipt; panics after a minute.
 async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
     on(client).follow(done).await
@@ -36,13 +47,7 @@ async fn a_long_cell_keeps_running_after_the_wait() {
         "x = 41 + 1\nx",
     ])
     .await;
-    let receipt = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0, 1], "waitMs": 300}),
-        )
-        .await
-        .ok();
+    let receipt = run_cells(&client, json!([0, 1]), 300).await.ok();
     let execution_id = receipt["executionId"].as_str().unwrap().to_owned();
     assert!(execution_id.starts_with("exec_"));
     assert_eq!(receipt["waitTimedOut"], true);
@@ -90,13 +95,7 @@ async fn a_long_cell_keeps_running_after_the_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_stop_at_the_first_failure() {
     let (_root, _server, client) = serve(&["a = 1", "1 / 0", "b = 2"]).await;
-    let receipt = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0, 1, 2], "waitMs": 30000}),
-        )
-        .await
-        .ok();
+    let receipt = run_cells(&client, json!([0, 1, 2]), 30000).await.ok();
     assert_eq!(receipt["status"], "failed", "{receipt}");
     assert_eq!(receipt["reasonCode"], "cell_failed");
     let states: Vec<&str> = receipt["cells"]
@@ -177,26 +176,14 @@ async fn a_kernel_killed_from_outside_ends_the_run_unavailable() {
         "print('three')",
     ])
     .await;
-    let receipt = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0, 1, 2], "waitMs": 30000}),
-        )
-        .await
-        .ok();
+    let receipt = run_cells(&client, json!([0, 1, 2]), 30000).await.ok();
     assert_eq!(receipt["status"], "unavailable", "{receipt}");
     assert_eq!(receipt["reasonCode"], "kernel_died");
     assert_eq!(receipt["kernelStatusAtStop"], "dead");
     assert_eq!(receipt["cells"][0]["state"], "completed");
     assert_eq!(receipt["cells"][2]["state"], "not-run");
     // The next run starts a new kernel.
-    let again = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [0], "waitMs": 30000}),
-        )
-        .await
-        .ok();
+    let again = run_cells(&client, json!([0]), 30000).await.ok();
     assert_eq!(again["status"], "completed", "{again}");
 }
 
@@ -224,19 +211,8 @@ async fn run_limits_are_enforced() {
         .as_str()
         .unwrap()
         .to_owned();
-    let running = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [sleeper], "waitMs": 0}),
-        )
-        .await
-        .ok();
-    let busy = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [1], "waitMs": 0}),
-        )
-        .await;
+    let running = run_cells(&client, json!([sleeper]), 0).await.ok();
+    let busy = run_cells(&client, json!([1]), 0).await;
     assert_eq!(busy.error_code(), "run_active");
     assert_eq!(
         busy.error()["details"]["activeExecutionId"],
@@ -277,13 +253,7 @@ async fn progress_notifications_follow_a_long_run_and_a_quick_one_sends_none() {
     .expect("server starts");
     let client = Client::http(&server.url).await.expect("client connects");
     // The first run starts the kernel, which may take longer than the grace.
-    let warm = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": [2], "waitMs": 60000}),
-        )
-        .await
-        .ok();
+    let warm = run_cells(&client, json!([2]), 60000).await.ok();
     assert_eq!(warm["status"], "completed");
     client.recorder.progress.lock().unwrap().clear();
     // Well within the grace: answered without a notification.
@@ -333,13 +303,7 @@ async fn progress_notifications_follow_a_long_run_and_a_quick_one_sends_none() {
 async fn no_kernel_outlives_the_server() {
     for signal in ["-TERM", "-INT"] {
         let (_root, server, client) = serve(&["x = 1"]).await;
-        client
-            .call(
-                "run_cells",
-                json!({"notebookRef": NB, "cellIds": [0], "waitMs": 30000}),
-            )
-            .await
-            .ok();
+        run_cells(&client, json!([0]), 30000).await.ok();
         let info = client
             .call("get_kernel_info", json!({"notebookRef": NB}))
             .await

@@ -122,6 +122,23 @@ pub(crate) struct KernelParts<'a> {
     pub status: &'a StatusHub,
 }
 
+#[cfg(any(feature = "local", feature = "remote"))]
+impl<'a> KernelParts<'a> {
+    pub fn new(
+        spec: &'a KernelSpecInfo,
+        cwd: &'a Path,
+        info: &'a Mutex<KernelInfo>,
+        status: &'a StatusHub,
+    ) -> KernelParts<'a> {
+        KernelParts {
+            spec,
+            cwd,
+            info,
+            status,
+        }
+    }
+}
+
 /// One kind of kernel (local over ZeroMQ, remote on a server): its parts and its own
 /// operations. [`KernelHandle`] comes with it, written once here.
 pub(crate) trait KernelBody: Send + Sync {

@@ -270,12 +270,8 @@ fn gone(generation: &Generation) -> Error {
 
 impl KernelBody for LocalKernel {
     fn parts(&self) -> KernelParts<'_> {
-        KernelParts {
-            spec: &self.shared.spec,
-            cwd: &self.shared.cwd,
-            info: &self.shared.info,
-            status: &self.shared.hub,
-        }
+        let shared = &self.shared;
+        KernelParts::new(&shared.spec, &shared.cwd, &shared.info, &shared.hub)
     }
 
     fn process_id(&self) -> Option<u32> {

@@ -617,12 +617,8 @@ impl RemoteKernel {
 
 impl KernelBody for RemoteKernel {
     fn parts(&self) -> KernelParts<'_> {
-        KernelParts {
-            spec: &self.shared.spec,
-            cwd: &self.shared.cwd,
-            info: &self.shared.info,
-            status: &self.shared.status,
-        }
+        let shared = &self.shared;
+        KernelParts::new(&shared.spec, &shared.cwd, &shared.info, &shared.status)
     }
 
     fn process_id(&self) -> Option<u32> {

@@ -361,6 +361,20 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
 }
 
 /// `configure_kernel` with `runtime: "colab"` until its receipt says `status`.
+/// `configure_kernel` with `runtime: "colab"` and the `extra` arguments (such as
+/// `serverAlias`), waiting up to 30 s: the receipt, checked to have come by `route` and to wait
+/// for a kernel choice.
+async fn start_colab_setup(client: &Client, route: &str, extra: Value) -> Value {
+    let mut arguments = json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000});
+    if let (Some(arguments), Some(extra)) = (arguments.as_object_mut(), extra.as_object()) {
+        arguments.extend(extra.clone());
+    }
+    let receipt = client.call("configure_kernel", arguments).await.ok();
+    assert_eq!(receipt["route"], route, "{receipt}");
+    assert_eq!(receipt["status"], "awaiting_kernel_selection", "{receipt}");
+    receipt
+}
+
 async fn setup_until(client: &Client, setup_id: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     loop {
@@ -469,16 +483,8 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(alias.error_code(), "invalid_argument", "{}", alias.text());
     assert!(alias.text().contains("s-setup"), "{}", alias.text());
 
-    let started = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(started["route"], "sessions_file", "{started}");
+    let started = start_colab_setup(&client, "sessions_file", json!({})).await;
     assert_eq!(started["sessionName"], "s-setup", "{started}");
-    assert_eq!(started["status"], "awaiting_kernel_selection", "{started}");
     assert_eq!(started["ready"], false, "{started}");
     assert_eq!(
         started["actionRequired"]["code"], "select_kernel_choice",
@@ -603,15 +609,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     ];
     let mcp = HttpServer::start(root.path(), &url_args).unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
-    let probed = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(probed["route"], "runtime_url", "{probed}");
-    assert_eq!(probed["status"], "awaiting_kernel_selection", "{probed}");
+    let probed = start_colab_setup(&client, "runtime_url", json!({})).await;
     let probed_id = probed["setupId"].as_str().unwrap().to_owned();
     let choices = list_choices(&client, &probed_id).await;
     let ready = select_until_settled(&client, &probed_id, &choices[0]).await;
@@ -639,15 +637,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     )
     .unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
-    let waiting = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(waiting["route"], "runtime_url", "{waiting}");
-    assert_eq!(waiting["status"], "awaiting_kernel_selection", "{waiting}");
+    let waiting = start_colab_setup(&client, "runtime_url", json!({})).await;
     let waiting_id = waiting["setupId"].as_str().unwrap().to_owned();
     let failed = setup_until(&client, &waiting_id, |receipt| {
         receipt["status"] != "awaiting_kernel_selection"
@@ -906,15 +896,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     let posts = |state: &Value| state["counters"]["assign_post"].as_u64().unwrap_or(0);
     let before = posts(&standin_state(&standin));
 
-    let created = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(created["route"], "tunnel", "{created}\n{}", standin.logs());
-    assert_eq!(created["status"], "awaiting_kernel_selection", "{created}");
+    let created = start_colab_setup(&client, "tunnel", json!({})).await;
     assert_eq!(created["serverCreated"], true, "{created}");
     let alias = created["serverAlias"].as_str().unwrap().to_owned();
     let setup_id = created["setupId"].as_str().unwrap().to_owned();
@@ -966,14 +948,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     );
 
     // Exact alias reuse: the same runtime, no new assignment; cancelling it releases nothing.
-    let reused = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": alias, "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(reused["status"], "awaiting_kernel_selection", "{reused}");
+    let reused = start_colab_setup(&client, "tunnel", json!({"serverAlias": alias})).await;
     assert_eq!(reused["serverCreated"], false, "{reused}");
     assert_eq!(reused["serverAlias"], alias.as_str(), "{reused}");
     assert_eq!(
@@ -1007,14 +982,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     let live_before = runtimes(&standin_state(&standin))
         .filter(|runtime| runtime["released"] != true)
         .count();
-    let second = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000}),
-        )
-        .await
-        .ok();
-    assert_eq!(second["status"], "awaiting_kernel_selection", "{second}");
+    let second = start_colab_setup(&client, "tunnel", json!({})).await;
     assert_ne!(second["serverAlias"], alias.as_str());
     let cancelled = client
         .call(

@@ -3,6 +3,7 @@
 
 use crate::html::{HtmlTable, is_elision, is_elision_row};
 use crate::terminal::{group_thousands, plural};
+use crate::truncate::marker;
 
 /// The size a DataFrame display states in its footer (`5 rows × 3 columns`, `shape: (5, 3)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,13 +269,11 @@ pub(crate) fn render_table(table: &HtmlTable, context: &str, limits: TableLimits
     for row in &table.body_rows {
         if is_elision_row(row.iter().map(String::as_str)) {
             lines.push(match display_elided {
-                Some(count) if count > 0 => {
-                    format!(
-                        "… [{} not shown by the display] …",
-                        plural(count, "row", "rows")
-                    )
-                }
-                _ => "… [rows elided by the display] …".to_owned(),
+                Some(count) if count > 0 => marker(&format!(
+                    "{} not shown by the display",
+                    plural(count, "row", "rows")
+                )),
+                _ => marker("rows elided by the display"),
             });
             continue;
         }
@@ -293,9 +292,9 @@ pub(crate) fn render_table(table: &HtmlTable, context: &str, limits: TableLimits
         }
     }
     if dropped_rows > 0 {
-        let marker = format!("… [{} dropped] …", plural(dropped_rows, "row", "rows"));
+        let dropped = marker(&format!("{} dropped", plural(dropped_rows, "row", "rows")));
         if let Some(slot) = lines.iter_mut().find(|line| line.is_empty()) {
-            *slot = marker;
+            *slot = dropped;
         }
     }
 
@@ -444,10 +443,10 @@ fn render_ragged(table: &HtmlTable, limits: TableLimits) -> RenderedTable {
             dropped_chars += line.chars().count() + 1;
             if index == keep_front {
                 text.push('\n');
-                text.push_str(&format!(
-                    "… [{} dropped] …",
+                text.push_str(&marker(&format!(
+                    "{} dropped",
                     plural(dropped_rows, "row", "rows")
-                ));
+                )));
             }
         }
     }

@@ -7,6 +7,7 @@
 //! was raised, and the final `Name: message` line.
 
 use crate::terminal::{plural, render_terminal};
+use crate::truncate::marker;
 
 /// How much of a traceback to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,16 +339,16 @@ pub fn condense_traceback(
             let (count, user) = *omitted;
             if count > 0 {
                 lines.push(if user == 0 {
-                    format!(
-                        "… [{} omitted] …",
+                    marker(&format!(
+                        "{} omitted",
                         plural(count, "library frame", "library frames")
-                    )
+                    ))
                 } else {
-                    format!(
-                        "… [{} omitted, {} in user code] …",
+                    marker(&format!(
+                        "{} omitted, {} in user code",
                         plural(count, "frame", "frames"),
                         group(user)
-                    )
+                    ))
                 });
             }
             *omitted = (0, 0);

@@ -5,19 +5,28 @@ use std::collections::VecDeque;
 
 use crate::terminal::plural;
 
+/// A marker line: `what` was left out here (`… [<what>] …`), the one form every cut in this
+/// crate writes.
+pub(crate) fn marker(what: &str) -> String {
+    format!("… [{what}] …")
+}
+
 /// The marker line that replaces dropped characters.
 pub(crate) fn dropped_marker(dropped_chars: usize, dropped_lines: usize) -> String {
+    dropped_amount_marker(
+        &plural(dropped_chars, "character", "characters"),
+        dropped_lines,
+    )
+}
+
+/// The marker line for a cut of `amount` (such as "3 bytes") and, when any, `dropped_lines`
+/// line breaks.
+fn dropped_amount_marker(amount: &str, dropped_lines: usize) -> String {
     if dropped_lines == 0 {
-        format!(
-            "… [{} dropped] …",
-            plural(dropped_chars, "character", "characters")
-        )
+        marker(&format!("{amount} dropped"))
     } else {
-        format!(
-            "… [{} / {} dropped] …",
-            plural(dropped_chars, "character", "characters"),
-            plural(dropped_lines, "line", "lines")
-        )
+        let lines = plural(dropped_lines, "line", "lines");
+        marker(&format!("{amount} / {lines} dropped"))
     }
 }
 
@@ -209,16 +218,10 @@ impl HeadTailBuffer {
                 "byte",
                 "bytes",
             );
-            if dropped_lines == 0 {
-                out.push_str(&format!("… [{bytes} dropped] …"));
-            } else {
-                let lines = plural(
-                    usize::try_from(dropped_lines).unwrap_or(usize::MAX),
-                    "line",
-                    "lines",
-                );
-                out.push_str(&format!("… [{bytes} / {lines} dropped] …"));
-            }
+            out.push_str(&dropped_amount_marker(
+                &bytes,
+                usize::try_from(dropped_lines).unwrap_or(usize::MAX),
+            ));
             if !tail.is_empty() {
                 out.push('\n');
             }

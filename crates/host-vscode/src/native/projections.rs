@@ -136,30 +136,39 @@ macro_rules! prelude {
     };
 }
 
-/// The guards every quick-pick write runs after the prelude: no dialog, a visible quick pick
-/// (not an input box) with focus, every row rendered.
-macro_rules! pick_guard {
+/// The guards every write runs first: no dialog, and a quick input open.
+macro_rules! open_widget_guard {
     () => {
         r#"
   if (dialog()) return { status: 'unexpected', why: 'dialog_open' };
   const w = widget();
-  if (!w) return { status: 'unexpected', why: 'closed' };
+  if (!w) return { status: 'unexpected', why: 'closed' };"#
+    };
+}
+
+/// The guards every quick-pick write runs after the prelude: no dialog, a visible quick pick
+/// (not an input box) with focus, every row rendered.
+macro_rules! pick_guard {
+    () => {
+        concat!(
+            open_widget_guard!(),
+            r#"
   const r = rowsOf(w);
   if (!r) return { status: 'unexpected', why: 'not_a_quick_pick' };
   if (!focusedIn(w)) return { status: 'unexpected', why: 'not_focused' };
   if (busyOf(w)) return { status: 'row_changed' };
   if (!r.complete) return { status: 'unexpected', why: 'rows_incomplete' };
 "#
+        )
     };
 }
 
 /// The guards every input-box write runs after the prelude.
 macro_rules! input_guard {
     () => {
-        r#"
-  if (dialog()) return { status: 'unexpected', why: 'dialog_open' };
-  const w = widget();
-  if (!w) return { status: 'unexpected', why: 'closed' };
+        concat!(
+            open_widget_guard!(),
+            r#"
   if (rowsOf(w)) return { status: 'unexpected', why: 'not_an_input_box' };
   const i = inputOf(w);
   if (!i || i.disabled) return { status: 'unexpected', why: 'no_input' };
@@ -168,6 +177,22 @@ macro_rules! input_guard {
   if (a.title != null && titleOf(w) !== a.title) return { status: 'unexpected', why: 'title_changed' };
   if (a.prompt_contains != null && !promptOf(w).includes(a.prompt_contains)) return { status: 'unexpected', why: 'prompt_changed' };
 "#
+        )
+    };
+}
+
+/// A projection's whole source: the prelude, then `body` (the guards and the entry's own
+/// statements), wrapped so that every answer carries the marker state whichever path the body
+/// returned by.
+macro_rules! projection_source {
+    ($($part:expr),+ $(,)?) => {
+        concat!(
+            "(a) => {",
+            prelude!(),
+            "\n  const body = () => {",
+            $($part,)+
+            "\n  };\n  return Object.assign(body(), { marker: m });\n}"
+        )
     };
 }
 
@@ -177,24 +202,15 @@ pub const CODE_SERVER_4_139_1: Projections = Projections {
     marker: Projection {
         name: "marker",
         writes: false,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             r#"
-  return { status: 'ok', marker: m };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'ok', marker: m };"#
         ),
     },
     observe: Projection {
         name: "observe",
         writes: false,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             r#"
   const d = dialog();
   if (d) {
@@ -215,37 +231,25 @@ pub const CODE_SERVER_4_139_1: Projections = Projections {
     prompt: promptOf(w),
     value: i ? bound(i.value) : '',
     password: !!i && i.type === 'password',
-  });
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  });"#
         ),
     },
     click_row: Projection {
         name: "click_row",
         writes: true,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             pick_guard!(),
             r#"
   const hits = r.els.filter((row) => same(labelOf(row), a.label));
   if (hits.length !== 1 || !enabledOf(hits[0])) return { status: 'row_changed' };
   hits[0].click();
-  return { status: 'clicked' };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'clicked' };"#
         ),
     },
     click_listed: Projection {
         name: "click_listed",
         writes: true,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             pick_guard!(),
             r#"
   const labels = r.els.map(labelOf);
@@ -256,64 +260,43 @@ pub const CODE_SERVER_4_139_1: Projections = Projections {
   const row = r.els[a.position];
   if (!row || labels[a.position] !== a.label || !enabledOf(row)) return { status: 'row_changed' };
   row.click();
-  return { status: 'clicked' };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'clicked' };"#
         ),
     },
     set_input: Projection {
         name: "set_input",
         writes: true,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             input_guard!(),
             r#"
   i.value = a.value;
   i.dispatchEvent(new Event('input', { bubbles: true }));
-  return { status: 'typed', value: bound(i.value) };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'typed', value: bound(i.value) };"#
         ),
     },
     press_enter: Projection {
         name: "press_enter",
         writes: true,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             input_guard!(),
             r#"
   if (a.value != null && i.value !== a.value) return { status: 'unexpected', why: 'value_changed' };
   // VS Code ignores Enter while the box shows a validation error.
   if (w.querySelector('.monaco-inputbox.error')) return { status: 'unexpected', why: 'validation_error' };
   i.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true, cancelable: true }));
-  return { status: 'pressed' };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'pressed' };"#
         ),
     },
     press_escape: Projection {
         name: "press_escape",
         writes: true,
-        source: concat!(
-            "(a) => {",
-            prelude!(),
-            "\n  const body = () => {",
+        source: projection_source!(
             r#"
   const w = widget();
   if (!w) return { status: 'closed' };
   const target = inputOf(w) || w;
   target.dispatchEvent(new KeyboardEvent('keydown', { key: 'Escape', code: 'Escape', keyCode: 27, which: 27, bubbles: true, cancelable: true }));
-  return { status: 'pressed', open: !!widget() };
-  };
-  return Object.assign(body(), { marker: m });
-}"#
+  return { status: 'pressed', open: !!widget() };"#
         ),
     },
 };

@@ -4,10 +4,13 @@
 //! the raw outputs (compact JSON, as stored in a notebook without indentation), the bytes of the
 //! returned text, the bytes of the returned images (base64), and the ratios. Default options.
 
-use std::path::Path;
-
 use condense::{FormatOptions, format_outputs};
 use serde_json::Value;
+
+#[path = "../tests/support/fixtures.rs"]
+mod fixtures;
+
+use fixtures::fixture_paths;
 
 #[allow(
     clippy::print_stdout,
@@ -15,16 +18,7 @@ use serde_json::Value;
 )]
 fn main() {
     let include_images = !std::env::args().any(|argument| argument == "--no-images");
-    let directory = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    let mut paths: Vec<_> = std::fs::read_dir(&directory)
-        .expect("fixtures directory")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "json")
-        })
-        .collect();
-    paths.sort();
+    let paths = fixture_paths();
     let options = FormatOptions {
         include_images,
         ..FormatOptions::default()

@@ -6,28 +6,16 @@
 //! others are hand-written for cases a kernel does not produce on demand.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine as _;
 use condense::{FormatOptions, ImageOutcome, OutputMode, format_outputs, image_dimensions};
 use serde_json::Value;
 
-fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+#[path = "support/fixtures.rs"]
+mod fixtures;
 
-fn fixture_paths() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures directory")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "json")
-        })
-        .collect();
-    paths.sort();
-    paths
-}
+use fixtures::fixture_paths;
 
 /// The outputs and the options of a fixture; `modes` lists the modes to render (default text).
 fn load(path: &Path) -> (Vec<Value>, Vec<(OutputMode, FormatOptions)>) {

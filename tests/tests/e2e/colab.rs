@@ -60,6 +60,15 @@ async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
         .ok()
 }
 
+/// `jupyter-mcp` on `root` with `args`, trusting the CA in `ca_file`, and a client of it.
+async fn serve(root: &Path, args: &[&str], ca_file: &Path) -> (HttpServer, Client) {
+    let mut args = args.to_vec();
+    args.extend(["--kernel-server-ca", ca_file.to_str().unwrap()]);
+    let mcp = HttpServer::start(root, &args).expect("jupyter-mcp starts");
+    let client = Client::http(&mcp.url).await.unwrap();
+    (mcp, client)
+}
+
 /// `jupyter-mcp` on `root` with `colab_args` (trusting the stand-in's CA), and a client that
 /// ran the notebook's first cell on the runtime, checked to have completed in `/content`.
 async fn serve_and_run_first_cell(
@@ -67,10 +76,7 @@ async fn serve_and_run_first_cell(
     standin: &ColabStandIn,
     colab_args: &[&str],
 ) -> (HttpServer, Client) {
-    let mut args = colab_args.to_vec();
-    args.extend(["--kernel-server-ca", standin.ca_file().to_str().unwrap()]);
-    let mcp = HttpServer::start(root, &args).expect("jupyter-mcp starts");
-    let client = Client::http(&mcp.url).await.unwrap();
+    let (mcp, client) = serve(root, colab_args, &standin.ca_file()).await;
     let first = run(&client, json!([0]), 60_000).await;
     assert_eq!(first["status"], "completed", "{first}\n{}", standin.logs());
     assert!(output_of(&first, 0).contains("cwd /content"), "{first}");
@@ -262,19 +268,17 @@ async fn check_colab_is_refused_against_a_plain_jupyter_server_not_a_stand_in() 
     })
     .unwrap();
     let token_file = server.token_file();
-    let mcp = HttpServer::start(
+    let (_mcp, client) = serve(
         root.path(),
         &[
             "--kernel-server",
             &server.url(),
             "--kernel-server-token-file",
             token_file.to_str().unwrap(),
-            "--kernel-server-ca",
-            ca.ca_file().to_str().unwrap(),
         ],
+        &ca.ca_file(),
     )
-    .unwrap();
-    let client = Client::http(&mcp.url).await.unwrap();
+    .await;
     let tools = client.tool_names().await.unwrap();
     assert!(tools.contains(&"run_cells".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"check_colab".to_owned()), "{tools:?}");
@@ -445,19 +449,17 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
         &runtime.token,
     );
     let ca_file = standin.ca_file().to_str().unwrap().to_owned();
-    let mcp = HttpServer::start(
+    let (mcp, client) = serve(
         root.path(),
         &[
             "--colab-session",
             "s-setup",
             "--colab-sessions-file",
             sessions.to_str().unwrap(),
-            "--kernel-server-ca",
-            &ca_file,
         ],
+        &standin.ca_file(),
     )
-    .unwrap();
-    let client = Client::http(&mcp.url).await.unwrap();
+    .await;
     let tools = client.tool_names().await.unwrap();
     for tool in [
         "get_kernel_setup",
@@ -879,7 +881,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
     let adc = root.path().join("adc.json");
     write_adc_file(&adc, &standin, standin.google_refresh_token());
-    let mcp = HttpServer::start(
+    let (_mcp, client) = serve(
         root.path(),
         &[
             "--colab-tunnel",
@@ -887,12 +889,10 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
             &standin.base_url(),
             "--colab-credentials-file",
             adc.to_str().unwrap(),
-            "--kernel-server-ca",
-            standin.ca_file().to_str().unwrap(),
         ],
+        &standin.ca_file(),
     )
-    .unwrap();
-    let client = Client::http(&mcp.url).await.unwrap();
+    .await;
     let posts = |state: &Value| state["counters"]["assign_post"].as_u64().unwrap_or(0);
     let before = posts(&standin_state(&standin));
 

@@ -185,6 +185,10 @@ impl<H: NotebookHost> Tools<H> {
         ops: &[EditOp],
     ) -> Result<NotebookLocation, ToolError> {
         let location = self.resolve(reference).await?;
+        // Under the notebook's lock, as the commit: a concurrent commit must not be seen
+        // before the tools recorded it as their own (it would look like someone else's change).
+        let lock = self.lock_for(&location.uri);
+        let guard = lock.lock().await;
         let document = self.host.load(&location).await?;
         if !self.host.document_capabilities().shared_live {
             self.check_unchanged_since_seen(&document)?;
@@ -197,6 +201,7 @@ impl<H: NotebookHost> Tools<H> {
             },
         )
         .map_err(edit_error)?;
+        drop(guard);
         self.host
             .before_change(&location, crate::host::ChangeKind::Edit)
             .await;

@@ -76,7 +76,7 @@ async fn serve_and_run_first_cell(
     standin: &ColabStandIn,
     colab_args: &[&str],
 ) -> (HttpServer, Client) {
-    let (mcp, client) = serve(root, colab_args, &standin.ca_file()).await;
+    let (mcp, client) = serve(root, colab_args, standin.ca_file()).await;
     let first = run(&client, json!([0]), 60_000).await;
     assert_eq!(first["status"], "completed", "{first}\n{}", standin.logs());
     assert!(output_of(&first, 0).contains("cwd /content"), "{first}");
@@ -457,7 +457,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
             "--colab-sessions-file",
             sessions.to_str().unwrap(),
         ],
-        &standin.ca_file(),
+        standin.ca_file(),
     )
     .await;
     let tools = client.tool_names().await.unwrap();
@@ -890,7 +890,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
             "--colab-credentials-file",
             adc.to_str().unwrap(),
         ],
-        &standin.ca_file(),
+        standin.ca_file(),
     )
     .await;
     let posts = |state: &Value| state["counters"]["assign_post"].as_u64().unwrap_or(0);

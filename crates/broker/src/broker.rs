@@ -164,6 +164,25 @@ impl BrokerState {
         self.peers.lock().expect("peer table lock").len()
     }
 
+    /// The registration of one connected peer, if it is connected.
+    fn peer(&self, window_id: &str) -> Option<PeerInfo> {
+        self.peers
+            .lock()
+            .expect("peer table lock")
+            .get(window_id)
+            .cloned()
+    }
+
+    /// A snapshot of the connected peers, so that no lock is held across the calls to them.
+    fn peers_now(&self) -> Vec<(String, PeerInfo)> {
+        self.peers
+            .lock()
+            .expect("peer table lock")
+            .iter()
+            .map(|(id, info)| (id.clone(), info.clone()))
+            .collect()
+    }
+
     // ---- /broker/* ----
 
     async fn register(
@@ -186,12 +205,7 @@ impl BrokerState {
                 ),
             ));
         }
-        let existing = self
-            .peers
-            .lock()
-            .expect("peer table lock")
-            .get(&registration.id)
-            .cloned();
+        let existing = self.peer(&registration.id);
         let departed = match existing {
             Some(existing) if existing.port == registration.peer_port => existing.departed,
             Some(existing) => {
@@ -337,13 +351,7 @@ impl BrokerState {
     /// Every connected window's `list_notebooks`, own first; windows that do not answer within
     /// the control timeout are listed as unavailable. Learns the routes of every listed ref.
     async fn listings(&self) -> Vec<WindowEntry> {
-        let peers: Vec<(String, PeerInfo)> = self
-            .peers
-            .lock()
-            .expect("peer table lock")
-            .iter()
-            .map(|(id, info)| (id.clone(), info.clone()))
-            .collect();
+        let peers = self.peers_now();
         let control = self.timings.control_timeout;
         let own = async {
             let output = self
@@ -413,13 +421,7 @@ impl BrokerState {
     async fn preflights(&self, tool: &str) -> Vec<mcp_contract::results::PreflightWindow> {
         use mcp_contract::results::{ColabPreflightResult, PreflightWindow};
         let windows = self.window_tools();
-        let peers: Vec<(String, PeerInfo)> = self
-            .peers
-            .lock()
-            .expect("peer table lock")
-            .iter()
-            .map(|(id, info)| (id.clone(), info.clone()))
-            .collect();
+        let peers = self.peers_now();
         let answered = |output: Option<ToolOutput>| {
             output
                 .filter(|output| !output.is_error)
@@ -498,13 +500,7 @@ impl BrokerState {
     }
 
     fn is_connected(&self, window_id: &str) -> bool {
-        window_id == self.window.id
-            || self
-                .peers
-                .lock()
-                .expect("peer table lock")
-                .get(window_id)
-                .is_some()
+        window_id == self.window.id || self.peer(window_id).is_some()
     }
 
     /// Every connected window with the tools it serves, own first: the broker's own from its
@@ -647,12 +643,7 @@ impl BrokerState {
                 .dispatch(tool.to_owned(), Some(arguments), context)
                 .await;
         }
-        let info = self
-            .peers
-            .lock()
-            .expect("peer table lock")
-            .get(window_id)
-            .cloned();
+        let info = self.peer(window_id);
         let Some(info) = info else {
             let label = self
                 .departed
@@ -800,12 +791,7 @@ impl BrokerState {
             crate::protocol::resource_invocation(self.local.as_ref(), name, Some(&arguments))
                 .await?
         } else {
-            let info = self
-                .peers
-                .lock()
-                .expect("peer table lock")
-                .get(window_id)
-                .cloned()?;
+            let info = self.peer(window_id)?;
             let timeout = Some(self.timings.control_timeout);
             self.invoke_peer(window_id, &info, name, arguments, timeout)
                 .await

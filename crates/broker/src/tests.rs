@@ -278,14 +278,19 @@ impl Trio {
             .broker()
             .broker_dispatch()
             .expect("the first is broker");
-        dispatch
-            .dispatch(
-                tool.to_owned(),
-                arguments.as_object().cloned(),
-                CallContext::default(),
-            )
-            .await
+        call(dispatch.as_ref(), tool, arguments).await
     }
+}
+
+/// `tool` with the JSON object `arguments` through `dispatch`.
+async fn call(dispatch: &dyn ToolDispatch, tool: &str, arguments: Value) -> ToolOutput {
+    dispatch
+        .dispatch(
+            tool.to_owned(),
+            arguments.as_object().cloned(),
+            CallContext::default(),
+        )
+        .await
 }
 
 fn code(output: &ToolOutput) -> String {
@@ -653,25 +658,17 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     assert_eq!(windows[1]["windowLabel"], "silent");
     assert_eq!(windows[1]["status"], "unavailable");
     let started = Instant::now();
-    let output = dispatch
-        .dispatch(
-            "read_notebook".to_owned(),
-            json!({"notebookRef": "x.ipynb", "windowId": "ws"})
-                .as_object()
-                .cloned(),
-            CallContext::default(),
-        )
-        .await;
+    let output = call(
+        dispatch.as_ref(),
+        "read_notebook",
+        json!({"notebookRef": "x.ipynb", "windowId": "ws"}),
+    )
+    .await;
     // Two windows and no listing names x.ipynb: not found (the silent one is named).
     assert_eq!(code(&output), "notebook_not_found");
     assert!(message(&output).contains("silent"), "{}", message(&output));
-    let output = dispatch
-        .dispatch(
-            "create_notebook".to_owned(),
-            json!({"title": "t", "windowId": "ws"}).as_object().cloned(),
-            CallContext::default(),
-        )
-        .await;
+    let create = json!({"title": "t", "windowId": "ws"});
+    let output = call(dispatch.as_ref(), "create_notebook", create.clone()).await;
     assert_eq!(code(&output), "window_unavailable");
     assert!(
         message(&output).contains("stopped answering heartbeats"),
@@ -681,13 +678,7 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(shared.peer_count(), 0);
     // Alone again, the broker still says where the window went.
-    let output = dispatch
-        .dispatch(
-            "create_notebook".to_owned(),
-            json!({"title": "t", "windowId": "ws"}).as_object().cloned(),
-            CallContext::default(),
-        )
-        .await;
+    let output = call(dispatch.as_ref(), "create_notebook", create).await;
     assert!(
         message(&output).contains("has disconnected"),
         "{}",

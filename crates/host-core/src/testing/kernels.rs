@@ -177,6 +177,16 @@ impl ScriptedKernels {
             runs_on: None,
         }
     }
+
+    /// The record a notebook keeps of the scripted kernel `id`.
+    fn record(id: &str) -> KernelRecord {
+        KernelRecord {
+            kernel_id: id.to_owned(),
+            kernelspec_name: id.to_owned(),
+            display_name: format!("Scripted ({id})"),
+            language: "python".to_owned(),
+        }
+    }
 }
 
 impl NotebookKernels for ScriptedKernels {
@@ -237,12 +247,7 @@ impl NotebookKernels for ScriptedKernels {
                 .into_iter()
                 .map(|id| KernelOption {
                     choice: Self::choice(id),
-                    record: Some(KernelRecord {
-                        kernel_id: id.to_owned(),
-                        kernelspec_name: id.to_owned(),
-                        display_name: format!("Scripted ({id})"),
-                        language: "python".to_owned(),
-                    }),
+                    record: Some(Self::record(id)),
                 })
                 .collect();
             Ok(KernelListing {
@@ -268,12 +273,7 @@ impl NotebookKernels for ScriptedKernels {
                 .is_some_and(|session| session.info.id != kernel_id);
             Ok(KernelSelection {
                 kernel: Self::choice(&kernel_id),
-                record: Some(KernelRecord {
-                    kernel_id: kernel_id.clone(),
-                    kernelspec_name: kernel_id.clone(),
-                    display_name: format!("Scripted ({kernel_id})"),
-                    language: "python".to_owned(),
-                }),
+                record: Some(Self::record(&kernel_id)),
                 replaces_running,
             })
         })

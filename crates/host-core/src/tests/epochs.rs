@@ -30,9 +30,7 @@ const CELLS: [&str; 4] = [
 ];
 
 async fn states(world: &World) -> Vec<String> {
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     outline["cells"]
         .as_array()
         .unwrap()
@@ -75,9 +73,7 @@ async fn an_editor_kernel_gets_an_epoch_from_its_stamp_and_only_the_stale_set_ru
     assert!(kernel["kernel"]["epoch"].is_u64(), "{kernel}");
 
     // Editing `double` makes it and `report` stale, nothing else.
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     world
         .ok(
             "edit_cells",
@@ -227,9 +223,7 @@ async fn configure_kernel_is_ready_only_once_the_kernel_ran_code() {
 async fn outputs_an_editor_wrote_are_no_foreign_change_but_a_changed_source_is() {
     let world = editor_world(true);
     world.host.insert("a.ipynb", &CELLS);
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     run_stale(&world).await;
     // The editor's kernel writes the run's outputs into the document: a new version.
     world.host.change_outside("a.ipynb", |notebook| {

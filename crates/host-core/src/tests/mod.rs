@@ -66,6 +66,12 @@ impl World {
         output.structured.expect("a success has structured content")
     }
 
+    /// The notebook's outline, as `read_notebook` answers it.
+    pub async fn outline(&self, notebook: &str) -> Value {
+        self.ok("read_notebook", json!({"notebookRef": notebook}))
+            .await
+    }
+
     /// The receipt of a run of one cell, waited for to its end.
     pub async fn run_cell(&self, notebook: &str, cell: usize) -> Value {
         self.ok(
@@ -82,6 +88,20 @@ impl World {
             .await;
         assert_eq!(running["status"], "running", "{running}");
         running
+    }
+
+    /// The output of a call that must fail with `code`, for further checks of its text.
+    pub async fn refused(&self, tool: &str, arguments: Value, code: ErrorCode) -> ToolOutput {
+        let output = self.call(tool, arguments).await;
+        assert_eq!(output.error_code(), Some(code), "{tool}: {}", output.text);
+        output
+    }
+
+    /// Replaces the code of `cell` (an outline's cell, with its id and rev) in `notebook`; the
+    /// edit must succeed.
+    pub async fn edit_code(&self, notebook: &str, cell: &Value, new_code: &str) -> Value {
+        self.ok("edit_cells", code_edit(notebook, cell, new_code))
+            .await
     }
 
     /// The code of a call that must fail.
@@ -113,4 +133,13 @@ impl World {
         )
         .await
     }
+}
+
+/// The `edit_cells` arguments that replace the code of `cell` (an outline's cell, with its id and
+/// rev) in `notebook`.
+pub fn code_edit(notebook: &str, cell: &Value, new_code: &str) -> Value {
+    json!({"notebookRef": notebook, "edits": [{
+        "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
+        "newCode": new_code
+    }]})
 }

@@ -4,7 +4,7 @@
 use mcp_contract::ToolOutput;
 use serde_json::json;
 
-use super::World;
+use super::{World, code_edit};
 
 #[tokio::test]
 async fn a_long_notebook_is_read_in_pages_of_whole_cells() {
@@ -56,21 +56,13 @@ async fn a_long_notebook_is_read_in_pages_of_whole_cells() {
 /// it with the rev of the read.
 async fn edit_a_cell_someone_changed(world: &World) -> ToolOutput {
     world.host.insert("a.ipynb", &["a = 1"]);
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let cell = &outline["cells"][0];
     world.host.change_outside("a.ipynb", |notebook| {
         notebook.cell_mut(0).expect("a cell").set_source("a = 2");
     });
     world
-        .call(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
-                "newCode": "a = 3"
-            }]}),
-        )
+        .call("edit_cells", code_edit("a.ipynb", cell, "a = 3"))
         .await
 }
 
@@ -97,23 +89,13 @@ fn shared_world() -> World {
 async fn on_a_shared_document_a_change_elsewhere_does_not_refuse_an_edit() {
     let world = shared_world();
     world.host.insert("a.ipynb", &["a = 1", "b = 1"]);
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let cell = &outline["cells"][0];
     // A person changes the other cell meanwhile.
     world.host.change_outside("a.ipynb", |notebook| {
         notebook.cell_mut(1).expect("a cell").set_source("b = 2");
     });
-    world
-        .ok(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
-                "newCode": "a = 3"
-            }]}),
-        )
-        .await;
+    world.edit_code("a.ipynb", cell, "a = 3").await;
     let notebook = world.host.notebook("a.ipynb").unwrap();
     let sources: Vec<&str> = notebook.cells().iter().map(|cell| cell.source()).collect();
     assert_eq!(sources, ["a = 3", "b = 2"], "both changes are there");

@@ -96,12 +96,12 @@ async fn a_second_run_on_the_same_notebook_is_refused_while_one_is_active() {
         Some("requested" | "running")
     ));
     let refused = world
-        .call(
+        .refused(
             "run_cells",
             json!({"notebookRef": "a.ipynb", "cellIds": [1], "waitMs": 0}),
+            ErrorCode::RunActive,
         )
         .await;
-    assert_eq!(refused.error_code(), Some(ErrorCode::RunActive));
     assert!(
         refused
             .text
@@ -223,9 +223,7 @@ async fn a_restart_ends_the_run_at_once_and_makes_every_cell_stale() {
     assert_eq!(ended["reasonCode"], "invalidated_by_restart");
     assert_eq!(World::states(&ended)[2], "not-run");
     // The first cell ran on the old kernel: after the restart nothing is fresh.
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let states: Vec<&str> = outline["cells"]
         .as_array()
         .unwrap()
@@ -329,19 +327,9 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
         "everything is fresh: {nothing}"
     );
 
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let first_cell = &outline["cells"][0];
-    world
-        .ok(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": first_cell["cell_id"], "expectedRev": first_cell["rev"],
-                "newCode": "x = 10"
-            }]}),
-        )
-        .await;
+    world.edit_code("a.ipynb", first_cell, "x = 10").await;
     let before = world.kernels.log().len();
     let rerun = world
         .ok(
@@ -354,19 +342,9 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
     assert_eq!(ran, ["x = 10", "y = x + 1", "w = y * 2"], "{rerun}");
 
     // A target with a stale ancestor runs the ancestor first (freshDeps), and only it.
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let y = &outline["cells"][1];
-    world
-        .ok(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": y["cell_id"], "expectedRev": y["rev"],
-                "newCode": "y = x + 2"
-            }]}),
-        )
-        .await;
+    world.edit_code("a.ipynb", y, "y = x + 2").await;
     let before = world.kernels.log().len();
     world.run_cell("a.ipynb", 3).await;
     assert_eq!(
@@ -385,9 +363,7 @@ async fn an_edit_can_run_what_it_made_stale() {
             json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
         )
         .await;
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     let cell = &outline["cells"][0];
     let before = world.kernels.log().len();
     let edited = world
@@ -425,9 +401,7 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
         .id()
         .to_owned();
     world.kernels.observe_run(&uri, &id, "x = 2", true);
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     assert_eq!(outline["cells"][0]["state"], "fresh", "{outline}");
     assert_eq!(
         outline["cells"][1]["state"], "stale",

@@ -151,13 +151,11 @@ async fn an_unknown_alias_is_refused_without_creating_anything() {
     assert_eq!(receipt["serverCreated"], false, "{receipt}");
     assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);
     // A malformed alias never reaches the machine.
-    let malformed = world
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": "M0123ABCD"}),
-        )
+    let malformed =
+        json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": "M0123ABCD"});
+    world
+        .refused("configure_kernel", malformed, ErrorCode::InvalidArgument)
         .await;
-    assert_eq!(malformed.error_code(), Some(ErrorCode::InvalidArgument));
 }
 
 #[tokio::test(start_paused = true)]
@@ -223,20 +221,20 @@ async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_rel
     assert_eq!(started["stage"], "acquiring_server", "{started}");
     assert_eq!(started["providerStep"], "assignment_request", "{started}");
     let setup_id = started["setupId"].clone();
-    let blocked = world
-        .call(
+    world
+        .refused(
             "run_cells",
             json!({"notebookRef": "a.ipynb", "cellIds": [0]}),
+            ErrorCode::CommandPending,
         )
         .await;
-    assert_eq!(blocked.error_code(), Some(ErrorCode::CommandPending));
-    let second = world
-        .call(
+    world
+        .refused(
             "configure_kernel",
             json!({"notebookRef": "a.ipynb", "runtime": "colab"}),
+            ErrorCode::CommandPending,
         )
         .await;
-    assert_eq!(second.error_code(), Some(ErrorCode::CommandPending));
 
     let cancelled = world
         .ok(
@@ -326,13 +324,9 @@ async fn a_setup_waits_for_the_notebooks_run_and_its_pending_command() {
     world.host.insert("a.ipynb", &["#> stubborn"]);
     world.start_run("a.ipynb").await;
     let setup = json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 60000});
-    let refused = world.call("configure_kernel", setup.clone()).await;
-    assert_eq!(
-        refused.error_code(),
-        Some(ErrorCode::RunActive),
-        "{}",
-        refused.text
-    );
+    let refused = world
+        .refused("configure_kernel", setup.clone(), ErrorCode::RunActive)
+        .await;
     assert!(
         refused.text.contains("interrupt_kernels") && refused.text.contains("wait"),
         "{}",
@@ -345,13 +339,9 @@ async fn a_setup_waits_for_the_notebooks_run_and_its_pending_command() {
         .await;
     let ended = world.finish("a.ipynb").await;
     assert_eq!(ended["notebookCommandPending"], true, "{ended}");
-    let pending = world.call("configure_kernel", setup).await;
-    assert_eq!(
-        pending.error_code(),
-        Some(ErrorCode::CommandPending),
-        "{}",
-        pending.text
-    );
+    let pending = world
+        .refused("configure_kernel", setup, ErrorCode::CommandPending)
+        .await;
     assert!(pending.text.contains("pending"), "{}", pending.text);
     // Nothing was admitted or created, and the kernel was never stopped under the run.
     assert_eq!(tunnel.creates.load(Ordering::SeqCst), 0);

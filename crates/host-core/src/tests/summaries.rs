@@ -61,9 +61,7 @@ async fn the_given_summarizer_is_asked_once_and_its_answers_are_cached_by_conten
     );
 
     // The outline shows the model's tldr, unmarked.
-    let outline = world
-        .ok("read_notebook", json!({"notebookRef": "a.ipynb"}))
-        .await;
+    let outline = world.outline("a.ipynb").await;
     assert_eq!(
         outline["cells"][0]["tldr"],
         format!("Model tldr of {}", cell_ids[0])
@@ -79,15 +77,7 @@ async fn the_given_summarizer_is_asked_once_and_its_answers_are_cached_by_conten
 
     // An edited cell is asked for alone.
     let cell = &outline["cells"][1];
-    world
-        .ok(
-            "edit_cells",
-            json!({"notebookRef": "a.ipynb", "edits": [{
-                "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
-                "newCode": "y = x + 2"
-            }]}),
-        )
-        .await;
+    world.edit_code("a.ipynb", cell, "y = x + 2").await;
     let third = world
         .ok("summarize_cells", json!({"notebookRef": "a.ipynb"}))
         .await;

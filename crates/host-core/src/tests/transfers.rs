@@ -53,13 +53,9 @@ async fn a_timed_out_step_quarantines_the_kernel_until_a_restart_settles_it() {
     let timed_out = world.call("upload_file", upload.clone()).await;
     assert!(timed_out.is_error, "{}", timed_out.text);
     assert_eq!(world.tools.transfers.unsettled(), 1);
-    let refused = world.call("upload_file", upload.clone()).await;
-    assert_eq!(
-        refused.error_code(),
-        Some(ErrorCode::KernelBusy),
-        "{}",
-        refused.text
-    );
+    let refused = world
+        .refused("upload_file", upload.clone(), ErrorCode::KernelBusy)
+        .await;
     assert!(refused.text.contains("quarantined"), "{}", refused.text);
 
     world.kernels.clear_hook();
@@ -165,6 +161,16 @@ impl FakeRuntime {
     fn calls(&self) -> Vec<String> {
         self.calls.lock().unwrap().clone()
     }
+
+    /// Places a file in the runtime, as the notebook's own code would have written it.
+    fn put(&self, path: &str, bytes: Vec<u8>) {
+        self.files.lock().unwrap().insert(path.to_owned(), bytes);
+    }
+
+    /// The size of the runtime's file at `path`, if it has one.
+    fn file_len(&self, path: &str) -> Option<usize> {
+        self.files.lock().unwrap().get(path).map(Vec::len)
+    }
 }
 
 impl ColabRuntimes for FakeRuntime {
@@ -205,12 +211,7 @@ impl ColabRuntimes for FakeRuntime {
         path: &'a str,
     ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         self.called(format!("stat {}{path}", root.uri()));
-        let size = self
-            .files
-            .lock()
-            .unwrap()
-            .get(&format!("/{path}"))
-            .map(|bytes| bytes.len() as u64);
+        let size = self.file_len(&format!("/{path}")).map(|len| len as u64);
         Box::pin(async move { Ok(size) })
     }
 
@@ -348,8 +349,7 @@ async fn refused_with(
     code: ErrorCode,
     hint: &str,
 ) {
-    let refused = world.call(tool, arguments).await;
-    assert_eq!(refused.error_code(), Some(code), "{tool}: {}", refused.text);
+    let refused = world.refused(tool, arguments, code).await;
     assert!(refused.text.contains(hint), "{tool}: {}", refused.text);
 }
 
@@ -437,15 +437,7 @@ async fn a_proven_kernel_moves_large_files_through_its_root_or_the_one_the_calle
         )
         .await;
     assert_eq!(uploaded["route"], "contents", "{uploaded}");
-    assert_eq!(
-        runtime
-            .files
-            .lock()
-            .unwrap()
-            .get("/content/one.bin")
-            .map(Vec::len),
-        Some(5 * MIB)
-    );
+    assert_eq!(runtime.file_len("/content/one.bin"), Some(5 * MIB));
     let writes = |root: &str| {
         runtime
             .calls()
@@ -502,11 +494,7 @@ async fn the_colab_file_service_refuses_a_file_above_max_bytes_before_anything_m
     world
         .ok("check_colab", json!({"notebookRef": "a.ipynb"}))
         .await;
-    runtime
-        .files
-        .lock()
-        .unwrap()
-        .insert("/content/remote.bin".to_owned(), vec![1; 5 * MIB]);
+    runtime.put("/content/remote.bin", vec![1; 5 * MIB]);
     let calls = runtime.calls().len();
     let steps = world.kernels.log().len();
     for (tool, host_path, kernel_path) in [
@@ -532,22 +520,11 @@ async fn the_colab_file_service_refuses_a_file_above_max_bytes_before_anything_m
     assert!(host_files.get("back.bin").is_none());
 
     // maxBytes defaults to 64 MiB, as on the kernel route.
-    runtime
-        .files
-        .lock()
-        .unwrap()
-        .insert("/content/huge.bin".to_owned(), vec![1; 64 * MIB + 1]);
-    let huge = world
-        .call(
-            "download_file",
-            json!({"notebookRef": "a.ipynb", "hostPath": "huge.bin", "kernelPath": "/content/huge.bin"}),
-        )
+    runtime.put("/content/huge.bin", vec![1; 64 * MIB + 1]);
+    let huge = json!({"notebookRef": "a.ipynb", "hostPath": "huge.bin",
+                      "kernelPath": "/content/huge.bin"});
+    world
+        .refused("download_file", huge, ErrorCode::TooLarge)
         .await;
-    assert_eq!(
-        huge.error_code(),
-        Some(ErrorCode::TooLarge),
-        "{}",
-        huge.text
-    );
     assert_eq!(world.kernels.log().len(), steps);
 }

@@ -20,21 +20,13 @@ fn sources(world: &World) -> Vec<String> {
 
 /// The outline's cells (id and rev of each).
 async fn cells(world: &World) -> Vec<Value> {
-    let outline = world.ok("read_notebook", json!({"notebookRef": NB})).await;
+    let outline = world.outline(NB).await;
     outline["cells"].as_array().expect("cells").clone()
 }
 
 async fn edit(world: &World, index: usize, source: &str) -> Value {
     let cell = cells(world).await[index].clone();
-    world
-        .ok(
-            "edit_cells",
-            json!({"notebookRef": NB, "edits": [{
-                "editType": "edit", "cellId": cell["cell_id"], "expectedRev": cell["rev"],
-                "newCode": source
-            }]}),
-        )
-        .await
+    world.edit_code(NB, &cell, source).await
 }
 
 async fn undo(world: &World) -> Value {

@@ -277,13 +277,7 @@ impl<H: NotebookHost> Tools<H> {
         self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_POLL_WAIT_MS)?;
         let location = self.resolve(&params.notebook_ref).await?;
-        let version = {
-            let registry = self.setups.registry();
-            let setup = registry
-                .get(&location.uri, &params.setup_id)
-                .map_err(|missing| setup_tool_error(&missing))?;
-            setup.version()
-        };
+        let version = self.read_setup(&location, &params.setup_id, |setup| Ok(setup.version()))?;
         self.wait_setup(&location, &params.setup_id, wait, move |setup| {
             setup.version() != version
         })
@@ -297,14 +291,13 @@ impl<H: NotebookHost> Tools<H> {
     ) -> crate::tools::ToolResult {
         self.colab_for_setup()?;
         let location = self.resolve(&params.notebook_ref).await?;
-        let actions = self.apply_setup(
+        self.advance_setup(
             &location,
             &params.setup_id,
             SetupEvent::ListChoices {
                 token: listing_token(),
             },
         )?;
-        self.drive(&params.setup_id, actions);
         self.wait_setup(&location, &params.setup_id, LISTING_WAIT_MS, |setup| {
             let receipt = setup.receipt();
             setup.is_terminal()
@@ -322,29 +315,25 @@ impl<H: NotebookHost> Tools<H> {
         self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
         let location = self.resolve(&params.notebook_ref).await?;
-        {
-            // Refuse an id the latest listing does not hold before the machine sees it.
-            let registry = self.setups.registry();
-            let setup = registry
-                .get(&location.uri, &params.setup_id)
-                .map_err(|missing| setup_tool_error(&missing))?;
+        // Refuse an id the latest listing does not hold before the machine sees it.
+        self.read_setup(&location, &params.setup_id, |setup| {
             let listing = setup
                 .choice_listing()
                 .map_err(|failure| setup_tool_error(&failure))?;
-            if listing.find(&params.kernel_choice_id).is_none() {
-                return Err(setup_tool_error(&SetupError::ChoiceStale {
+            match listing.find(&params.kernel_choice_id) {
+                Some(_) => Ok(()),
+                None => Err(setup_tool_error(&SetupError::ChoiceStale {
                     choice_id: params.kernel_choice_id.clone(),
-                }));
+                })),
             }
-        }
-        let actions = self.apply_setup(
+        })?;
+        self.advance_setup(
             &location,
             &params.setup_id,
             SetupEvent::SelectChoice {
                 choice_id: params.kernel_choice_id.clone(),
             },
         )?;
-        self.drive(&params.setup_id, actions);
         self.wait_setup(&location, &params.setup_id, wait, |setup| {
             setup.is_terminal()
         })
@@ -358,8 +347,7 @@ impl<H: NotebookHost> Tools<H> {
     ) -> crate::tools::ToolResult {
         self.colab_for_setup()?;
         let location = self.resolve(&params.notebook_ref).await?;
-        let actions = self.apply_setup(&location, &params.setup_id, SetupEvent::Cancel)?;
-        self.drive(&params.setup_id, actions);
+        self.advance_setup(&location, &params.setup_id, SetupEvent::Cancel)?;
         // Answer once the cancellation's own cleanup settled, or after a few seconds with
         // `cleanupPending` for the caller to follow.
         self.wait_setup(&location, &params.setup_id, 5_000, |setup| {
@@ -383,6 +371,33 @@ impl<H: NotebookHost> Tools<H> {
         Ok(actions)
     }
 
+    /// Applies `event` to the setup and drives the actions it asks for.
+    fn advance_setup(
+        &self,
+        location: &NotebookLocation,
+        setup_id: &str,
+        event: SetupEvent,
+    ) -> Result<(), ToolError> {
+        let actions = self.apply_setup(location, setup_id, event)?;
+        self.drive(setup_id, actions);
+        Ok(())
+    }
+
+    /// Reads the notebook's setup `setup_id` under the registry's lock; a setup the registry
+    /// does not hold for this notebook is refused.
+    fn read_setup<T>(
+        &self,
+        location: &NotebookLocation,
+        setup_id: &str,
+        read: impl FnOnce(&colab_setup::Setup) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let registry = self.setups.registry();
+        let setup = registry
+            .get(&location.uri, setup_id)
+            .map_err(|missing| setup_tool_error(&missing))?;
+        read(setup)
+    }
+
     /// Waits up to `wait_ms` for `done` to hold of the setup, then answers with its receipt.
     async fn wait_setup(
         &self,
@@ -395,26 +410,26 @@ impl<H: NotebookHost> Tools<H> {
         let mut changes = self.setups.changed.subscribe();
         loop {
             changes.borrow_and_update();
-            {
-                let registry = self.setups.registry();
-                let setup = registry
-                    .get(&location.uri, setup_id)
-                    .map_err(|missing| setup_tool_error(&missing))?;
-                if done(setup) || tokio::time::Instant::now() >= deadline {
-                    let mut answer = receipt_value(&setup.receipt())?;
-                    let stopped =
-                        matches!(setup.status(), SetupStatus::Failed | SetupStatus::Cancelled);
-                    if stopped
-                        && let Some(blocker) = self
-                            .colab
-                            .as_ref()
-                            .and_then(|colab| colab.diagnosis(location))
-                        && let Value::Object(fields) = &mut answer.0
-                    {
-                        fields.insert("hostBlocker".to_owned(), blocker);
-                    }
-                    return Ok(answer);
+            let settled = self.read_setup(location, setup_id, |setup| {
+                if !done(setup) && tokio::time::Instant::now() < deadline {
+                    return Ok(None);
                 }
+                let mut answer = receipt_value(&setup.receipt())?;
+                let stopped =
+                    matches!(setup.status(), SetupStatus::Failed | SetupStatus::Cancelled);
+                if stopped
+                    && let Some(blocker) = self
+                        .colab
+                        .as_ref()
+                        .and_then(|colab| colab.diagnosis(location))
+                    && let Value::Object(fields) = &mut answer.0
+                {
+                    fields.insert("hostBlocker".to_owned(), blocker);
+                }
+                Ok(Some(answer))
+            })?;
+            if let Some(answer) = settled {
+                return Ok(answer);
             }
             if tokio::time::timeout_at(deadline, changes.changed())
                 .await

@@ -178,17 +178,8 @@ async fn edit_arrivals(
             person.ask(json!({"cmd": "wait", "cell": 0, "contains": marker, "timeout": 60}))
         });
         let called = now_ns();
-        let edited = client
-            .call(
-                "edit_cells",
-                json!({"notebookRef": "bench.ipynb", "edits": [{
-                    "editType": "edit", "cellId": "c0", "expectedRev": rev, "newCode": marker
-                }]}),
-            )
-            .await
-            .ok();
+        let edited = edit_code(client, "c0", &rev, &marker).await?;
         let replied = now_ns();
-        anyhow::ensure!(edited["applied"].is_array(), "{edited}");
         rev = edited["applied"][0]["cells"][0]["rev"].clone();
         let (back, seen) = waiting.await?;
         person = back;
@@ -199,6 +190,26 @@ async fn edit_arrivals(
         }
     }
     Ok((arrivals, person))
+}
+
+/// Replaces the code of `cell_id` of bench.ipynb (at `rev`) with `code`; the edit's result.
+async fn edit_code(
+    client: &Client,
+    cell_id: &str,
+    rev: &Value,
+    code: &str,
+) -> anyhow::Result<Value> {
+    let edited = client
+        .call(
+            "edit_cells",
+            json!({"notebookRef": "bench.ipynb", "edits": [{
+                "editType": "edit", "cellId": cell_id, "expectedRev": rev, "newCode": code
+            }]}),
+        )
+        .await
+        .ok();
+    anyhow::ensure!(edited["applied"].is_array(), "{edited}");
+    Ok(edited)
 }
 
 /// `runs` runs of cell 1 (after one warm-up), each the time from the `run_cells` call to the
@@ -212,17 +223,13 @@ async fn output_arrivals(
     for round in 0..=runs {
         let text = format!("out-{}", now_ns());
         let outline = client.outline_cells("bench.ipynb").await;
-        let edited = client
-            .call(
-                "edit_cells",
-                json!({"notebookRef": "bench.ipynb", "edits": [{
-                    "editType": "edit", "cellId": "c1", "expectedRev": outline[1]["rev"],
-                    "newCode": format!("print('{text}')")
-                }]}),
-            )
-            .await
-            .ok();
-        anyhow::ensure!(edited["applied"].is_array(), "{edited}");
+        edit_code(
+            client,
+            "c1",
+            &outline[1]["rev"],
+            &format!("print('{text}')"),
+        )
+        .await?;
         let waiting = tokio::spawn({
             let text = text.clone();
             person.ask(json!({"cmd": "wait", "cell": 1, "output": text, "timeout": 60}))

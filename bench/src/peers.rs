@@ -32,8 +32,8 @@ mod ours;
 
 pub(crate) use baseline::{direct_trivial, fixture_outputs, start_local_kernel_in};
 use baseline::{
-    measure_async, measure_blocking, memory_of, python_round_trip, reply_of, rust_zmq_round_trip,
-    text_of, write_notebook,
+    ensure_text_contains, measure_async, measure_blocking, memory_of, python_round_trip, reply_of,
+    rust_zmq_round_trip, text_of, write_notebook,
 };
 use datalayer::{McpSession, Peer, PeerFigures};
 use kernel_paths::{KERNEL_PATH_NOTES, KernelPaths, ours_trivial, peer_trivial};

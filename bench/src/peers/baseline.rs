@@ -185,6 +185,17 @@ pub(super) fn text_of(result: &CallToolResult) -> String {
         .join("\n")
 }
 
+/// Fails with `what` and the text (on one line) unless the text of `result` contains `wanted`.
+pub(super) fn ensure_text_contains(
+    result: &CallToolResult,
+    wanted: &str,
+    what: &str,
+) -> Result<()> {
+    let text = text_of(result);
+    anyhow::ensure!(text.contains(wanted), "{what}: {}", one_line(&text));
+    Ok(())
+}
+
 /// Resident and peak resident memory of a process, in MB.
 pub(super) fn memory_of(pid: u32) -> Option<(f64, f64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

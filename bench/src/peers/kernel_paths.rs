@@ -213,12 +213,7 @@ pub(super) async fn peer_trivial(
             let result = session
                 .call("execute_cell", json!({"cell_index": 0}), deadline)
                 .await?;
-            anyhow::ensure!(
-                text_of(&result).contains('2'),
-                "unexpected output: {}",
-                one_line(&text_of(&result))
-            );
-            Ok(())
+            ensure_text_contains(&result, "2", "unexpected output")
         })
         .await,
     );

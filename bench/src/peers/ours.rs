@@ -59,12 +59,7 @@ pub(super) async fn measure_ours_http(notebooks: &Notebooks, runs: Runs) -> Resu
                        "edits": [{"editType": "insert", "cellId": "BOTTOM", "newCode": "1+1", "run": true}]}),
             )
             .await?;
-            anyhow::ensure!(
-                text_of(&result).contains("completed"),
-                "insert+run did not complete: {}",
-                one_line(&text_of(&result))
-            );
-            Ok(())
+            ensure_text_contains(&result, "completed", "insert+run did not complete")
         })
         .await,
     );

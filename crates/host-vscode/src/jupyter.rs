@@ -125,6 +125,20 @@ impl JupyterKernels {
     async fn ask(&self, request: JupyterRequest) -> Result<JupyterReply, ShellError> {
         self.inner.shell.jupyter(request).await
     }
+
+    /// Asks the shell, turning a request it could not serve into the failure of `action` on
+    /// the notebook, for `reason`.
+    async fn ask_or_fail(
+        &self,
+        location: &NotebookLocation,
+        request: JupyterRequest,
+        action: &'static str,
+        reason: &'static str,
+    ) -> Result<JupyterReply, HostError> {
+        self.ask(request)
+            .await
+            .map_err(|_| failed(location, action, reason))
+    }
 }
 
 fn failed(
@@ -246,18 +260,17 @@ impl JupyterKernels {
     /// The controllers VS Code offers for the notebook, with their exact ids.
     pub async fn list(&self, location: &NotebookLocation) -> Result<Vec<KernelChoice>, HostError> {
         {
+            let request = JupyterRequest::Controllers {
+                uri: location.uri.clone(),
+            };
             let reply = self
-                .ask(JupyterRequest::Controllers {
-                    uri: location.uri.clone(),
-                })
-                .await
-                .map_err(|_| {
-                    failed(
-                        location,
-                        "list kernels",
-                        "VS Code could not enumerate kernels for this notebook",
-                    )
-                })?;
+                .ask_or_fail(
+                    location,
+                    request,
+                    "list kernels",
+                    "VS Code could not enumerate kernels for this notebook",
+                )
+                .await?;
             Ok(reply
                 .controllers
                 .into_iter()
@@ -329,18 +342,17 @@ impl JupyterKernels {
     /// Asks the Jupyter extension to configure a kernel; returns its words about what it did.
     pub async fn configure(&self, location: &NotebookLocation) -> Result<String, HostError> {
         {
+            let request = JupyterRequest::Configure {
+                uri: location.uri.clone(),
+            };
             let reply = self
-                .ask(JupyterRequest::Configure {
-                    uri: location.uri.clone(),
-                })
-                .await
-                .map_err(|_| {
-                    failed(
-                        location,
-                        "configure a kernel",
-                        "the Jupyter extension's configure tool failed",
-                    )
-                })?;
+                .ask_or_fail(
+                    location,
+                    request,
+                    "configure a kernel",
+                    "the Jupyter extension's configure tool failed",
+                )
+                .await?;
             let Some(detail) = reply.detail else {
                 return Err(HostError::NotSupported {
                     what: "configuring a kernel: the Jupyter extension offers no configure_notebook tool (update or enable it, or run a cell)".to_owned(),
@@ -443,12 +455,16 @@ impl JupyterKernels {
         {
             self.raise_generation(&location.uri);
             let reply = self
-                .ask(JupyterRequest::Command {
-                    uri: location.uri.clone(),
-                    command: command.to_owned(),
-                })
-                .await
-                .map_err(|_| failed(location, "request", "VS Code did not take the request"))?;
+                .ask_or_fail(
+                    location,
+                    JupyterRequest::Command {
+                        uri: location.uri.clone(),
+                        command: command.to_owned(),
+                    },
+                    "request",
+                    "VS Code did not take the request",
+                )
+                .await?;
             match reply.error_name {
                 None => Ok(()),
                 Some(name) => Err(failed(

@@ -320,7 +320,7 @@ mod tests {
             &schema,
         )
         .unwrap();
-        assert_eq!(parsed.wait_ms, Some(2500.0));
+        assert_eq!(parsed.wait_ms, Some(crate::params::WaitMs::new(2500.0)));
         assert_eq!(parsed.include_outputs, Some(false));
         assert_eq!(parsed.cell_ids.unwrap().len(), 2);
     }

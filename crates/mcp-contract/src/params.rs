@@ -65,6 +65,73 @@ impl JsonSchema for CellRefParam {
     }
 }
 
+/// A whole number the client sends as a JSON number (`1500` or `1500.0`). The schema stays
+/// `number`, so a fractional value reaches the tool, which refuses or truncates it as the
+/// parameter says; the conversions below are the only readers of the raw value.
+macro_rules! whole_number_param {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(f64);
+
+        impl $name {
+            /// The value as the client sent it.
+            pub const fn new(value: f64) -> Self {
+                Self(value)
+            }
+
+            /// The value as sent, for error messages.
+            pub const fn raw(self) -> f64 {
+                self.0
+            }
+        }
+
+        impl JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+                f64::json_schema(generator)
+            }
+        }
+    };
+}
+
+whole_number_param!(
+    /// `waitMs`: how long a call waits, in whole milliseconds.
+    WaitMs
+);
+
+impl WaitMs {
+    /// The wait in milliseconds when it is a whole number from 0 to 9e15; `None` otherwise
+    /// (negative, fractional, not finite or beyond what a `u64` of milliseconds holds exactly).
+    pub fn whole(self) -> Option<u64> {
+        let value = self.0;
+        (value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9e15)
+            .then_some(value as u64)
+    }
+}
+
+whole_number_param!(
+    /// `maxOutputChars`: the longest output text per cell, in characters.
+    MaxOutputChars
+);
+
+impl MaxOutputChars {
+    /// The requested length, truncated to a whole number and clamped to 0..=1e12 (the tracker
+    /// clamps it further, once, for every caller); `None` when it is not finite.
+    pub fn requested(self) -> Option<u64> {
+        let value = self.0;
+        value
+            .is_finite()
+            .then(|| value.trunc().clamp(0.0, 1e12) as u64)
+    }
+}
+
 /// What `read_notebook` returns for each cell (`view`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -180,7 +247,7 @@ pub struct ReadNotebookParams {
     /// Longest output text returned per cell, in characters (default 12000; values are clamped
     /// to 1000..100000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_chars: Option<f64>,
+    pub max_output_chars: Option<MaxOutputChars>,
     /// `true`: images in outputs as MCP image content, full size (long side 1200 px), at most
     /// 8 images and 2 MB per reply. Omitted: thumbnails (long side 320 px, at most 6 per reply),
     /// each with a resource link to the full image. `false`: none, only their description and
@@ -305,7 +372,7 @@ pub struct EditCellsParams {
     /// How long this call waits for that run, in whole milliseconds, 0 or more (default 1000).
     /// Not a time limit: execution goes on; follow it with get_execution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
 }
 
 /// The arguments of `move_cells`.
@@ -391,7 +458,7 @@ pub struct ConfigureKernelParams {
     /// With `runtime: "colab"`: how long to wait for the setup to settle or ask for a choice, in
     /// whole milliseconds, 0 to 60000 (default 1000). The setup goes on after the reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
 }
 
 /// The arguments of `get_kernel_setup`, `cancel_kernel_setup` and `list_setup_kernels`.
@@ -405,7 +472,7 @@ pub struct KernelSetupParams {
     /// How long to wait for the setup to change, in whole milliseconds, 0 to 60000 (default 0;
     /// `get_kernel_setup` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
 }
 
 /// The arguments of `mount_colab_server`.
@@ -419,7 +486,7 @@ pub struct MountColabServerParams {
     /// How long to wait for the mount to be verified, in whole milliseconds, 0 to 60000
     /// (default 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
 }
 
 /// The arguments of `select_setup_kernel`.
@@ -435,7 +502,7 @@ pub struct SelectSetupKernelParams {
     /// How long to wait for the setup to settle, in whole milliseconds, 0 to 60000 (default
     /// 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
 }
 
 /// The arguments of `check_colab`.
@@ -476,7 +543,7 @@ pub struct RunCellsParams {
     /// How long this call waits, in whole milliseconds, 0 or more (default 1000). Not a time
     /// limit: execution goes on; follow it with get_execution.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
     /// Include outputs in the receipt (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_outputs: Option<bool>,
@@ -486,7 +553,7 @@ pub struct RunCellsParams {
     /// Longest output text per cell in the receipt, in characters (default 12000, clamped to
     /// 1000..100000; a receipt shows at most 12000 per cell and 48000 in all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_chars: Option<f64>,
+    pub max_output_chars: Option<MaxOutputChars>,
     /// Return images of settled cells as MCP image content, at most 8 images and 2 MB per reply
     /// (default true; needs `includeOutputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -511,7 +578,7 @@ pub struct GetExecutionParams {
     /// How long to wait for the run to finish, in whole milliseconds, 0 or more (default 0: answer
     /// at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub wait_ms: Option<f64>,
+    pub wait_ms: Option<WaitMs>,
     /// Include outputs in the receipt (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_outputs: Option<bool>,
@@ -521,7 +588,7 @@ pub struct GetExecutionParams {
     /// Longest output text per cell in the receipt, in characters (default 12000, clamped to
     /// 1000..100000; a receipt shows at most 12000 per cell and 48000 in all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_output_chars: Option<f64>,
+    pub max_output_chars: Option<MaxOutputChars>,
     /// Return images of settled cells as MCP image content, at most 8 images and 2 MB per reply
     /// (default false; needs `includeOutputs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use execution_tracker::{CellState, RunAction, RunEvent, RunRequest, TrackerError};
-use mcp_contract::params::{CellRefParam, OutputMode};
+use mcp_contract::params::{CellRefParam, MaxOutputChars, OutputMode, WaitMs};
 use mcp_contract::{ErrorCode, ToolError, params::GetExecutionParams, params::RunCellsParams};
 use notebook_model::edit::EditOp;
 use notebook_model::{CellKind, CellRef, Notebook, Resolver};
@@ -106,26 +106,26 @@ pub(crate) struct ReceiptRequest {
     pub include_images: bool,
 }
 
-pub(crate) fn wait_ms(value: Option<f64>, default: u64) -> Result<u64, ToolError> {
+/// `waitMs` in milliseconds, `default` when omitted; a value that is not a whole number of
+/// milliseconds refuses the call.
+pub(crate) fn wait_ms(value: Option<WaitMs>, default: u64) -> Result<u64, ToolError> {
     match value {
         None => Ok(default),
-        Some(value)
-            if value.is_finite() && value >= 0.0 && value.fract() == 0.0 && value <= 9e15 =>
-        {
-            Ok(value as u64)
-        }
-        Some(value) => Err(error(
-            ErrorCode::InvalidArgument,
-            format!("waitMs must be a non-negative whole number of milliseconds, not {value}"),
-        )),
+        Some(value) => value.whole().ok_or_else(|| {
+            error(
+                ErrorCode::InvalidArgument,
+                format!(
+                    "waitMs must be a non-negative whole number of milliseconds, not {}",
+                    value.raw()
+                ),
+            )
+        }),
     }
 }
 
 /// `maxOutputChars` as the tracker takes it (the tracker clamps it, once, for every caller).
-pub(crate) fn requested_chars(value: Option<f64>) -> Option<u64> {
-    value
-        .filter(|value| value.is_finite())
-        .map(|value| value.trunc().clamp(0.0, 1e12) as u64)
+pub(crate) fn requested_chars(value: Option<MaxOutputChars>) -> Option<u64> {
+    value.and_then(MaxOutputChars::requested)
 }
 
 /// The indices of the code cells a run names, in the order given; a reference that names no

@@ -18,6 +18,7 @@ use colab_setup::{
 };
 use mcp_contract::params::{
     ConfigureKernelParams, KernelSetupParams, MountColabServerParams, SelectSetupKernelParams,
+    WaitMs,
 };
 use mcp_contract::{ErrorCode, ToolError, ToolName};
 use serde_json::Value;
@@ -83,11 +84,11 @@ pub(crate) fn setup_tool_error(setup_error: &SetupError) -> ToolError {
     }
 }
 
-fn wait_ms(value: Option<f64>, default: u64) -> Result<u64, ToolError> {
-    let wait = match value {
+fn wait_ms(value: Option<WaitMs>, default: u64) -> Result<u64, ToolError> {
+    let wait = match value.map(WaitMs::whole) {
         None => None,
-        Some(ms) if ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 => Some(ms as u64),
-        Some(_) => {
+        Some(Some(ms)) => Some(ms),
+        Some(None) => {
             return Err(error(
                 ErrorCode::InvalidArgument,
                 "waitMs must be a whole number of milliseconds from 0 to 60000",

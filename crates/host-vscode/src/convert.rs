@@ -171,13 +171,7 @@ pub fn nbformat_output(output: &OutputData) -> Value {
             return original.clone();
         }
         let error: Value = serde_json::from_slice(&item.data).unwrap_or_else(|_| json!({}));
-        let text = |key: &str| {
-            error
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
+        let text = |key: &str| string_field(&error, key);
         let stack = text("stack");
         let traceback: Vec<Value> = if stack.is_empty() {
             Vec::new()
@@ -242,13 +236,7 @@ pub fn vscode_output(output: &Value) -> OutputData {
             }
         }
         "error" => {
-            let text = |key: &str| {
-                output
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned()
-            };
+            let text = |key: &str| string_field(output, key);
             let stack: Vec<String> = output
                 .get("traceback")
                 .and_then(Value::as_array)
@@ -430,6 +418,15 @@ pub fn new_notebook(notebook: &Notebook) -> crate::shell::NewNotebook {
             .map(|cell| cell_data(notebook, cell, None))
             .collect(),
     }
+}
+
+/// The string at `key` of a JSON object, empty when it is absent or not a string.
+fn string_field(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned()
 }
 
 #[cfg(test)]

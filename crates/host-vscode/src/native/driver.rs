@@ -186,11 +186,7 @@ impl NativeDriver {
     /// its rows.
     pub async fn choose_row(&self, label: &str) -> Result<Chosen, NativeBlocker> {
         let answer = self
-            .run(
-                self.inner.projections.click_row,
-                json!({ "label": label }),
-                Access::Write,
-            )
+            .write(self.inner.projections.click_row, json!({ "label": label }))
             .await?;
         chosen(&answer)
     }
@@ -204,10 +200,9 @@ impl NativeDriver {
         listing: &[String],
     ) -> Result<Chosen, NativeBlocker> {
         let answer = self
-            .run(
+            .write(
                 self.inner.projections.click_listed,
                 json!({ "position": position, "label": label, "listing": listing }),
-                Access::Write,
             )
             .await?;
         chosen(&answer)
@@ -230,14 +225,13 @@ impl NativeDriver {
             )));
         }
         let answer = self
-            .run(
+            .write(
                 self.inner.projections.set_input,
                 json!({
                     "value": value,
                     "title": guard.title,
                     "prompt_contains": guard.prompt_contains,
                 }),
-                Access::Write,
             )
             .await?;
         match view::status(&answer)? {
@@ -263,10 +257,9 @@ impl NativeDriver {
 
     async fn press_enter(&self, expected: Option<&str>) -> Result<(), NativeBlocker> {
         let answer = self
-            .run(
+            .write(
                 self.inner.projections.press_enter,
                 json!({ "value": expected }),
-                Access::Write,
             )
             .await?;
         match view::status(&answer)? {
@@ -279,11 +272,7 @@ impl NativeDriver {
     /// key leaves the widget open, the key is sent once more through CDP's input domain.
     pub async fn dismiss(&self) -> Result<(), NativeBlocker> {
         let answer = self
-            .run(
-                self.inner.projections.press_escape,
-                json!({}),
-                Access::Write,
-            )
+            .write(self.inner.projections.press_escape, json!({}))
             .await?;
         match view::status(&answer)? {
             "closed" => Ok(()),
@@ -304,6 +293,11 @@ impl NativeDriver {
 
     /// Runs `projection` with `args` (and the marker) in the bound page, binding first when
     /// needed. A marker that no longer matches, or any transport failure, unbinds.
+    /// Runs a projection that acts on the page (brought to the front first, never retried).
+    async fn write(&self, projection: Projection, args: Value) -> Result<Value, NativeBlocker> {
+        self.run(projection, args, Access::Write).await
+    }
+
     async fn run(
         &self,
         projection: Projection,

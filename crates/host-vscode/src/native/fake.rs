@@ -99,6 +99,12 @@ impl Record {
         calls.iter().map(|(method, _)| method.clone()).collect()
     }
 
+    /// Whether the driver called the DevTools `method` at all.
+    pub(crate) fn called(&self, method: &str) -> bool {
+        let calls = self.calls.lock().expect("record");
+        calls.iter().any(|(called, _)| called == method)
+    }
+
     /// The evaluated expressions of one projection (by the name the driver writes first).
     pub(crate) fn evaluations(&self, projection: &str) -> Vec<String> {
         let prefix = format!("/*jmcp:{projection}*/");

@@ -250,12 +250,7 @@ async fn observe_maps_the_projection_to_a_picker_view() {
     assert!(full.complete && full.focused);
     // One binding served both reads; reads never bring the page to the front.
     assert_eq!(fake.record.upgrades(), ["A"]);
-    assert!(
-        !fake
-            .record
-            .methods()
-            .contains(&"Page.bringToFront".to_owned())
-    );
+    assert!(!fake.record.called("Page.bringToFront"));
 }
 
 #[tokio::test]
@@ -387,12 +382,7 @@ async fn dismiss_with_nothing_open_is_ok() {
     })])
     .await;
     assert_eq!(driver(&fake).dismiss().await, Ok(()));
-    assert!(
-        !fake
-            .record
-            .methods()
-            .contains(&"Input.dispatchKeyEvent".to_owned())
-    );
+    assert!(!fake.record.called("Input.dispatchKeyEvent"));
 }
 
 #[tokio::test]

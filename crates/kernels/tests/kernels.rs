@@ -235,19 +235,10 @@ fn process_alive(pid: u32) -> bool {
 async fn discovery_finds_a_jupyter_path_kernelspec_and_a_project_venv() {
     let dir = tempfile::tempdir().unwrap();
     let jupyter_path = dir.path().join("jupyter");
-    let spec_dir = jupyter_path.join("kernels").join("Test-Kernel");
-    std::fs::create_dir_all(&spec_dir).unwrap();
-    std::fs::write(
-        spec_dir.join("kernel.json"),
-        serde_json::json!({
-            "argv": [test_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Test Kernel",
-            "language": "python",
-            "interrupt_mode": "message",
-        })
-        .to_string(),
-    )
-    .unwrap();
+    write_ipykernel_spec(
+        &jupyter_path.join("kernels").join("Test-Kernel"),
+        serde_json::json!({"display_name": "Test Kernel", "interrupt_mode": "message"}),
+    );
     let project = dir.path().join("project");
     let notebook_dir = project.join("notebooks");
     std::fs::create_dir_all(&notebook_dir).unwrap();
@@ -581,21 +572,27 @@ async fn a_killed_kernel_ends_its_requests_and_is_dead() {
     kernel.shutdown().await.unwrap();
 }
 
+/// A Python kernelspec in `spec_dir` that starts the test Python's ipykernel, with the
+/// fields of `fields` (a JSON object) added.
+fn write_ipykernel_spec(spec_dir: &Path, fields: Value) {
+    let mut spec = serde_json::json!({
+        "argv": [test_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "language": "python",
+    });
+    for (key, value) in fields.as_object().expect("a JSON object") {
+        spec[key] = value.clone();
+    }
+    std::fs::create_dir_all(spec_dir).unwrap();
+    std::fs::write(spec_dir.join("kernel.json"), spec.to_string()).unwrap();
+}
+
 /// A project whose JUPYTER_PATH has a `python3` kernelspec running the test Python.
 fn manager_project(idle_ttl: Option<Duration>) -> (tempfile::TempDir, KernelManager) {
     let dir = tempfile::tempdir().unwrap();
-    let spec_dir = dir.path().join("jupyter/kernels/python3");
-    std::fs::create_dir_all(&spec_dir).unwrap();
-    std::fs::write(
-        spec_dir.join("kernel.json"),
-        serde_json::json!({
-            "argv": [test_python(), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3",
-            "language": "python",
-        })
-        .to_string(),
-    )
-    .unwrap();
+    write_ipykernel_spec(
+        &dir.path().join("jupyter/kernels/python3"),
+        serde_json::json!({"display_name": "Python 3"}),
+    );
     for notebook_dir in ["a", "b"] {
         std::fs::create_dir_all(dir.path().join("project").join(notebook_dir)).unwrap();
     }

@@ -9,11 +9,9 @@
 //!   source outside tests; some crates above them keep narrower rules ([`LAYER_RULES`]), and
 //!   some modules of layer-3 crates are pure as well ([`PURE_MODULES`]).
 //! - No source file is longer than [`MAX_LINES_BEFORE_TESTS`] lines before its tests, and
-//!   host-core's modules form no import cycle of more than [`MAX_CYCLE_FILES`] files. Each of
-//!   these two fails the command only when its switch ([`FILE_SIZE_FAILS`],
-//!   [`MODULE_CYCLES_FAIL`]) is on; otherwise it reports.
+//!   host-core's modules form no import cycle of more than [`MAX_CYCLE_FILES`] files.
 //! - No crate but `mcp-contract` writes a tool name as a string in its code (tests aside): it
-//!   names a `ToolName`. Reported, failing once [`TOOL_NAME_STRINGS_FAIL`] is on.
+//!   names a `ToolName`.
 
 mod source;
 
@@ -24,19 +22,6 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::{cargo, root};
-
-/// Whether a source file longer than [`MAX_LINES_BEFORE_TESTS`] lines before its tests fails
-/// `deps` (`true`) or is only reported (`false`, while the big files are being split).
-const FILE_SIZE_FAILS: bool = false;
-
-/// Whether an import cycle of more than [`MAX_CYCLE_FILES`] host-core files fails `deps`
-/// (`true`) or is only reported (`false`, while host-core is being restructured).
-const MODULE_CYCLES_FAIL: bool = false;
-
-/// Whether a tool name written as a string in a crate's code outside `mcp-contract` (and
-/// outside tests) fails `deps` (`true`) or is only reported (`false`, while the last such places
-/// move to `mcp_contract::ToolName`).
-const TOOL_NAME_STRINGS_FAIL: bool = false;
 
 /// The most lines a source file may have before its `#[cfg(test)]`.
 const MAX_LINES_BEFORE_TESTS: usize = 1000;
@@ -528,35 +513,24 @@ pub(crate) fn deps() -> Result<()> {
             problem.push_str(": this module holds decisions only (no runtime, HTTP, I/O or clock)");
         }
     }
-    let mut reported = Vec::new();
-    let sizes = source::long_files(&root(), &workspace.folders(), MAX_LINES_BEFORE_TESTS)?;
-    if FILE_SIZE_FAILS {
-        problems.extend(sizes);
-    } else {
-        reported.extend(sizes);
-    }
+    problems.extend(source::long_files(
+        &root(),
+        &workspace.folders(),
+        MAX_LINES_BEFORE_TESTS,
+    )?);
     let names: Vec<&str> = mcp_contract::ToolName::ALL
         .iter()
         .map(|tool| tool.as_str())
         .collect();
-    let strings = source::tool_name_strings(&root(), &workspace.folders(), &names)?;
-    if TOOL_NAME_STRINGS_FAIL {
-        problems.extend(strings);
-    } else {
-        reported.extend(strings);
-    }
-    let cycles = source::module_cycles(&root().join("crates/host-core/src"), MAX_CYCLE_FILES)?;
-    if MODULE_CYCLES_FAIL {
-        problems.extend(cycles);
-    } else {
-        reported.extend(cycles);
-    }
-    if !reported.is_empty() {
-        eprintln!(
-            "deps: reported, not yet failing (FILE_SIZE_FAILS, TOOL_NAME_STRINGS_FAIL, MODULE_CYCLES_FAIL in xtask/src/deps.rs):\n  {}",
-            reported.join("\n  ")
-        );
-    }
+    problems.extend(source::tool_name_strings(
+        &root(),
+        &workspace.folders(),
+        &names,
+    )?);
+    problems.extend(source::module_cycles(
+        &root().join("crates/host-core/src"),
+        MAX_CYCLE_FILES,
+    )?);
     let mut layered: Vec<&str> = LAYER_RULES
         .iter()
         .flat_map(|rule| rule.crates.iter().copied())

@@ -50,12 +50,7 @@ fn cells_run(world: &World) -> Vec<String> {
 }
 
 async fn run_stale(world: &World) -> Value {
-    let receipt = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    let receipt = world.run_stale_cells("a.ipynb").await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     receipt
 }

@@ -72,6 +72,15 @@ impl World {
             .await
     }
 
+    /// The receipt of a run of the notebook's stale cells, waited for to its end.
+    pub async fn run_stale_cells(&self, notebook: &str) -> Value {
+        self.ok(
+            "run_cells",
+            json!({"notebookRef": notebook, "waitMs": 60_000}),
+        )
+        .await
+    }
+
     /// The receipt of a run of one cell, waited for to its end.
     pub async fn run_cell(&self, notebook: &str, cell: usize) -> Value {
         self.ok(

@@ -308,19 +308,9 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
     world
         .host
         .insert("a.ipynb", &["x = 1", "y = x + 1", "z = 5", "w = y * 2"]);
-    let first = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    let first = world.run_stale_cells("a.ipynb").await;
     assert_eq!(first["cells"].as_array().unwrap().len(), 4);
-    let nothing = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    let nothing = world.run_stale_cells("a.ipynb").await;
     assert_eq!(
         nothing["cells"],
         json!([]),
@@ -331,12 +321,7 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
     let first_cell = &outline["cells"][0];
     world.edit_code("a.ipynb", first_cell, "x = 10").await;
     let before = world.kernels.log().len();
-    let rerun = world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    let rerun = world.run_stale_cells("a.ipynb").await;
     // x and what reads it (y, then w through y), in document order; z is untouched.
     let ran: Vec<String> = world.kernels.log()[before..].to_vec();
     assert_eq!(ran, ["x = 10", "y = x + 1", "w = y * 2"], "{rerun}");
@@ -357,12 +342,7 @@ async fn only_stale_cells_run_and_an_edit_makes_its_dependents_stale() {
 async fn an_edit_can_run_what_it_made_stale() {
     let world = World::new();
     world.host.insert("a.ipynb", &["a = 1", "b = a + 1"]);
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    world.run_stale_cells("a.ipynb").await;
     let outline = world.outline("a.ipynb").await;
     let cell = &outline["cells"][0];
     let before = world.kernels.log().len();
@@ -388,12 +368,7 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
     let uri = world.host.insert("a.ipynb", &["x = 1", "y = x + 1"]).uri;
     // The agent's run starts the kernel; then a person edits and runs the first cell in
     // their editor, on the same kernel.
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    world.run_stale_cells("a.ipynb").await;
     world.host.change_outside("a.ipynb", |notebook| {
         notebook.cell_mut(0).expect("a cell").set_source("x = 2");
     });
@@ -408,12 +383,7 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
         "what reads it is stale: {outline}"
     );
     let before = world.kernels.log().len();
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    world.run_stale_cells("a.ipynb").await;
     assert_eq!(world.kernels.log()[before..], ["y = x + 1"]);
 }
 
@@ -421,12 +391,7 @@ async fn a_run_someone_else_made_on_the_shared_kernel_counts_for_staleness() {
 async fn an_inspection_waits_out_the_busy_tail_of_a_run_but_not_a_long_one() {
     let world = World::new();
     let uri = world.host.insert("a.ipynb", &["x = 41"]).uri;
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    world.run_stale_cells("a.ipynb").await;
     // The scripted kernel answers the inspection program with what it would print.
     world.kernels.on_execute(|code, _| {
         let (_, rest) = code.split_once(r#"\"nonce\":\""#)?;

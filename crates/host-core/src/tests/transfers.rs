@@ -26,12 +26,7 @@ fn world_with_a_file() -> World {
 
 /// Runs `a.ipynb` to its end, so that its kernel is up.
 async fn run_a(world: &World) {
-    world
-        .ok(
-            "run_cells",
-            json!({"notebookRef": "a.ipynb", "waitMs": 60_000}),
-        )
-        .await;
+    world.run_stale_cells("a.ipynb").await;
 }
 
 /// Whether a piece of code the kernel got is a transfer step.

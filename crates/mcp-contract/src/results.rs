@@ -61,6 +61,16 @@ pub struct OpenNotebooksResult {
     pub notebooks: Vec<OpenedNotebook>,
 }
 
+/// How `open_notebooks` found a notebook (`status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpenedStatus {
+    /// Read from disk.
+    Opened,
+    /// Already open: the live document was kept as it is.
+    AlreadyOpen,
+}
+
 /// A notebook that `open_notebooks` opened or found open.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -70,7 +80,7 @@ pub struct OpenedNotebook {
     /// The notebook's URI.
     pub uri: String,
     /// `opened` (read from disk) or `already-open` (the live document was kept as it is).
-    pub status: String,
+    pub status: OpenedStatus,
     /// Number of cells in the notebook.
     pub cell_count: usize,
 }

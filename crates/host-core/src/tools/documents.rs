@@ -83,10 +83,9 @@ impl<H: NotebookHost> Tools<H> {
                 notebook_ref: self.remember(&location),
                 uri: location.uri.clone(),
                 status: match status {
-                    OpenStatus::Opened => "opened",
-                    OpenStatus::AlreadyOpen => "already-open",
-                }
-                .to_owned(),
+                    OpenStatus::Opened => OpenedStatus::Opened,
+                    OpenStatus::AlreadyOpen => OpenedStatus::AlreadyOpen,
+                },
                 cell_count: document.notebook.len(),
             });
         }

@@ -62,6 +62,22 @@ impl NotebookRuns<'_> {
         info["kernel"]["epoch"].as_u64().expect("a running kernel")
     }
 
+    /// Starts `cells` without waiting (the first prints `ticks` lines `tick N`, the last prints
+    /// 42), follows the run until the first cell printed `seen` and then to its end, and checks
+    /// that it completed with every tick and the 42.
+    pub async fn follow_ticks(&self, cells: Value, seen: &str, ticks: usize) {
+        self.run(cells, 0).await;
+        self.follow(|receipt| receipt_output(receipt, 0).contains(seen))
+            .await;
+        let finished = self.follow(is_terminal).await;
+        assert_eq!(finished["status"], "completed", "{finished}");
+        assert_eq!(
+            printed_lines(&receipt_output(&finished, 0), "tick ").len(),
+            ticks
+        );
+        assert!(receipt_output(&finished, 1).contains("42"));
+    }
+
     /// Runs `cells` (the first prints `sleeping` and sleeps) and returns once it sleeps.
     pub async fn start_sleeping(&self, cells: Value) {
         self.run(cells, 0).await;
@@ -107,6 +123,11 @@ impl NotebookRuns<'_> {
 
     /// 10 MiB of random bytes (from `seed`) uploaded from the served folder `root` to a folder of
     /// the kernel's machine (this one) and downloaded back, with both ends checked.
+    /// `upload_file` or `download_file` between `host_path` and `kernel_path`; its result.
+    async fn transfer(&self, tool: &str, host_path: &str, kernel_path: &str) -> Value {
+        transfer(self.client, self.notebook, tool, host_path, kernel_path).await
+    }
+
     pub async fn transfer_round_trip(&self, root: &Path, seed: u64) {
         let payload = random_bytes(10 * 1024 * 1024, seed);
         let digest = sha256_hex(&payload);
@@ -115,28 +136,16 @@ impl NotebookRuns<'_> {
         let kernel_file = kernel_side.path().join("payload.bin");
         let kernel_path = kernel_file.to_str().unwrap();
         let uploaded = self
-            .client
-            .call(
-                "upload_file",
-                json!({"notebookRef": self.notebook, "hostPath": "payload.bin",
-                       "kernelPath": kernel_path}),
-            )
-            .await
-            .ok();
+            .transfer("upload_file", "payload.bin", kernel_path)
+            .await;
         assert_eq!(uploaded["sha256"], digest.as_str(), "{uploaded}");
         assert!(
             std::fs::read(&kernel_file).unwrap() == payload,
             "the kernel's copy is intact"
         );
         let downloaded = self
-            .client
-            .call(
-                "download_file",
-                json!({"notebookRef": self.notebook, "hostPath": "back.bin",
-                       "kernelPath": kernel_path}),
-            )
-            .await
-            .ok();
+            .transfer("download_file", "back.bin", kernel_path)
+            .await;
         assert_eq!(downloaded["sha256"], digest.as_str(), "{downloaded}");
         assert!(std::fs::read(root.join("back.bin")).unwrap() == payload);
     }
@@ -149,4 +158,23 @@ pub fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
         .filter(|line| line.starts_with(prefix))
         .map(str::to_owned)
         .collect()
+}
+
+/// `tool` (`upload_file` or `download_file`) for `notebook` between `host_path` and
+/// `kernel_path`; its result.
+pub async fn transfer(
+    client: &Client,
+    notebook: &str,
+    tool: &str,
+    host_path: &str,
+    kernel_path: &str,
+) -> Value {
+    client
+        .call(
+            tool,
+            json!({"notebookRef": notebook, "hostPath": host_path,
+                   "kernelPath": kernel_path}),
+        )
+        .await
+        .ok()
 }

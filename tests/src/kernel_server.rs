@@ -417,11 +417,7 @@ pub fn https_request(
         "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {}\r\n",
         body.len()
     );
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    request.push_str("\r\n");
-    request.push_str(body);
+    crate::finish_request(&mut request, headers, body);
     tls.write_all(request.as_bytes())?;
     let mut answer = Vec::new();
     match tls.read_to_end(&mut answer) {
@@ -430,17 +426,7 @@ pub fn https_request(
         Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {}
         Err(error) => return Err(error.into()),
     }
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|code| code.parse().ok())
-        .ok_or_else(|| anyhow::anyhow!("not an HTTP answer"))?;
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
+    crate::status_and_body(&String::from_utf8_lossy(&answer))
 }
 
 /// The status of `GET path`, `None` when nothing answered.

@@ -225,6 +225,19 @@ struct Launch<'a> {
     envs: &'a [(&'a str, &'a str)],
 }
 
+impl<'a> Launch<'a> {
+    /// A launch on a free port with no extra environment.
+    fn plain(root: &'a Path, cache_dir: &'a Path, extra_args: &'a [&'a str]) -> Self {
+        Launch {
+            root,
+            port: 0,
+            cache_dir,
+            extra_args,
+            envs: &[],
+        }
+    }
+}
+
 impl HttpServer {
     /// Starts the server on a free port for `root`, with extra arguments.
     pub fn start(root: &Path, extra_args: &[&str]) -> Result<HttpServer> {
@@ -251,11 +264,8 @@ impl HttpServer {
     ) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
         let command = Self::command(&Launch {
-            root,
-            port: 0,
-            cache_dir: cache.path(),
-            extra_args,
             envs,
+            ..Launch::plain(root, cache.path(), extra_args)
         });
         Self::spawn(command, cache, stderr_file)
     }
@@ -264,11 +274,8 @@ impl HttpServer {
     pub fn start_on(root: &Path, port: u16, extra_args: &[&str]) -> Result<HttpServer> {
         let cache = tempfile::tempdir()?;
         let command = Self::command(&Launch {
-            root,
             port,
-            cache_dir: cache.path(),
-            extra_args,
-            envs: &[],
+            ..Launch::plain(root, cache.path(), extra_args)
         });
         Self::spawn(command, cache, None)
     }
@@ -279,13 +286,7 @@ impl HttpServer {
         cache_dir: &Path,
         extra_args: &[&str],
     ) -> Result<HttpServer> {
-        let command = Self::command(&Launch {
-            root,
-            port: 0,
-            cache_dir,
-            extra_args,
-            envs: &[],
-        });
+        let command = Self::command(&Launch::plain(root, cache_dir, extra_args));
         Self::spawn(command, tempfile::tempdir()?, None)
     }
 
@@ -297,13 +298,7 @@ impl HttpServer {
         cache_dir: &Path,
         extra_args: &[&str],
     ) -> Result<HttpServer> {
-        let server = Self::command(&Launch {
-            root,
-            port: 0,
-            cache_dir,
-            extra_args,
-            envs: &[],
-        });
+        let server = Self::command(&Launch::plain(root, cache_dir, extra_args));
         let mut command = Command::new(wrapper[0]);
         command
             .args(&wrapper[1..])
@@ -448,14 +443,24 @@ pub fn http_request(
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
         body.len()
     );
+    finish_request(&mut request, headers, body);
+    stream.write_all(request.as_bytes())?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    status_and_body(&answer)
+}
+
+/// Ends the head of a raw HTTP request with `headers` and appends `body`.
+pub(crate) fn finish_request(request: &mut String, headers: &[(&str, &str)], body: &str) {
     for (name, value) in headers {
         request.push_str(&format!("{name}: {value}\r\n"));
     }
     request.push_str("\r\n");
     request.push_str(body);
-    stream.write_all(request.as_bytes())?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer)?;
+}
+
+/// The status and the body of a raw HTTP answer.
+pub(crate) fn status_and_body(answer: &str) -> Result<(u16, String)> {
     let status = answer
         .split_whitespace()
         .nth(1)
@@ -724,6 +729,16 @@ impl Client {
             }]}),
         )
         .await
+    }
+
+    /// `read_notebook` of a whole notebook in `view`; its result.
+    pub async fn read_view(&self, notebook_ref: &str, view: &str) -> Value {
+        self.call(
+            "read_notebook",
+            serde_json::json!({"notebookRef": notebook_ref, "view": view}),
+        )
+        .await
+        .ok()
     }
 
     /// The cells of a notebook's outline (`read_notebook` with its defaults).

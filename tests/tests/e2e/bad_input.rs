@@ -667,13 +667,7 @@ async fn duplicate_cell_ids_are_repaired_in_memory_without_touching_the_file() {
     assert_eq!(ids[0], "same");
     let unique: std::collections::HashSet<&&str> = ids.iter().collect();
     assert_eq!(unique.len(), 3, "{ids:?}");
-    client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "dupes.ipynb", "view": "all"}),
-        )
-        .await
-        .ok();
+    client.read_view("dupes.ipynb", "all").await;
     assert_eq!(before, tree_state(root.path()), "reading changed the file");
     let rev = cells[0]["rev"].as_str().unwrap();
     let edited = client

@@ -288,13 +288,7 @@ async fn saved_outputs_are_readable() {
     std::fs::write(root.path().join("outputs.ipynb"), notebook.to_string()).unwrap();
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
-    let read = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "outputs.ipynb", "view": "all"}),
-        )
-        .await
-        .ok();
+    let read = client.read_view("outputs.ipynb", "all").await;
     let cell = &read["cells"][0];
     assert_eq!(cell["executionState"], "error");
     let outputs = cell["outputs"].as_str().unwrap();

@@ -29,13 +29,7 @@ async fn the_embedded_example_answers_tools_list_and_read_notebook_over_stdio() 
             "a host without kernels lists {kernel_tool}"
         );
     }
-    let read = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "hello.ipynb", "view": "source"}),
-        )
-        .await
-        .ok();
+    let read = client.read_view("hello.ipynb", "source").await;
     let cells = read["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2, "{read}");
     assert_eq!(cells[1]["cell_id"], "greet");
@@ -52,13 +46,7 @@ async fn the_embedded_example_answers_tools_list_and_read_notebook_over_stdio() 
         .await
         .ok();
     assert_eq!(edited["cellCount"], 2, "{edited}");
-    let again = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": "hello.ipynb", "view": "source"}),
-        )
-        .await
-        .ok();
+    let again = client.read_view("hello.ipynb", "source").await;
     assert_eq!(again["cells"][1]["source"], "print('changed')");
     client.close().await.expect("close");
 }

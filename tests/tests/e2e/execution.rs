@@ -15,6 +15,18 @@ async fn serve(sources: &[&str]) -> (tempfile::TempDir, HttpServer, Client) {
     serve_code_notebook(NB, sources).await
 }
 
+/// A server whose notebook's first cell sleeps for a minute: both cells started, the first
+/// seen sleeping.
+async fn serve_sleeping() -> (tempfile::TempDir, HttpServer, Client) {
+    let (root, server, client) = serve(&[
+        "import time\nprint('sleeping', flush=True) or time.sleep(60)",
+        "after = True",
+    ])
+    .await;
+    on(&client).start_sleeping(json!([0, 1])).await;
+    (root, server, client)
+}
+
 /// The notebook's runs through `client`, followed for a minute at most.
 fn on(client: &Client) -> NotebookRuns<'_> {
     NotebookRuns {
@@ -110,12 +122,7 @@ async fn runs_stop_at_the_first_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_stops_a_sleeping_cell() {
-    let (root, _server, client) = serve(&[
-        "import time\nprint('sleeping', flush=True) or time.sleep(60)",
-        "after = True",
-    ])
-    .await;
-    on(&client).start_sleeping(json!([0, 1])).await;
+    let (root, _server, client) = serve_sleeping().await;
     let started = Instant::now();
     let interrupted = client
         .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
@@ -135,12 +142,7 @@ async fn interrupt_stops_a_sleeping_cell() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_invalidates_the_running_run() {
-    let (_root, _server, client) = serve(&[
-        "import time\nprint('sleeping', flush=True) or time.sleep(60)",
-        "after = True",
-    ])
-    .await;
-    on(&client).start_sleeping(json!([0, 1])).await;
+    let (_root, _server, client) = serve_sleeping().await;
     let before = client
         .call("get_kernel_info", json!({"notebookRef": NB}))
         .await

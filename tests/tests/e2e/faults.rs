@@ -344,13 +344,7 @@ async fn a_read_only_folder_is_refused_and_left_alone() {
     assert!(!root.path().join("new.ipynb").exists());
     assert!(leftovers(root.path()).is_empty());
     // The server still reads what it cannot write.
-    let read = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": NB, "view": "source"}),
-        )
-        .await
-        .ok();
+    let read = client.read_view(NB, "source").await;
     assert!(read.to_string().contains("v0"));
 }
 

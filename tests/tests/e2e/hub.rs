@@ -143,13 +143,7 @@ async fn a_hub_server_is_started_with_progress_and_runs_follows_interrupts_resta
     assert!(!info.to_string().contains(hub().token()));
 
     // A long run is followed while it runs, then to its end.
-    runs.run(json!([0, 2]), 0).await;
-    runs.follow(|receipt| output_of(receipt, 0).contains("tick 1"))
-        .await;
-    let finished = runs.follow(terminal).await;
-    assert_eq!(finished["status"], "completed", "{finished}");
-    assert_eq!(printed_lines(&output_of(&finished, 0), "tick ").len(), 6);
-    assert!(output_of(&finished, 1).contains("42"));
+    runs.follow_ticks(json!([0, 2]), "tick 1", 6).await;
 
     // Interrupt, then restart.
     runs.interrupt_sleeping_cell(json!([1, 2])).await;

@@ -10,6 +10,7 @@ use jupyter_mcp_tests::browser::{Browser, save_screenshot};
 use jupyter_mcp_tests::collab::{
     CollabServer, JupyterLab, Peer, api_get, shared_server, write_notebook,
 };
+use jupyter_mcp_tests::kernel_runs::transfer;
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
     CLIENT_TITLE, Call, Client, HttpServer, is_terminal, nbformat_problems, python, server_binary,
@@ -42,13 +43,7 @@ async fn agent_sees(
 ) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let read = client
-            .call(
-                "read_notebook",
-                json!({"notebookRef": notebook, "view": "source"}),
-            )
-            .await
-            .ok();
+        let read = client.read_view(notebook, "source").await;
         let cells = read["cells"].as_array().cloned().unwrap_or_default();
         if done(&cells) {
             return cells;
@@ -291,24 +286,18 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
     let bytes: Vec<u8> = (0..300_000u32).map(|index| (index % 251) as u8).collect();
     std::fs::write(transfers.path().join("data.bin"), &bytes).unwrap();
     let kernel_side = server.state_dir().join("uploaded.bin");
-    let uploaded = client
-        .call(
-            "upload_file",
-            json!({"notebookRef": "run.ipynb", "hostPath": "data.bin",
-                   "kernelPath": kernel_side.to_str().unwrap()}),
-        )
-        .await
-        .ok();
+    let kernel_path = kernel_side.to_str().unwrap();
+    let uploaded = transfer(&client, "run.ipynb", "upload_file", "data.bin", kernel_path).await;
     assert_eq!(uploaded["verified"], true, "{uploaded}");
     assert_eq!(std::fs::read(&kernel_side).unwrap(), bytes);
-    let downloaded = client
-        .call(
-            "download_file",
-            json!({"notebookRef": "run.ipynb", "hostPath": "back.bin",
-                   "kernelPath": kernel_side.to_str().unwrap()}),
-        )
-        .await
-        .ok();
+    let downloaded = transfer(
+        &client,
+        "run.ipynb",
+        "download_file",
+        "back.bin",
+        kernel_path,
+    )
+    .await;
     assert_eq!(downloaded["verified"], true, "{downloaded}");
     assert_eq!(
         std::fs::read(transfers.path().join("back.bin")).unwrap(),

@@ -206,6 +206,16 @@ impl Fixture {
         self.client.call(tool, arguments).await.ok()
     }
 
+    /// Replaces the code of the outlined `cell` (at its listed rev) with `code`.
+    async fn edit_code(&self, cell: &Value, code: &str) -> Value {
+        self.call(
+            "edit_cells",
+            json!({"edits": [{"editType": "edit", "cellId": cell["cell_id"],
+                   "expectedRev": cell["rev"], "newCode": code}]}),
+        )
+        .await
+    }
+
     async fn outline(&self) -> Vec<Value> {
         self.call("read_notebook", json!({})).await["cells"]
             .as_array()
@@ -270,13 +280,7 @@ async fn an_edit_makes_exactly_its_cell_and_dependents_stale_and_a_stale_run_run
     assert_eq!(first["cells"].as_array().unwrap().len(), 4, "{first}");
     assert_eq!(fixture.states().await, ["fresh"; 4]);
     let outline = fixture.outline().await;
-    fixture
-        .call(
-            "edit_cells",
-            json!({"edits": [{"editType": "edit", "cellId": outline[1]["cell_id"],
-                   "expectedRev": outline[1]["rev"], "newCode": "# double\nb = a * 3"}]}),
-        )
-        .await;
+    fixture.edit_code(&outline[1], "# double\nb = a * 3").await;
     assert_eq!(fixture.states().await, ["fresh", "stale", "stale", "fresh"]);
     let second = fixture.call("run_cells", json!({"waitMs": 120_000})).await;
     assert_eq!(second["status"], "completed", "{second}");
@@ -410,13 +414,7 @@ async fn undo_restores_the_agents_last_change(host: Host) {
 async fn undo_refuses_when_the_person_changed_the_cell_since(host: Host) {
     let mut fixture = Fixture::start(host, &CHAIN, &[]).await;
     let before = fixture.outline().await;
-    fixture
-        .call(
-            "edit_cells",
-            json!({"edits": [{"editType": "edit", "cellId": before[1]["cell_id"],
-                   "expectedRev": before[1]["rev"], "newCode": "# double\nb = a * 10"}]}),
-        )
-        .await;
+    fixture.edit_code(&before[1], "# double\nb = a * 10").await;
     fixture
         .person_sets_source(1, "# double\nb = a * 100  # the person's")
         .await;

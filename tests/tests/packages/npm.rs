@@ -37,27 +37,37 @@ fn user_path(first: &[&Path]) -> std::ffi::OsString {
     path_without_rust(&folders)
 }
 
-/// `npm install` of `tarballs` into the empty folder `app`, offline, with the cache `cache`.
-fn npm_install(app: &Path, cache: &Path, tarballs: &[PathBuf], extra: &[&str]) {
-    std::fs::create_dir_all(app).unwrap();
+/// An app folder with `tarballs` installed, and its npm cache, in one scratch folder.
+struct Installed {
+    _scratch: tempfile::TempDir,
+    app: PathBuf,
+    cache: PathBuf,
+}
+
+/// `npm install` of `tarballs` into a new empty app folder, offline, with a new empty cache.
+fn npm_install(tarballs: &[PathBuf], extra: &[&str]) -> Installed {
+    let scratch = tempfile::tempdir().unwrap();
+    let app = scratch.path().join("app");
+    let cache = scratch.path().join("npm-cache");
+    std::fs::create_dir_all(&app).unwrap();
     run(std::process::Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--offline", "--cache"])
-        .arg(cache)
+        .arg(&cache)
         .args(extra)
         .args(tarballs)
-        .current_dir(app)
+        .current_dir(&app)
         .env("PATH", user_path(&[]))
         .env("npm_config_update_notifier", "false"));
+    Installed {
+        _scratch: scratch,
+        app,
+        cache,
+    }
 }
 
 #[test]
 fn npm_tarballs_run_through_npx() {
-    let scratch = tempfile::tempdir().unwrap();
-    let app = scratch.path().join("app");
-    let cache = scratch.path().join("npm-cache");
-    npm_install(
-        &app,
-        &cache,
+    let Installed { app, cache, .. } = &npm_install(
         &[
             tarball("jupyter-mcp-rs"),
             tarball("jupyter-mcp-rs-linux-x64"),
@@ -100,9 +110,9 @@ fn npm_tarballs_run_through_npx() {
         .arg(root.path())
         .arg("--cache-dir")
         .arg(server_cache.path())
-        .current_dir(&app)
+        .current_dir(app)
         .env("PATH", user_path(&[&venv_bin]))
-        .env("npm_config_cache", &cache)
+        .env("npm_config_cache", cache)
         .env("npm_config_update_notifier", "false")
         .env_remove("VIRTUAL_ENV")
         .env_remove("JUPYTER_PATH");
@@ -124,21 +134,14 @@ fn npm_tarballs_run_through_npx() {
 /// missing and what to do, and fails.
 #[test]
 fn the_launcher_explains_a_missing_platform_package() {
-    let scratch = tempfile::tempdir().unwrap();
-    let app = scratch.path().join("app");
-    let cache = scratch.path().join("npm-cache");
-    npm_install(
-        &app,
-        &cache,
-        &[tarball("jupyter-mcp-rs")],
-        &["--omit=optional"],
-    );
+    let Installed { app, cache, .. } =
+        &npm_install(&[tarball("jupyter-mcp-rs")], &["--omit=optional"]);
     assert!(!app.join("node_modules/jupyter-mcp-rs-linux-x64").exists());
     let output = std::process::Command::new("npx")
         .args(["--offline", "jupyter-mcp-rs", "--version"])
-        .current_dir(&app)
+        .current_dir(app)
         .env("PATH", user_path(&[]))
-        .env("npm_config_cache", &cache)
+        .env("npm_config_cache", cache)
         .env("npm_config_update_notifier", "false")
         .output()
         .unwrap();

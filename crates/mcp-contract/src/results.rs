@@ -103,6 +103,19 @@ pub struct CreateNotebookResult {
     pub cells: Vec<CellOutline>,
 }
 
+/// A cell's nbformat `cell_type` as results report it (`kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CellKindName {
+    /// A code cell.
+    #[default]
+    Code,
+    /// A markdown cell.
+    Markdown,
+    /// A raw cell.
+    Raw,
+}
+
 /// One cell in a read.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 pub struct CellOutline {
@@ -115,7 +128,7 @@ pub struct CellOutline {
     /// Short content hash: quote it as `expectedRev` when you edit this cell.
     pub rev: String,
     /// `code`, `markdown` or `raw`.
-    pub kind: String,
+    pub kind: CellKindName,
     /// The cell's language: for code cells the notebook's language or the cell's override,
     /// `markdown` for markdown cells, `raw` (or an override) for raw cells.
     pub language: String,

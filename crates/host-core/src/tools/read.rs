@@ -162,7 +162,11 @@ pub(crate) fn outline_cells(
                 cell_id: cell.id().to_owned(),
                 name: derived.names[index].clone(),
                 rev: derived.revs[index].clone(),
-                kind: cell.kind().as_str().to_owned(),
+                kind: match cell.kind() {
+                    CellKind::Code => CellKindName::Code,
+                    CellKind::Markdown => CellKindName::Markdown,
+                    CellKind::Raw => CellKindName::Raw,
+                },
                 language: notebook.cell_language(cell).to_owned(),
                 line_count: view::line_count(cell.source()),
                 execution_state: derived.states[index].as_str().to_owned(),

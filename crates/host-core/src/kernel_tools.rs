@@ -353,18 +353,18 @@ impl<H: NotebookHost> Tools<H> {
             };
             let (outcome, detail, epoch) = match (sent, request) {
                 (Ok(RequestOutcome::Done { epoch }), Invalidation::Restart) => (
-                    "restarted",
+                    KernelRequestOutcome::Restarted,
                     "all kernel state is gone; every cell is stale".to_owned(),
                     epoch,
                 ),
                 (Ok(RequestOutcome::Done { epoch }), Invalidation::Interrupt) => (
-                    "interrupt-sent",
+                    KernelRequestOutcome::InterruptSent,
                     "the running cell gets a KeyboardInterrupt; queued cells of the run are not run"
                         .to_owned(),
                     epoch,
                 ),
                 (Ok(RequestOutcome::Requested { observed }), Invalidation::Restart) => (
-                    "restart-requested",
+                    KernelRequestOutcome::RestartRequested,
                     match observed {
                         Some(observed) => format!(
                             "the editor was asked to restart the kernel; {observed}; every cell is stale"
@@ -377,7 +377,7 @@ impl<H: NotebookHost> Tools<H> {
                     None,
                 ),
                 (Ok(RequestOutcome::Requested { observed }), Invalidation::Interrupt) => (
-                    "interrupt-requested",
+                    KernelRequestOutcome::InterruptRequested,
                     match observed {
                         Some(observed) => {
                             format!("the editor was asked to interrupt the kernel; {observed}")
@@ -395,17 +395,17 @@ impl<H: NotebookHost> Tools<H> {
                         Invalidation::Interrupt => "interrupted",
                     };
                     (
-                        "not-running",
+                        KernelRequestOutcome::NotRunning,
                         format!("no kernel runs for this notebook; nothing was {verb}"),
                         None,
                     )
                 }
-                (Err(failure), _) => ("failed", failure.to_string(), None),
+                (Err(failure), _) => (KernelRequestOutcome::Failed, failure.to_string(), None),
             };
             self.wake_run_waiters();
             results.push(KernelRequestEntry {
                 notebook: location.uri.clone(),
-                outcome: outcome.to_owned(),
+                outcome,
                 detail: Some(detail),
                 invalidated_execution: invalidated,
                 epoch,

@@ -549,6 +549,24 @@ pub struct ConfigureKernelResult {
     pub ready: bool,
 }
 
+/// The `outcome` of one notebook's `interrupt_kernels` or `restart_kernels` request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelRequestOutcome {
+    /// The kernel restarted.
+    Restarted,
+    /// The kernel was sent an interrupt.
+    InterruptSent,
+    /// An editor was asked to restart the kernel; completion is not claimed.
+    RestartRequested,
+    /// An editor was asked to interrupt the kernel; completion is not claimed.
+    InterruptRequested,
+    /// No kernel runs for the notebook.
+    NotRunning,
+    /// The request failed.
+    Failed,
+}
+
 /// What happened to one notebook's kernel in `interrupt_kernels` or `restart_kernels`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -557,7 +575,7 @@ pub struct KernelRequestEntry {
     pub notebook: String,
     /// `restarted`, `interrupt-sent`, `restart-requested` or `interrupt-requested` (an editor
     /// was asked; completion is not claimed), `not-running`, or `failed`.
-    pub outcome: String,
+    pub outcome: KernelRequestOutcome,
     /// What the outcome means for the notebook, in a sentence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

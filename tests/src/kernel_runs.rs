@@ -91,12 +91,8 @@ impl NotebookRuns<'_> {
         self.start_sleeping(cells).await;
         let interrupted = self
             .client
-            .call(
-                "interrupt_kernels",
-                json!({"notebookRefs": [self.notebook]}),
-            )
-            .await
-            .ok();
+            .kernel_action("interrupt_kernels", self.notebook)
+            .await;
         assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
         let receipt = self.follow(is_terminal).await;
         assert!(
@@ -111,9 +107,8 @@ impl NotebookRuns<'_> {
         let before = self.epoch().await;
         let restarted = self
             .client
-            .call("restart_kernels", json!({"notebookRefs": [self.notebook]}))
-            .await
-            .ok();
+            .kernel_action("restart_kernels", self.notebook)
+            .await;
         assert_eq!(
             restarted["results"][0]["outcome"], "restarted",
             "{restarted}"

@@ -608,6 +608,13 @@ impl Call {
         self.error()["code"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// Asserts that the call failed with `code` and a message that contains `wanted`.
+    pub fn assert_refused(&self, code: &str, wanted: &str) {
+        assert_eq!(self.error_code(), code, "{}", self.text());
+        let message = self.error()["message"].as_str().unwrap().to_owned();
+        assert!(message.contains(wanted), "{wanted:?} in {message}");
+    }
+
     /// Resource links: (URI, description).
     pub fn links(&self) -> Vec<(String, String)> {
         self.result
@@ -729,6 +736,13 @@ impl Client {
             }]}),
         )
         .await
+    }
+
+    /// `interrupt_kernels` or `restart_kernels` (`tool`) for one notebook; its result.
+    pub async fn kernel_action(&self, tool: &str, notebook_ref: &str) -> Value {
+        self.call(tool, serde_json::json!({"notebookRefs": [notebook_ref]}))
+            .await
+            .ok()
     }
 
     /// `read_notebook` of a whole notebook in `view`; its result.

@@ -609,18 +609,7 @@ async fn a_change_on_disk_is_never_overwritten() {
                 {"editType": "edit", "cellId": "total", "expectedRev": total["rev"], "newCode": "total = 0"}
             ])).await;
     // The file changed since the server showed it: the change is refused and nothing is written.
-    assert_eq!(
-        edit.error_code(),
-        "notebook_changed_on_disk",
-        "{}",
-        edit.text()
-    );
-    assert!(
-        edit.error()["message"]
-            .as_str()
-            .unwrap()
-            .contains("reloaded")
-    );
+    edit.assert_refused("notebook_changed_on_disk", "reloaded");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), human);
     // The reload is what clients see now: the same edit goes through and keeps the human's change.
     let retry = edit_cells(&client, json!([

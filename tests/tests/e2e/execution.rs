@@ -124,10 +124,7 @@ async fn runs_stop_at_the_first_failure() {
 async fn interrupt_stops_a_sleeping_cell() {
     let (root, _server, client) = serve_sleeping().await;
     let started = Instant::now();
-    let interrupted = client
-        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    let interrupted = client.kernel_action("interrupt_kernels", NB).await;
     assert_eq!(interrupted["results"][0]["outcome"], "interrupt-sent");
     let receipt = follow(&client, terminal).await;
     assert!(started.elapsed() < Duration::from_secs(30));
@@ -147,10 +144,7 @@ async fn restart_invalidates_the_running_run() {
         .call("get_kernel_info", json!({"notebookRef": NB}))
         .await
         .ok();
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    let restarted = client.kernel_action("restart_kernels", NB).await;
     let entry = &restarted["results"][0];
     assert_eq!(entry["outcome"], "restarted");
     assert!(
@@ -220,10 +214,7 @@ async fn run_limits_are_enforced() {
         busy.error()["details"]["activeExecutionId"],
         running["executionId"]
     );
-    client
-        .call("interrupt_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    client.kernel_action("interrupt_kernels", NB).await;
     let markdown = client
         .call(
             "run_cells",

@@ -83,10 +83,7 @@ async fn an_edit_reruns_exactly_the_cell_and_its_dependents() {
     assert_eq!(states(&client).await, ["fresh"; 5]);
 
     // A restart makes everything stale; a target runs after its stale ancestors.
-    client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    client.kernel_action("restart_kernels", NB).await;
     assert!(states(&client).await.iter().all(|state| state == "stale"));
     let third = run(&client, json!({"cellIds": ["c4"]})).await;
     assert_eq!(ran(&third), ["c0", "c1", "c2", "c3", "c4"]);

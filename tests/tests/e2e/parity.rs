@@ -305,12 +305,8 @@ async fn a_restart_makes_every_cell_stale(host: Host) {
     assert_eq!(fixture.states().await, ["fresh"; 4]);
     let restart = fixture
         .client
-        .call(
-            "restart_kernels",
-            json!({"notebookRefs": [fixture.notebook]}),
-        )
-        .await
-        .ok();
+        .kernel_action("restart_kernels", &fixture.notebook)
+        .await;
     assert_eq!(restart["results"][0]["outcome"], "restarted", "{restart}");
     assert_eq!(fixture.states().await, ["stale"; 4]);
 }
@@ -368,12 +364,8 @@ async fn an_interrupt_ends_the_running_cell_and_a_new_run_is_admitted(host: Host
     start_sleeper(&fixture).await;
     let interrupt = fixture
         .client
-        .call(
-            "interrupt_kernels",
-            json!({"notebookRefs": [fixture.notebook]}),
-        )
-        .await
-        .ok();
+        .kernel_action("interrupt_kernels", &fixture.notebook)
+        .await;
     assert_eq!(
         interrupt["results"][0]["outcome"], "interrupt-sent",
         "{interrupt}"

@@ -186,10 +186,7 @@ async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
     runs.follow(|receipt| output_of(receipt, 0).contains("sleeping"))
         .await;
     let before = runs.epoch().await;
-    let restarted = client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    let restarted = client.kernel_action("restart_kernels", NB).await;
     assert_eq!(
         restarted["results"][0]["outcome"], "restarted",
         "{restarted}"

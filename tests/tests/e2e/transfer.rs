@@ -217,24 +217,9 @@ async fn round_trips_are_verified_and_leave_nothing_behind() {
     let refused = setup
         .upload("five.bin", &setup.kernel_path("five.bin"), json!({}))
         .await;
-    assert_eq!(
-        refused.error_code(),
-        "transfer_budget",
-        "{}",
-        refused.text()
-    );
-    assert!(
-        refused.error()["message"]
-            .as_str()
-            .unwrap()
-            .contains("restart the kernel")
-    );
+    refused.assert_refused("transfer_budget", "restart the kernel");
     assert!(!setup.kernel_path("five.bin").exists());
-    setup
-        .client
-        .call("restart_kernels", json!({"notebookRefs": [NB]}))
-        .await
-        .ok();
+    setup.client.kernel_action("restart_kernels", NB).await;
     let after_restart = setup
         .upload("five.bin", &setup.kernel_path("five.bin"), json!({}))
         .await
@@ -254,13 +239,7 @@ async fn existing_destinations_are_kept_unless_overwrite_is_asked() {
     std::fs::write(&kernel_path, "the kernel's own file").unwrap();
 
     let upload = setup.upload("new.bin", &kernel_path, json!({})).await;
-    assert_eq!(upload.error_code(), "already_exists", "{}", upload.text());
-    assert!(
-        upload.error()["message"]
-            .as_str()
-            .unwrap()
-            .contains("overwrite")
-    );
+    upload.assert_refused("already_exists", "overwrite");
     assert_eq!(
         std::fs::read_to_string(&kernel_path).unwrap(),
         "the kernel's own file"

@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use notebook_model::outputs::joined_text;
+use notebook_model::outputs::{OutputView, RichKind, joined_text};
 use notebook_model::{Cell, CellKind, IdOrigin, Notebook};
 use serde_json::{Map, Value, json};
 
@@ -216,17 +216,14 @@ pub fn nbformat_output(output: &OutputData) -> Value {
 
 /// One nbformat output as a VS Code output.
 pub fn vscode_output(output: &Value) -> OutputData {
-    let output_type = output
-        .get("output_type")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    match output_type {
-        "stream" => {
-            let mime = match output.get("name").and_then(Value::as_str) {
+    let view = OutputView::of(output);
+    match view {
+        OutputView::Stream { name, text } => {
+            let mime = match name {
                 Some("stderr") => STDERR_MIME,
                 _ => STDOUT_MIME,
             };
-            let text = joined_text(output.get("text"));
+            let text = joined_text(text);
             OutputData {
                 items: vec![OutputItem {
                     mime: mime.to_owned(),
@@ -235,10 +232,9 @@ pub fn vscode_output(output: &Value) -> OutputData {
                 metadata: Some(json!({"outputType": "stream"})),
             }
         }
-        "error" => {
+        OutputView::Error { traceback, .. } => {
             let text = |key: &str| string_field(output, key);
-            let stack: Vec<String> = output
-                .get("traceback")
+            let stack: Vec<String> = traceback
                 .and_then(Value::as_array)
                 .map(|lines| {
                     lines
@@ -257,7 +253,8 @@ pub fn vscode_output(output: &Value) -> OutputData {
                 metadata: Some(json!({"outputType": "error", "originalError": output})),
             }
         }
-        _ => {
+        OutputView::Rich { .. } | OutputView::Unknown { .. } => {
+            let execute_result = view.output_type() == RichKind::ExecuteResult.as_str();
             let mut items = Vec::new();
             if let Some(Value::Object(data)) = output.get("data") {
                 for (mime, value) in data {
@@ -277,10 +274,10 @@ pub fn vscode_output(output: &Value) -> OutputData {
                 }
             }
             let mut metadata = json!({
-                "outputType": if output_type == "execute_result" { "execute_result" } else { "display_data" },
+                "outputType": if execute_result { "execute_result" } else { "display_data" },
                 "metadata": output.get("metadata").cloned().unwrap_or_else(|| json!({})),
             });
-            if output_type == "execute_result" {
+            if execute_result {
                 metadata["executionCount"] = output
                     .get("execution_count")
                     .cloned()
@@ -357,7 +354,7 @@ pub fn execution_summary(cell: &Cell) -> Option<ExecutionSummary> {
     let failed = cell
         .outputs()
         .iter()
-        .any(|output| output.get("output_type").and_then(Value::as_str) == Some("error"));
+        .any(|output| matches!(OutputView::of(output), OutputView::Error { .. }));
     Some(ExecutionSummary {
         execution_order: Some(order),
         success: Some(!failed),

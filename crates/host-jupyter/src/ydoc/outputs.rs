@@ -9,6 +9,7 @@
 //! `appendStreamOutput`); any other change replaces the outputs from the first that differs.
 
 use execution_tracker::{IopubEvent, OutputAccumulator, OutputLimits};
+use notebook_model::outputs::OutputView;
 use serde_json::Value;
 use yrs::{Any, Array, ArrayPrelim, ArrayRef, Map, MapRef, Out, Text, TransactionMut};
 
@@ -111,11 +112,10 @@ fn sync_outputs(txn: &mut TransactionMut, live: &ArrayRef, old: &[Value], new: &
 /// The text `new` adds at the end of `old` when both are the same stream.
 fn appended_stream_text<'a>(old: &Value, new: &'a Value) -> Option<&'a str> {
     let stream = |output: &Value| -> Option<(String, String)> {
-        (output.get("output_type")?.as_str()? == "stream").then_some(())?;
-        Some((
-            output.get("name")?.as_str()?.to_owned(),
-            output.get("text")?.as_str()?.to_owned(),
-        ))
+        let OutputView::Stream { name, text } = OutputView::of(output) else {
+            return None;
+        };
+        Some((name?.to_owned(), text?.as_str()?.to_owned()))
     };
     let (old_name, old_text) = stream(old)?;
     let (new_name, _) = stream(new)?;

@@ -7,8 +7,6 @@
 //! 2^53 - 1 and equal to the value the machine expects. Problems are described without echoing
 //! kernel text.
 
-use std::fmt;
-
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
@@ -23,33 +21,43 @@ pub const RECEIPT_MARKER: &str = "__JUPYTER_MCP_FILE_RECEIPT__";
 const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// What is wrong with a kernel reply.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReceiptProblem {
     /// No line carries the marker with this transfer's nonce.
+    #[error("no receipt line for this transfer")]
     Missing,
     /// Several lines carry it.
+    #[error("{count} receipt lines for this transfer, expected one")]
     Repeated {
         /// How many.
         count: usize,
     },
     /// The marker is not at the start of its line.
+    #[error("the receipt marker is not at the start of its line")]
     NotAtLineStart,
     /// The text after the marker is not JSON.
+    #[error("the receipt is not JSON")]
     NotJson,
     /// The JSON is not an object.
+    #[error("the receipt is not a JSON object")]
     NotObject,
     /// The receipt's `kind` is missing, not a string, or not the one this step expects.
+    #[error("the receipt is not of kind {expected:?}")]
     UnexpectedKind {
         /// The kind the step expects.
         expected: &'static str,
     },
     /// A required field is absent.
+    #[error("field {0:?} is missing")]
     MissingField(&'static str),
     /// The receipt has fields this kind does not have.
+    #[error("the receipt has unexpected fields")]
     UnexpectedField,
     /// A numeric field is not a non-negative safe integer.
+    #[error("field {0:?} is not a non-negative integer")]
     NotNonNegativeInteger(&'static str),
     /// A numeric field has another value than expected.
+    #[error("field {field:?} is {actual}, expected {expected}")]
     NumberMismatch {
         /// The field.
         field: &'static str,
@@ -60,76 +68,23 @@ pub enum ReceiptProblem {
     },
     /// A field has the wrong type or an unacceptable value (a malformed hash, an unknown
     /// encoding, a class name that is not an identifier, invalid base64 or zlib data).
+    #[error("field {0:?} has an invalid value")]
     InvalidValue(&'static str),
     /// A string field differs from the value the machine expects.
+    #[error("field {0:?} differs from the expected value")]
     ValueMismatch(&'static str),
     /// A chunk's decoded length differs from its declared length.
+    #[error("the chunk data does not decode to {expected} bytes")]
     ChunkLength {
         /// The declared length.
         expected: u64,
     },
     /// A chunk names a binary buffer the reply did not carry.
+    #[error("chunk {index} names a binary buffer the reply lacks")]
     MissingBuffer {
         /// The chunk's (and the buffer's) index.
         index: usize,
     },
-}
-
-impl fmt::Display for ReceiptProblem {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReceiptProblem::Missing => formatter.write_str("no receipt line for this transfer"),
-            ReceiptProblem::Repeated { count } => {
-                write!(
-                    formatter,
-                    "{count} receipt lines for this transfer, expected one"
-                )
-            }
-            ReceiptProblem::NotAtLineStart => {
-                formatter.write_str("the receipt marker is not at the start of its line")
-            }
-            ReceiptProblem::NotJson => formatter.write_str("the receipt is not JSON"),
-            ReceiptProblem::NotObject => formatter.write_str("the receipt is not a JSON object"),
-            ReceiptProblem::UnexpectedKind { expected } => {
-                write!(formatter, "the receipt is not of kind {expected:?}")
-            }
-            ReceiptProblem::MissingField(field) => write!(formatter, "field {field:?} is missing"),
-            ReceiptProblem::UnexpectedField => {
-                formatter.write_str("the receipt has unexpected fields")
-            }
-            ReceiptProblem::NotNonNegativeInteger(field) => {
-                write!(formatter, "field {field:?} is not a non-negative integer")
-            }
-            ReceiptProblem::NumberMismatch {
-                field,
-                expected,
-                actual,
-            } => {
-                write!(
-                    formatter,
-                    "field {field:?} is {actual}, expected {expected}"
-                )
-            }
-            ReceiptProblem::InvalidValue(field) => {
-                write!(formatter, "field {field:?} has an invalid value")
-            }
-            ReceiptProblem::MissingBuffer { index } => {
-                write!(
-                    formatter,
-                    "chunk {index} names a binary buffer the reply lacks"
-                )
-            }
-            ReceiptProblem::ValueMismatch(field) => {
-                write!(formatter, "field {field:?} differs from the expected value")
-            }
-            ReceiptProblem::ChunkLength { expected } => {
-                write!(
-                    formatter,
-                    "the chunk data does not decode to {expected} bytes"
-                )
-            }
-        }
-    }
 }
 
 /// A parsed reply: the step's receipt, or the kernel-side exception the transfer code caught.

@@ -29,10 +29,10 @@ pub(crate) fn cell_ref_error(reference_error: CellRefError) -> ToolError {
 /// A cell as an error's `details` show it now, so the caller can retry without another read.
 pub(crate) fn current_cell_json(current: &notebook_model::CurrentCell) -> Value {
     json!({
-        "index": current.index,
-        "cell_id": current.id,
-        "name": current.name,
-        "rev": current.rev,
+        "index": current.cell.index,
+        "cell_id": current.cell.id,
+        "name": current.cell.name,
+        "rev": current.cell.rev,
         "source": current.source,
     })
 }

@@ -212,17 +212,31 @@ pub struct AppliedOp {
     pub deleted: Vec<String>,
 }
 
-/// A cell as it is after the batch.
+/// Where a cell is and what it is called: as it is after the batch in an [`AppliedOp`], as it is
+/// now in a [`CurrentCell`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TouchedCell {
-    /// 0-based position after the batch.
+    /// 0-based position.
     pub index: usize,
     /// The cell id.
     pub id: String,
-    /// The cell's effective (unique kebab-case) name after the batch.
+    /// The cell's effective (unique kebab-case) name.
     pub name: String,
-    /// The cell's rev after the batch: quote it to edit the cell again.
+    /// The cell's rev: quote it as the expected rev to edit the cell again.
     pub rev: String,
+}
+
+impl TouchedCell {
+    /// The cell at `index` of `notebook`, whose effective names are `names`.
+    fn at(notebook: &Notebook, names: &[String], index: usize) -> Option<Self> {
+        let cell = notebook.cell(index)?;
+        Some(TouchedCell {
+            index,
+            id: cell.id().to_owned(),
+            name: names[index].clone(),
+            rev: cell.rev(),
+        })
+    }
 }
 
 /// A successful batch.
@@ -241,16 +255,20 @@ pub struct EditOutcome {
 /// The cell an error is about, as it is now, so the caller can retry without another read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CurrentCell {
-    /// 0-based position of the cell.
-    pub index: usize,
-    /// The cell id.
-    pub id: String,
-    /// The cell's effective name.
-    pub name: String,
-    /// The cell's current rev: quote it as the expected rev when retrying.
-    pub rev: String,
+    /// Its position, id, effective name and current rev (quote it when retrying).
+    pub cell: TouchedCell,
     /// The cell's current source.
     pub source: String,
+}
+
+impl CurrentCell {
+    /// The cell at `index` of `notebook`, whose effective names are `names`.
+    pub(crate) fn at(notebook: &Notebook, names: &[String], index: usize) -> Option<Self> {
+        Some(CurrentCell {
+            cell: TouchedCell::at(notebook, names, index)?,
+            source: notebook.cell(index)?.source().to_owned(),
+        })
+    }
 }
 
 /// Why a batch was rejected. Nothing was applied.
@@ -442,13 +460,7 @@ pub fn apply_edits(
             .iter()
             .filter_map(|id| {
                 let index = batch.notebook.position_of_id(id)?;
-                let cell = batch.notebook.cell(index)?;
-                Some(TouchedCell {
-                    index,
-                    id: id.clone(),
-                    name: names_after[index].clone(),
-                    rev: cell.rev(),
-                })
+                TouchedCell::at(&batch.notebook, &names_after, index)
             })
             .collect();
     }
@@ -464,15 +476,8 @@ type OpResult = Result<(Vec<String>, Vec<String>), (EditErrorKind, Option<usize>
 
 impl Batch<'_> {
     fn snapshot(&self, index: usize) -> Option<CurrentCell> {
-        let cell = self.notebook.cell(index)?;
         let names = identity::effective_names(&self.notebook);
-        Some(CurrentCell {
-            index,
-            id: cell.id().to_owned(),
-            name: names[index].clone(),
-            rev: cell.rev(),
-            source: cell.source().to_owned(),
-        })
+        CurrentCell::at(&self.notebook, &names, index)
     }
 
     fn resolve(&self, reference: &CellRef) -> Result<usize, (EditErrorKind, Option<usize>)> {
@@ -963,7 +968,7 @@ mod tests {
         assert!(matches!(error.kind, EditErrorKind::RevMismatch { .. }));
         let current = error.current.unwrap();
         assert_eq!(current.source, "# show\nprint(x)");
-        assert_eq!(current.rev, notebook.cells()[2].rev());
+        assert_eq!(current.cell.rev, notebook.cells()[2].rev());
     }
 
     #[test]

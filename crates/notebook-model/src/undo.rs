@@ -250,14 +250,7 @@ impl UndoStep {
         let mut names = None;
         let mut current = |index: usize| {
             let names = names.get_or_insert_with(|| identity::effective_names(now));
-            let cell = &now.cells()[index];
-            CurrentCell {
-                index,
-                id: cell.id().to_owned(),
-                name: names[index].clone(),
-                rev: cell.rev(),
-                source: cell.source().to_owned(),
-            }
+            CurrentCell::at(now, names, index).expect("conflicts name cells of the notebook")
         };
         let left_by_id: HashMap<&str, String> = self
             .added
@@ -285,7 +278,8 @@ impl UndoStep {
                 });
             }
         }
-        conflicts.sort_by_key(|conflict| conflict.current.as_ref().map(|cell| cell.index));
+        conflicts
+            .sort_by_key(|conflict| conflict.current.as_ref().map(|current| current.cell.index));
         for (_, after) in &self.changed {
             if now.position_of_id(after.id()).is_none() {
                 conflicts.push(ConflictingCell {
@@ -483,10 +477,10 @@ mod tests {
         assert_eq!(conflict.cells.len(), 1);
         let current = conflict.cells[0].current.as_ref().unwrap();
         assert_eq!(
-            (current.id.as_str(), current.source.as_str()),
+            (current.cell.id.as_str(), current.source.as_str()),
             ("b", "y = 4")
         );
-        assert_eq!(current.rev, typed.cells()[1].rev());
+        assert_eq!(current.cell.rev, typed.cells()[1].rev());
 
         let mut deleted = edited;
         deleted.remove_cell(1);

@@ -89,7 +89,7 @@ fn undo_conflict(conflict: &UndoConflict, description: &str) -> ToolError {
         .cells
         .iter()
         .map(|cell| match &cell.current {
-            Some(current) => format!("`{}` (rev {})", current.name, current.rev),
+            Some(current) => format!("`{}` (rev {})", current.cell.name, current.cell.rev),
             None => format!("`{}` (deleted)", cell.id),
         })
         .collect();

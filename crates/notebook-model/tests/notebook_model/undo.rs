@@ -333,7 +333,7 @@ proptest! {
         let named = conflict.cells.iter().find(|cell| cell.id == *id);
         prop_assert!(named.is_some(), "{} is named in {:?}", id, conflict);
         let current = named.unwrap().current.as_ref().unwrap();
-        prop_assert_eq!(&current.rev, &now.cells()[index].rev());
+        prop_assert_eq!(&current.cell.rev, &now.cells()[index].rev());
         prop_assert_eq!(&current.source, now.cells()[index].source());
     }
 }

@@ -6,145 +6,76 @@ use super::*;
 
 #[test]
 fn outcomes_read_well() {
+    let with_destination = || Scenario {
+        existing_destination: Some(b"old".to_vec()),
+        ..small_scenario(Fault::None)
+    };
+    let too_large = || Scenario {
+        max_bytes: 9,
+        ..small_scenario(Fault::None)
+    };
+    let reply = |step, fault| small_scenario(Fault::Reply { step, fault });
+    let kernel = |step, failure, ran| small_scenario(Fault::Kernel { step, failure, ran });
+    let buffered = |scenario| Scenario {
+        wire: KernelWire::Messages,
+        ..scenario
+    };
+    let host = |action, kind| small_scenario(Fault::Host { action, kind });
+    let uploads = vec![
+        ("clean", small_scenario(Fault::None)),
+        ("destination exists", with_destination()),
+        ("too large", too_large()),
+        ("promote timed out", kernel(3, KernelFailure::Timeout, true)),
+        (
+            "chunk receipt corrupted",
+            reply(2, ReplyFault::CorruptNumber),
+        ),
+        ("chunk count short", reply(1, ReplyFault::DropChunk)),
+        ("kernel died", kernel(1, KernelFailure::Died, false)),
+        ("create receipt duplicated", reply(0, ReplyFault::Duplicate)),
+        ("host read failed", host(1, ErrorKind::PermissionDenied)),
+    ];
+    let downloads = vec![
+        ("clean", small_scenario(Fault::None)),
+        ("destination exists", with_destination()),
+        ("chunk data corrupted", reply(1, ReplyFault::CorruptData)),
+        (
+            "clean, chunks as buffers",
+            buffered(small_scenario(Fault::None)),
+        ),
+        (
+            "chunk buffer corrupted",
+            buffered(reply(1, ReplyFault::CorruptData)),
+        ),
+        ("wrong nonce", reply(2, ReplyFault::WrongNonce)),
+        ("chunk left out", reply(1, ReplyFault::DropChunk)),
+        (
+            "temp cleanup after commit failed",
+            host(4, ErrorKind::PermissionDenied),
+        ),
+        ("restarted", kernel(2, KernelFailure::Restarted, true)),
+        ("cancelled", small_scenario(Fault::Cancel { action: 3 })),
+        ("too large", too_large()),
+    ];
     let mut lines = Vec::new();
-    let mut upload = |label: &str, scenario: Scenario| {
-        let (machine, kernel, host) = upload_world(&scenario);
-        let run = run(machine, kernel, host, KernelBudget::new(), &scenario.fault);
-        lines.push(format!("upload, {label}: {}", message(&run.outcome)));
-    };
-    upload("clean", small_scenario(Fault::None));
-    upload(
-        "destination exists",
-        Scenario {
-            existing_destination: Some(b"old".to_vec()),
-            ..small_scenario(Fault::None)
-        },
-    );
-    upload(
-        "too large",
-        Scenario {
-            max_bytes: 9,
-            ..small_scenario(Fault::None)
-        },
-    );
-    upload(
-        "promote timed out",
-        small_scenario(Fault::Kernel {
-            step: 3,
-            failure: KernelFailure::Timeout,
-            ran: true,
-        }),
-    );
-    upload(
-        "chunk receipt corrupted",
-        small_scenario(Fault::Reply {
-            step: 2,
-            fault: ReplyFault::CorruptNumber,
-        }),
-    );
-    upload(
-        "chunk count short",
-        small_scenario(Fault::Reply {
-            step: 1,
-            fault: ReplyFault::DropChunk,
-        }),
-    );
-    upload(
-        "kernel died",
-        small_scenario(Fault::Kernel {
-            step: 1,
-            failure: KernelFailure::Died,
-            ran: false,
-        }),
-    );
-    upload(
-        "create receipt duplicated",
-        small_scenario(Fault::Reply {
-            step: 0,
-            fault: ReplyFault::Duplicate,
-        }),
-    );
-    upload(
-        "host read failed",
-        small_scenario(Fault::Host {
-            action: 1,
-            kind: ErrorKind::PermissionDenied,
-        }),
-    );
-    let mut download = |label: &str, scenario: Scenario| {
-        let (machine, kernel, host) = download_world(&scenario);
-        let run = run(machine, kernel, host, KernelBudget::new(), &scenario.fault);
-        lines.push(format!("download, {label}: {}", message(&run.outcome)));
-    };
-    download("clean", small_scenario(Fault::None));
-    download(
-        "destination exists",
-        Scenario {
-            existing_destination: Some(b"old".to_vec()),
-            ..small_scenario(Fault::None)
-        },
-    );
-    download(
-        "chunk data corrupted",
-        small_scenario(Fault::Reply {
-            step: 1,
-            fault: ReplyFault::CorruptData,
-        }),
-    );
-    download(
-        "clean, chunks as buffers",
-        Scenario {
-            wire: KernelWire::Messages,
-            ..small_scenario(Fault::None)
-        },
-    );
-    download(
-        "chunk buffer corrupted",
-        Scenario {
-            wire: KernelWire::Messages,
-            ..small_scenario(Fault::Reply {
-                step: 1,
-                fault: ReplyFault::CorruptData,
-            })
-        },
-    );
-    download(
-        "wrong nonce",
-        small_scenario(Fault::Reply {
-            step: 2,
-            fault: ReplyFault::WrongNonce,
-        }),
-    );
-    download(
-        "chunk left out",
-        small_scenario(Fault::Reply {
-            step: 1,
-            fault: ReplyFault::DropChunk,
-        }),
-    );
-    download(
-        "temp cleanup after commit failed",
-        small_scenario(Fault::Host {
-            action: 4,
-            kind: ErrorKind::PermissionDenied,
-        }),
-    );
-    download(
-        "restarted",
-        small_scenario(Fault::Kernel {
-            step: 2,
-            failure: KernelFailure::Restarted,
-            ran: true,
-        }),
-    );
-    download("cancelled", small_scenario(Fault::Cancel { action: 3 }));
-    download(
-        "too large",
-        Scenario {
-            max_bytes: 9,
-            ..small_scenario(Fault::None)
-        },
-    );
+    for (direction, cases) in [
+        (Direction::Upload, uploads),
+        (Direction::Download, downloads),
+    ] {
+        for (label, scenario) in cases {
+            let run = match direction {
+                Direction::Upload => {
+                    let (machine, kernel, host) = upload_world(&scenario);
+                    run(machine, kernel, host, KernelBudget::new(), &scenario.fault)
+                }
+                Direction::Download => {
+                    let (machine, kernel, host) = download_world(&scenario);
+                    run(machine, kernel, host, KernelBudget::new(), &scenario.fault)
+                }
+            };
+            lines.push(format!("{direction}, {label}: {}", message(&run.outcome)));
+        }
+    }
     expect_test::expect![[r#"
         upload, clean: done: 10 bytes, sha256 1797cf887cb7
         upload, destination exists: upload failed before destination commit during verify and promote destination: the destination already exists; pass overwrite: true to replace it

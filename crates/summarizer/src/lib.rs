@@ -108,22 +108,14 @@ pub fn from_env(trust: &TlsTrust) -> Result<Option<SharedSummarizer>, Error> {
     Ok(Some(std::sync::Arc::new(summarizer)))
 }
 
-/// Talks to the Messages API, one connection per request.
+/// Talks to the Messages API, one connection per request. Its derived `Debug` shows no key:
+/// the key is a sensitive `HeaderValue`, whose `Debug` says only `Sensitive`.
+#[derive(Debug)]
 pub struct AnthropicSummarizer {
     client: HttpClient,
     endpoint: http::Uri,
     api_key: HeaderValue,
     model: String,
-}
-
-impl std::fmt::Debug for AnthropicSummarizer {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("AnthropicSummarizer")
-            .field("endpoint", &self.endpoint)
-            .field("model", &self.model)
-            .finish_non_exhaustive()
-    }
 }
 
 impl AnthropicSummarizer {

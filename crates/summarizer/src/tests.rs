@@ -86,6 +86,7 @@ fn the_endpoint_is_under_the_base_url_and_must_be_http() {
 fn a_request_carries_the_key_version_model_and_cells() {
     let summarizer = summarizer("https://api.anthropic.com/");
     assert!(!format!("{summarizer:?}").contains("test-key"));
+    assert!(!format!("{:?}", config("https://api.anthropic.com/")).contains("test-key"));
     let request = summarizer.request(&[cell("a", ""), cell("b", "42")]);
     assert_eq!(request.method(), http::Method::POST);
     assert_eq!(

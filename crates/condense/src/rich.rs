@@ -229,15 +229,10 @@ pub(crate) fn summarize_vega(mime: &str, value: &Value) -> String {
             }
         }
     } else if let Some(marks) = spec.get("marks").and_then(Value::as_array) {
-        let types: Vec<&str> = marks
-            .iter()
-            .take(MAX_LISTED)
-            .filter_map(|mark| mark.get("type").and_then(Value::as_str))
-            .collect();
         parts.push(format!(
             "{}: {}",
             plural(marks.len(), "mark", "marks"),
-            types.join(", ")
+            listed_strings(marks, "type")
         ));
     }
     if let Some(rows) = data_rows(&spec) {
@@ -249,17 +244,22 @@ pub(crate) fn summarize_vega(mime: &str, value: &Value) -> String {
     {
         parts.push(format!("data from {}", label(url)));
     } else if let Some(data) = spec.get("data").and_then(Value::as_array) {
-        let names: Vec<&str> = data
-            .iter()
-            .take(MAX_LISTED)
-            .filter_map(|set| set.get("name").and_then(Value::as_str))
-            .collect();
-        parts.push(format!("data sets: {}", names.join(", ")));
+        parts.push(format!("data sets: {}", listed_strings(data, "name")));
     }
     if !parts.is_empty() {
         summary.push_str(&format!(": {}", parts.join("; ")));
     }
     summary
+}
+
+/// The string `key` of the first few `items` that have one, comma-separated.
+fn listed_strings(items: &[Value], key: &str) -> String {
+    let listed: Vec<&str> = items
+        .iter()
+        .take(MAX_LISTED)
+        .filter_map(|item| item.get(key).and_then(Value::as_str))
+        .collect();
+    listed.join(", ")
 }
 
 /// `Jupyter widget (model 2141775e…): live state in the kernel, not in the output`.

@@ -466,47 +466,45 @@ mod tests {
         max_columns: 40,
     };
 
+    /// Renders the first table of `html` with no caption.
+    fn render_html(html: &str, limits: TableLimits) -> RenderedTable {
+        render_table(&html_table_to_rows(html).unwrap(), "", limits)
+    }
+
     #[test]
     fn shapes_are_found_in_footers() {
-        assert_eq!(
-            parse_frame_shape("29658 rows × 3 columns"),
-            Some(FrameShape {
-                rows: 29_658,
-                columns: 3
-            })
-        );
-        assert_eq!(
-            parse_frame_shape("[1000 rows x 30 columns]"),
-            Some(FrameShape {
-                rows: 1_000,
-                columns: 30
-            })
-        );
-        assert_eq!(
-            parse_frame_shape("shape: (1_000, 3)"),
-            Some(FrameShape {
-                rows: 1_000,
-                columns: 3
-            })
-        );
+        for (footer, rows, columns) in [
+            ("29658 rows × 3 columns", 29_658, 3),
+            ("[1000 rows x 30 columns]", 1_000, 30),
+            ("shape: (1_000, 3)", 1_000, 3),
+        ] {
+            assert_eq!(
+                parse_frame_shape(footer),
+                Some(FrameShape { rows, columns }),
+                "{footer}"
+            );
+        }
         assert_eq!(parse_frame_shape("no shape here"), None);
     }
 
     #[test]
     fn csv_fields_are_quoted_only_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
-        assert_eq!(csv_field(" padded"), "\" padded\"");
+        for (field, written) in [
+            ("plain", "plain"),
+            ("a,b", "\"a,b\""),
+            ("say \"hi\"", "\"say \"\"hi\"\"\""),
+            (" padded", "\" padded\""),
+        ] {
+            assert_eq!(csv_field(field), written, "{field:?}");
+        }
     }
 
     #[test]
     fn small_table_renders_as_csv_with_its_size() {
-        let table = html_table_to_rows(
+        let rendered = render_html(
             "<table><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>x,y</td></tr></table>",
-        )
-        .unwrap();
-        let rendered = render_table(&table, "", LIMITS);
+            LIMITS,
+        );
         assert_eq!(rendered.text, "1 row × 2 columns; CSV:\na,b\n1,\"x,y\"");
         assert_eq!(rendered.dropped_chars, 0);
     }
@@ -514,11 +512,8 @@ mod tests {
     #[test]
     fn row_limit_keeps_head_and_tail_and_says_so() {
         let rows: String = (0..10).map(|i| format!("<tr><td>{i}</td></tr>")).collect();
-        let table =
-            html_table_to_rows(&format!("<table><tr><th>n</th></tr>{rows}</table>")).unwrap();
-        let rendered = render_table(
-            &table,
-            "",
+        let rendered = render_html(
+            &format!("<table><tr><th>n</th></tr>{rows}</table>"),
             TableLimits {
                 max_rows: 4,
                 max_columns: 40,
@@ -533,11 +528,10 @@ mod tests {
 
     #[test]
     fn ragged_table_renders_as_json_arrays() {
-        let table = html_table_to_rows(
+        let rendered = render_html(
             "<table><tr><th>k</th></tr><tr><td>a</td><td>1</td></tr><tr><td>b</td></tr></table>",
-        )
-        .unwrap();
-        let rendered = render_table(&table, "", LIMITS);
+            LIMITS,
+        );
         assert_eq!(
             rendered.text,
             "ragged table: 2 rows of 1 to 2 cells after 1 header row; JSON arrays, one row per line:\n[\"k\"]\n[\"a\",\"1\"]\n[\"b\"]"

@@ -232,31 +232,23 @@ fn trim_frame_context(block: &Block, max_lines: usize) -> (Vec<String>, usize) {
         end = block.lines.len();
     }
     let mut kept = vec![block.lines[0].clone()];
-    let mut dropped_chars = 0;
-    let omitted_before = &block.lines[1..start];
-    if !omitted_before.is_empty() {
-        dropped_chars += omitted_before
-            .iter()
-            .map(|line| line.chars().count() + 1)
-            .sum::<usize>();
-        kept.push(format!(
-            "   … [{} omitted] …",
-            plural(omitted_before.len(), "line", "lines")
-        ));
-    }
+    let mut dropped_chars = omit(&block.lines[1..start], &mut kept);
     kept.extend(block.lines[start..end].iter().cloned());
-    let omitted_after = &block.lines[end..];
-    if !omitted_after.is_empty() {
-        dropped_chars += omitted_after
-            .iter()
-            .map(|line| line.chars().count() + 1)
-            .sum::<usize>();
-        kept.push(format!(
-            "   … [{} omitted] …",
-            plural(omitted_after.len(), "line", "lines")
-        ));
-    }
+    dropped_chars += omit(&block.lines[end..], &mut kept);
     (kept, dropped_chars)
+}
+
+/// Puts one marker line in `kept` for the `omitted` lines, if there are any, and returns the
+/// characters they held (with their newlines).
+fn omit(omitted: &[String], kept: &mut Vec<String>) -> usize {
+    if omitted.is_empty() {
+        return 0;
+    }
+    kept.push(format!(
+        "   … [{} omitted] …",
+        plural(omitted.len(), "line", "lines")
+    ));
+    omitted.iter().map(|line| line.chars().count() + 1).sum()
 }
 
 fn frames_to_keep(section: &[Block], tail_frames: usize, options: &TracebackOptions) -> Vec<bool> {

@@ -673,13 +673,39 @@ impl Analyzer {
         });
     }
 
-    fn visit_function_def_owned(&mut self, function: &ast::StmtFunctionDef) {
-        for decorator in &function.decorator_list {
+    /// Visits a function's or class's decorators and opens the scope of its type parameters.
+    fn open_definition(
+        &mut self,
+        decorators: &[ast::Decorator],
+        type_params: Option<&ast::TypeParams>,
+    ) {
+        for decorator in decorators {
             self.visit_decorator(decorator);
         }
-        if let Some(type_params) = &function.type_params {
+        if let Some(type_params) = type_params {
             self.push_type_params(type_params);
         }
+    }
+
+    /// Visits a function's or class's `body` in the scope just pushed for it, closes that scope
+    /// and the one of its type parameters, and binds its name.
+    fn close_definition(
+        &mut self,
+        body: &[ast::Stmt],
+        has_type_params: bool,
+        name: &ast::Identifier,
+        kind: DefinitionKind,
+    ) {
+        self.visit_body(body);
+        self.pop();
+        if has_type_params {
+            self.pop();
+        }
+        self.bind(name.as_str(), name.start(), kind);
+    }
+
+    fn visit_function_def_owned(&mut self, function: &ast::StmtFunctionDef) {
+        self.open_definition(&function.decorator_list, function.type_params.as_deref());
         self.visit_parameters_outside(&function.parameters);
         if let Some(returns) = &function.returns {
             self.push_lazy();
@@ -688,14 +714,10 @@ impl Analyzer {
         }
         self.push(ScopeKind::Function, true);
         self.bind_parameters(&function.parameters);
-        self.visit_body(&function.body);
-        self.pop();
-        if function.type_params.is_some() {
-            self.pop();
-        }
-        self.bind(
-            function.name.as_str(),
-            function.name.start(),
+        self.close_definition(
+            &function.body,
+            function.type_params.is_some(),
+            &function.name,
             DefinitionKind::Function,
         );
     }
@@ -707,25 +729,16 @@ impl Analyzer {
     }
 
     fn visit_class_def_owned(&mut self, class: &ast::StmtClassDef) {
-        for decorator in &class.decorator_list {
-            self.visit_decorator(decorator);
-        }
-        if let Some(type_params) = &class.type_params {
-            self.push_type_params(type_params);
-        }
+        self.open_definition(&class.decorator_list, class.type_params.as_deref());
         if let Some(arguments) = &class.arguments {
             self.visit_arguments(arguments);
         }
         let deferred = self.scopes[self.top()].deferred;
         self.push(ScopeKind::Class, deferred);
-        self.visit_body(&class.body);
-        self.pop();
-        if class.type_params.is_some() {
-            self.pop();
-        }
-        self.bind(
-            class.name.as_str(),
-            class.name.start(),
+        self.close_definition(
+            &class.body,
+            class.type_params.is_some(),
+            &class.name,
             DefinitionKind::Class,
         );
     }

@@ -263,18 +263,26 @@ mod tests {
 
     #[test]
     fn capture_output_is_the_first_non_option_word() {
-        assert_eq!(capture_output_name("--no-stderr out"), Some("out"));
-        assert_eq!(capture_output_name("--no-display"), None);
-        assert_eq!(capture_output_name(""), None);
+        for (args, name) in [
+            ("--no-stderr out", Some("out")),
+            ("--no-display", None),
+            ("", None),
+        ] {
+            assert_eq!(capture_output_name(args), name, "{args:?}");
+        }
     }
 
     #[test]
     fn timeit_options_are_stripped() {
-        assert_eq!(strip_timeit_options("-n 10 -r3 -q f(x)"), "f(x)");
-        assert_eq!(strip_timeit_options("-n10 -o x + 1"), "x + 1");
-        assert_eq!(strip_timeit_options("-x"), "-x");
-        assert_eq!(strip_timeit_options("f()"), "f()");
-        assert_eq!(strip_timeit_options("-"), "-");
+        for (args, statement) in [
+            ("-n 10 -r3 -q f(x)", "f(x)"),
+            ("-n10 -o x + 1", "x + 1"),
+            ("-x", "-x"),
+            ("f()", "f()"),
+            ("-", "-"),
+        ] {
+            assert_eq!(strip_timeit_options(args), statement, "{args:?}");
+        }
     }
 
     #[test]
@@ -306,9 +314,13 @@ mod tests {
 
     #[test]
     fn help_targets_are_dotted_paths() {
-        assert_eq!(help_target_root("df.head"), Some("df"));
-        assert_eq!(help_target_root(" obj "), Some("obj"));
-        assert_eq!(help_target_root("np.*load*"), None);
-        assert_eq!(help_target_root("%timeit"), None);
+        for (target, root) in [
+            ("df.head", Some("df")),
+            (" obj ", Some("obj")),
+            ("np.*load*", None),
+            ("%timeit", None),
+        ] {
+            assert_eq!(help_target_root(target), root, "{target:?}");
+        }
     }
 }

@@ -310,17 +310,17 @@ fn decode_op(bytes: &mut ByteSource<'_>, pool: &ReferencePool) -> EditOp {
             anchor: bytes.optional(|bytes| decode_ref(bytes, pool)),
             kind: decode_kind(bytes),
             source: bytes.pick_text(SOURCES),
-            language: bytes.optional(|bytes| bytes.pick_text(LANGUAGES)),
+            language: decode_language(bytes),
             metadata: decode_metadata(bytes),
-            name: bytes.optional(|bytes| bytes.pick(&pool.texts).clone()),
+            name: decode_name(bytes, pool),
         },
         1 => EditOp::Edit {
             target: decode_ref(bytes, pool),
             expected_rev: decode_rev(bytes, pool),
             source: bytes.optional(|bytes| bytes.pick_text(SOURCES)),
-            language: bytes.optional(|bytes| bytes.pick_text(LANGUAGES)),
+            language: decode_language(bytes),
             metadata: decode_metadata(bytes),
-            name: bytes.optional(|bytes| bytes.pick(&pool.texts).clone()),
+            name: decode_name(bytes, pool),
         },
         2 => EditOp::Delete {
             target: decode_ref(bytes, pool),
@@ -378,6 +378,14 @@ fn decode_rev(bytes: &mut ByteSource<'_>, pool: &ReferencePool) -> Option<String
         _ if pool.revs.is_empty() => None,
         _ => Some(bytes.pick(&pool.revs).clone()),
     }
+}
+
+fn decode_language(bytes: &mut ByteSource<'_>) -> Option<String> {
+    bytes.optional(|bytes| bytes.pick_text(LANGUAGES))
+}
+
+fn decode_name(bytes: &mut ByteSource<'_>, pool: &ReferencePool) -> Option<String> {
+    bytes.optional(|bytes| bytes.pick(&pool.texts).clone())
 }
 
 fn decode_kind(bytes: &mut ByteSource<'_>) -> CellKind {

@@ -1094,6 +1094,17 @@ mod tests {
         }
     }
 
+    fn rename(target: &str, name: &str) -> EditOp {
+        EditOp::Edit {
+            target: target.into(),
+            expected_rev: None,
+            source: None,
+            language: None,
+            metadata: None,
+            name: Some(name.to_owned()),
+        }
+    }
+
     /// Found by fuzzing (`check_edit_batch`): deleting `a` shifted `b` to `plot` for a moment,
     /// and a new cell in the same batch took `plot-2`, so the name an agent had read for `b`
     /// came to name another cell.
@@ -1129,19 +1140,8 @@ mod tests {
     fn a_rename_alone_sticks() {
         let mut notebook = Notebook::new();
         notebook.push_cell(Cell::new(CellKind::Code, "# plot\n1", "a"));
-        let outcome = apply_edits(
-            &notebook,
-            &[EditOp::Edit {
-                target: "a".into(),
-                expected_rev: None,
-                source: None,
-                language: None,
-                metadata: None,
-                name: Some("chart".into()),
-            }],
-            EditPolicy::default(),
-        )
-        .unwrap();
+        let outcome =
+            apply_edits(&notebook, &[rename("a", "chart")], EditPolicy::default()).unwrap();
         assert_eq!(identity::effective_names(&outcome.notebook), vec!["chart"]);
     }
 
@@ -1151,17 +1151,7 @@ mod tests {
         notebook.push_cell(Cell::new(CellKind::Code, "# plot\n1", "a"));
         let outcome = apply_edits(
             &notebook,
-            &[
-                EditOp::Edit {
-                    target: "a".into(),
-                    expected_rev: None,
-                    source: None,
-                    language: None,
-                    metadata: None,
-                    name: Some("chart".into()),
-                },
-                insert("y", Some("plot")),
-            ],
+            &[rename("a", "chart"), insert("y", Some("plot"))],
             EditPolicy::default(),
         )
         .unwrap();

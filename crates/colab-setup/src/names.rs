@@ -22,15 +22,68 @@ pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
-/// The name of an MCP-created Colab server: `m` followed by eight lowercase hexadecimal digits
-/// (nine characters, inside the Colab extension's limit of under ten for an alias).
-///
-/// Generated from four random bytes the host supplies ([`ServerAlias::generate`]), or parsed
-/// strictly from a client's `serverAlias` ([`ServerAlias::parse`]): no trimming, no case folding,
-/// nothing but the exact form.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ServerAlias(String);
+/// Validated names that are their text: each struct with its derives, `as_str` and `Display`.
+macro_rules! text_names {
+    ($(
+        $(#[$meta:meta])*
+        pub struct $name:ident;
+        $(#[$as_str_meta:meta])*
+        fn as_str;
+    )*) => {$(
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            $(#[$as_str_meta])*
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str(&self.0)
+            }
+        }
+    )*};
+}
+
+text_names! {
+    /// The name of an MCP-created Colab server: `m` followed by eight lowercase hexadecimal digits
+    /// (nine characters, inside the Colab extension's limit of under ten for an alias).
+    ///
+    /// Generated from four random bytes the host supplies ([`ServerAlias::generate`]), or
+    /// parsed strictly from a client's `serverAlias` ([`ServerAlias::parse`]): no trimming, no
+    /// case folding, nothing but the exact form.
+    pub struct ServerAlias;
+    /// The alias as the picker and receipts show it.
+    fn as_str;
+
+    /// The name of a session google-colab-cli recorded in its sessions file (the key of the
+    /// session's entry). The CLI lets users choose these, so the rule is looser than an alias's,
+    /// but still strict: 1 to 64 characters of ASCII letters, digits, `.`, `_` and `-`, not
+    /// starting with a `.`, matched exactly.
+    pub struct SessionName;
+    /// The name as the sessions file spells it.
+    fn as_str;
+
+    /// The opaque id of one tracked setup (`setupId`): `setup_<milliseconds in base 36>_<6 base-36
+    /// characters>`, built from the admission time and a random number the host supplies.
+    pub struct SetupId;
+    /// The id as clients see it.
+    fn as_str;
+
+    /// The id of one entry of one kernel-choice listing (`kernelChoiceId`):
+    /// `kc<listing number>-<8 hex from the listing's random token>-<position>`.
+    ///
+    /// Clients must treat it as opaque. The listing number makes ids of different listings of one
+    /// setup distinct even when two random tokens collide; the token makes them unguessable.
+    pub struct ChoiceId;
+    /// The id as clients see it.
+    fn as_str;
+}
 
 impl ServerAlias {
     /// The alias for these four random bytes: `m` and their lowercase hex.
@@ -64,26 +117,7 @@ impl ServerAlias {
         }
         Ok(ServerAlias(raw.to_owned()))
     }
-
-    /// The alias as the picker and receipts show it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
-
-impl fmt::Display for ServerAlias {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
-    }
-}
-
-/// The name of a session google-colab-cli recorded in its sessions file (the key of the
-/// session's entry). The CLI lets users choose these, so the rule is looser than an alias's, but
-/// still strict: 1 to 64 characters of ASCII letters, digits, `.`, `_` and `-`, not starting
-/// with a `.`, matched exactly.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct SessionName(String);
 
 impl SessionName {
     /// Validates a session name.
@@ -105,24 +139,7 @@ impl SessionName {
         }
         Ok(SessionName(raw.to_owned()))
     }
-
-    /// The name as the sessions file spells it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
-
-impl fmt::Display for SessionName {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
-    }
-}
-
-/// The opaque id of one tracked setup (`setupId`): `setup_<milliseconds in base 36>_<6 base-36
-/// characters>`, built from the admission time and a random number the host supplies.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct SetupId(String);
 
 impl SetupId {
     /// Builds `setup_<now_ms base 36>_<random reduced to six base-36 digits>`.
@@ -134,17 +151,6 @@ impl SetupId {
         push_base36(&mut id, random % SUFFIX_SPACE, 6);
         SetupId(id)
     }
-
-    /// The id as clients see it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for SetupId {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
-    }
 }
 
 impl PartialEq<str> for SetupId {
@@ -153,15 +159,6 @@ impl PartialEq<str> for SetupId {
     }
 }
 
-/// The id of one entry of one kernel-choice listing (`kernelChoiceId`):
-/// `kc<listing number>-<8 hex from the listing's random token>-<position>`.
-///
-/// Clients must treat it as opaque. The listing number makes ids of different listings of one
-/// setup distinct even when two random tokens collide; the token makes them unguessable.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(transparent)]
-pub struct ChoiceId(String);
-
 impl ChoiceId {
     pub(crate) fn new(listing: u32, token: [u8; 4], position: usize) -> Self {
         let mut id = format!("kc{listing}-");
@@ -169,17 +166,6 @@ impl ChoiceId {
         id.push('-');
         id.push_str(&position.to_string());
         ChoiceId(id)
-    }
-
-    /// The id as clients see it.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ChoiceId {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(&self.0)
     }
 }
 

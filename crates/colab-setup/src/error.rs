@@ -268,54 +268,66 @@ pub enum SetupError {
     Cancelled,
 }
 
-impl SetupError {
-    /// The stable snake_case code.
-    pub const fn code(&self) -> &'static str {
-        match self {
-            SetupError::SetupActive { .. } => "setup_active",
-            SetupError::SetupNotFound { .. } => "setup_not_found",
-            SetupError::RegistryFull { .. } => "registry_full",
-            SetupError::SetupFinished { .. } => "setup_finished",
-            SetupError::NotAwaitingSelection { .. } => "not_awaiting_selection",
-            SetupError::WaitOutOfRange { .. } => "wait_ms_out_of_range",
-            SetupError::AliasInvalid { .. } => "alias_invalid",
-            SetupError::SessionNameInvalid { .. } => "session_name_invalid",
-            SetupError::RootInvalid { .. } => "root_invalid",
-            SetupError::NoColabRoot => "no_colab_root",
-            SetupError::ColabRootAmbiguous { .. } => "colab_root_ambiguous",
-            SetupError::ChoiceStale { .. } => "choice_stale",
-            SetupError::ListingPending => "listing_pending",
-            SetupError::SelectionInProgress => "selection_in_progress",
-            SetupError::ChoicesIncomplete => "choices_incomplete",
-            SetupError::ChoicesDuplicate { .. } => "choices_duplicate",
-            SetupError::ChoicesChanged => "choices_changed",
-            SetupError::ChoicesEmpty => "choices_empty",
-            SetupError::SelectionUnconfirmed => "selection_unconfirmed",
-            SetupError::AliasUnknown { .. } => "alias_unknown",
-            SetupError::AliasAmbiguous { .. } => "alias_ambiguous",
-            SetupError::AliasDisabled { .. } => "alias_disabled",
-            SetupError::AliasChanged { .. } => "alias_changed",
-            SetupError::ProviderUnavailable => "provider_unavailable",
-            SetupError::TooManyAssignments => "too_many_assignments",
-            SetupError::AcceleratorUnavailable => "accelerator_unavailable",
-            SetupError::QuotaDenied => "quota_denied",
-            SetupError::AssignmentUnconfirmed => "assignment_unconfirmed",
-            SetupError::RuntimeUnreachable => "runtime_unreachable",
-            SetupError::PickerUnexpected { .. } => "picker_unexpected",
-            SetupError::PickerClosed { .. } => "picker_closed",
-            SetupError::AliasPromptMismatch => "alias_prompt_mismatch",
-            SetupError::AliasReadbackMismatch => "alias_readback_mismatch",
-            SetupError::AliasNotConfirmed => "alias_not_confirmed",
-            SetupError::KernelStartFailed => "kernel_start_failed",
-            SetupError::StartupCellFailed => "startup_cell_failed",
-            SetupError::MountFailed => "mount_failed",
-            SetupError::VerificationFailed { .. } => "verification_failed",
-            SetupError::CommandTimedOut { .. } => "command_timed_out",
-            SetupError::CommandFailed { .. } => "command_failed",
-            SetupError::DeadlineExceeded { .. } => "deadline_exceeded",
-            SetupError::Cancelled => "cancelled",
+/// [`SetupError::code`] and [`ERROR_CODES`] from one table, so a code is written once.
+macro_rules! error_codes {
+    ($($variant:ident => $code:literal,)*) => {
+        impl SetupError {
+            /// The stable snake_case code.
+            pub const fn code(&self) -> &'static str {
+                match self {
+                    $(SetupError::$variant { .. } => $code,)*
+                }
+            }
         }
-    }
+
+        /// Every code [`SetupError::code`] can return, for contract tables and tests.
+        pub const ERROR_CODES: &[&str] = &[$($code,)*];
+    };
+}
+
+error_codes! {
+    SetupActive => "setup_active",
+    SetupNotFound => "setup_not_found",
+    RegistryFull => "registry_full",
+    SetupFinished => "setup_finished",
+    NotAwaitingSelection => "not_awaiting_selection",
+    WaitOutOfRange => "wait_ms_out_of_range",
+    AliasInvalid => "alias_invalid",
+    SessionNameInvalid => "session_name_invalid",
+    RootInvalid => "root_invalid",
+    NoColabRoot => "no_colab_root",
+    ColabRootAmbiguous => "colab_root_ambiguous",
+    ChoiceStale => "choice_stale",
+    ListingPending => "listing_pending",
+    SelectionInProgress => "selection_in_progress",
+    ChoicesIncomplete => "choices_incomplete",
+    ChoicesDuplicate => "choices_duplicate",
+    ChoicesChanged => "choices_changed",
+    ChoicesEmpty => "choices_empty",
+    SelectionUnconfirmed => "selection_unconfirmed",
+    AliasUnknown => "alias_unknown",
+    AliasAmbiguous => "alias_ambiguous",
+    AliasDisabled => "alias_disabled",
+    AliasChanged => "alias_changed",
+    ProviderUnavailable => "provider_unavailable",
+    TooManyAssignments => "too_many_assignments",
+    AcceleratorUnavailable => "accelerator_unavailable",
+    QuotaDenied => "quota_denied",
+    AssignmentUnconfirmed => "assignment_unconfirmed",
+    RuntimeUnreachable => "runtime_unreachable",
+    PickerUnexpected => "picker_unexpected",
+    PickerClosed => "picker_closed",
+    AliasPromptMismatch => "alias_prompt_mismatch",
+    AliasReadbackMismatch => "alias_readback_mismatch",
+    AliasNotConfirmed => "alias_not_confirmed",
+    KernelStartFailed => "kernel_start_failed",
+    StartupCellFailed => "startup_cell_failed",
+    MountFailed => "mount_failed",
+    VerificationFailed => "verification_failed",
+    CommandTimedOut => "command_timed_out",
+    CommandFailed => "command_failed",
+    DeadlineExceeded => "deadline_exceeded",
+    Cancelled => "cancelled",
 }
 
 /// An error as receipts carry it: the stable code and the message.
@@ -335,52 +347,6 @@ impl From<&SetupError> for ErrorBody {
         }
     }
 }
-
-/// Every code [`SetupError::code`] can return, for contract tables and tests.
-pub const ERROR_CODES: &[&str] = &[
-    "setup_active",
-    "setup_not_found",
-    "registry_full",
-    "setup_finished",
-    "not_awaiting_selection",
-    "wait_ms_out_of_range",
-    "alias_invalid",
-    "session_name_invalid",
-    "root_invalid",
-    "no_colab_root",
-    "colab_root_ambiguous",
-    "choice_stale",
-    "listing_pending",
-    "selection_in_progress",
-    "choices_incomplete",
-    "choices_duplicate",
-    "choices_changed",
-    "choices_empty",
-    "selection_unconfirmed",
-    "alias_unknown",
-    "alias_ambiguous",
-    "alias_disabled",
-    "alias_changed",
-    "provider_unavailable",
-    "too_many_assignments",
-    "accelerator_unavailable",
-    "quota_denied",
-    "assignment_unconfirmed",
-    "runtime_unreachable",
-    "picker_unexpected",
-    "picker_closed",
-    "alias_prompt_mismatch",
-    "alias_readback_mismatch",
-    "alias_not_confirmed",
-    "kernel_start_failed",
-    "startup_cell_failed",
-    "mount_failed",
-    "verification_failed",
-    "command_timed_out",
-    "command_failed",
-    "deadline_exceeded",
-    "cancelled",
-];
 
 #[cfg(test)]
 mod tests {

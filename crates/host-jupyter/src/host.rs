@@ -288,14 +288,9 @@ impl NotebookHost for JupyterHost {
         room.document()
     }
 
-    async fn commit(
-        &self,
-        location: &NotebookLocation,
-        base_version: u64,
-        commit: Commit,
-    ) -> Result<Arc<Document>, HostError> {
-        let (_, room) = self.room(location).await?;
-        room.commit(base_version, &commit.notebook, &commit.changes)
+    async fn commit(&self, base: &Document, commit: Commit) -> Result<Arc<Document>, HostError> {
+        let (_, room) = self.room(&base.location).await?;
+        room.commit(base.version, &commit.notebook, &commit.changes)
             .await
     }
 

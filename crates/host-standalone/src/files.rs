@@ -783,13 +783,9 @@ impl NotebookHost for StandaloneHost {
         blocking(move || host.load_sync(&rooted)).await
     }
 
-    async fn commit(
-        &self,
-        location: &NotebookLocation,
-        base_version: u64,
-        commit: Commit,
-    ) -> Result<Arc<Document>, HostError> {
-        let rooted = self.files.rooted(location)?;
+    async fn commit(&self, base: &Document, commit: Commit) -> Result<Arc<Document>, HostError> {
+        let rooted = self.files.rooted(&base.location)?;
+        let base_version = base.version;
         if self
             .files
             .commits_inline(&rooted, &commit.notebook, commit.kind)

@@ -293,14 +293,10 @@ impl NotebookHost for VsCodeHost {
         Ok(self.document(location, &snapshot))
     }
 
-    async fn commit(
-        &self,
-        location: &NotebookLocation,
-        base_version: u64,
-        commit: Commit,
-    ) -> Result<Arc<Document>, HostError> {
-        let base = self.snapshot(location).await?;
-        if base.version != base_version {
+    async fn commit(&self, base: &Document, commit: Commit) -> Result<Arc<Document>, HostError> {
+        let location = &base.location;
+        let current = self.snapshot(location).await?;
+        if current.version != base.version {
             return Err(HostError::ChangedOnDisk {
                 path: location
                     .path
@@ -308,14 +304,14 @@ impl NotebookHost for VsCodeHost {
                     .unwrap_or_else(|| location.uri.clone()),
             });
         }
-        let base_notebook = convert::notebook_from_snapshot(&base);
-        let edit_plan = plan::plan(&base, &base_notebook, &commit.changes);
+        let base_notebook = convert::notebook_from_snapshot(&current);
+        let edit_plan = plan::plan(&current, &base_notebook, &commit.changes);
         if edit_plan.is_empty() {
-            return Ok(self.document(location, &base));
+            return Ok(self.document(location, &current));
         }
         let applied = self
             .shell
-            .apply(location.uri.clone(), base_version, edit_plan)
+            .apply(location.uri.clone(), base.version, edit_plan)
             .await
             .map_err(|failure| host_error(location, "edit", failure))?;
         Ok(self.document(location, &applied))

@@ -83,18 +83,13 @@ impl NotebookHost for MemoryNotebooks {
         self.get(location)
     }
 
-    async fn commit(
-        &self,
-        location: &NotebookLocation,
-        base_version: u64,
-        commit: Commit,
-    ) -> Result<Arc<Document>, HostError> {
+    async fn commit(&self, base: &Document, commit: Commit) -> Result<Arc<Document>, HostError> {
         // A change planned against an older version is refused, as the contract requires.
-        if self.get(location)?.version != base_version {
-            let path = location.uri.clone();
+        if self.get(&base.location)?.version != base.version {
+            let path = base.location.uri.clone();
             return Err(HostError::ChangedOnDisk { path });
         }
-        Ok(self.store(location, commit.notebook))
+        Ok(self.store(&base.location, commit.notebook))
     }
 
     async fn create(

@@ -680,7 +680,7 @@ impl<H: NotebookHost> Tools<H> {
                 description: format!("outputs of cell {cell_id}"),
                 kind: crate::host::CommitKind::Outputs,
             };
-            match self.host.commit(location, document.version, commit).await {
+            match self.host.commit(&document, commit).await {
                 Ok(committed) => {
                     if unchanged_since_seen {
                         self.saw(&committed);

@@ -128,14 +128,14 @@ pub trait NotebookHost: Send + Sync + 'static {
         location: &NotebookLocation,
     ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
 
-    /// Applies a change made to the document at `base_version`. Fails with
+    /// Applies a change planned against `base` (the document as [`NotebookHost::load`] gave it:
+    /// its location, and the version the change was made to). Fails with
     /// [`HostError::ChangedOnDisk`] when the document changed since then, leaving it as it is.
     /// A host that persists (the standalone one) has written the change when this returns (after
     /// a snapshot of what an edit replaces, where it keeps them).
     fn commit(
         &self,
-        location: &NotebookLocation,
-        base_version: u64,
+        base: &Document,
         commit: Commit,
     ) -> impl Future<Output = Result<Arc<Document>, HostError>> + Send;
 

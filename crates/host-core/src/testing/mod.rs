@@ -271,12 +271,8 @@ impl NotebookHost for MemoryHost {
         self.get(location)
     }
 
-    async fn commit(
-        &self,
-        location: &NotebookLocation,
-        base_version: u64,
-        commit: Commit,
-    ) -> Result<Arc<Document>, HostError> {
+    async fn commit(&self, base: &Document, commit: Commit) -> Result<Arc<Document>, HostError> {
+        let location = &base.location;
         let version = self.next_version();
         let mut notebooks = self.lock();
         let stored = notebooks
@@ -284,7 +280,7 @@ impl NotebookHost for MemoryHost {
             .ok_or_else(|| HostError::NotFound {
                 reference: location.uri.clone(),
             })?;
-        if stored.document.version != base_version {
+        if stored.document.version != base.version {
             return Err(HostError::ChangedOnDisk {
                 path: location.uri.clone(),
             });

@@ -272,7 +272,7 @@ impl<H: NotebookHost> Tools<H> {
                 self.check_unchanged_since_seen(&document)?;
             }
             let commit = plan(&document)?;
-            match self.host.commit(location, document.version, commit).await {
+            match self.host.commit(&document, commit).await {
                 Ok(committed) => return Ok((document, committed)),
                 Err(HostError::ChangedOnDisk { .. }) if attempts_left > 0 => continue,
                 Err(failure) => return Err(failure.into()),

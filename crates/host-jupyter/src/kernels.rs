@@ -22,9 +22,9 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt as _;
 use host_core::kernel::{
     CellToRun, Configured, ExecuteOptions, KernelCapabilities, KernelError, KernelEvent,
-    KernelEvents, KernelListing, KernelLookup, KernelOption, KernelPreference, KernelRecord,
-    KernelSelection, KernelSession, KernelStatus, NotebookKernels, ObservedRun, RequestOutcome,
-    SessionFeatures, SessionInfo, SharedSession,
+    KernelEvents, KernelListing, KernelLookup, KernelPreference, KernelRecord, KernelSelection,
+    KernelSession, KernelStatus, NotebookKernels, ObservedRun, RequestOutcome, SessionFeatures,
+    SessionInfo, SharedSession,
 };
 use host_core::{BoxFuture, NotebookLocation};
 use kernels::{
@@ -353,24 +353,15 @@ impl NotebookKernels for JupyterKernels {
                 .iter()
                 .map(|spec| spec.id.as_str())
                 .collect();
-            let (selected, hint) = selected_choice(
+            let selection = selected_choice(
                 session.as_ref().map(|session| session.kernel_name.as_str()),
                 &preference,
                 &ids,
             );
             let runs_on = self.provider.kernel_place();
-            Ok(KernelListing {
-                kernels: discovery
-                    .specs
-                    .iter()
-                    .map(|spec| KernelOption {
-                        choice: host_kernels::choice(spec, &runs_on),
-                        record: Some(record(spec)),
-                    })
-                    .collect(),
-                selected,
-                hint,
-            })
+            Ok(host_kernels::listing(
+                &discovery, &runs_on, record, selection,
+            ))
         })
     }
 
@@ -382,12 +373,7 @@ impl NotebookKernels for JupyterKernels {
         Box::pin(async move {
             let path = Self::path(location)?;
             let discovery = self.specs().await?;
-            let Some(spec) = discovery.find(&kernel_id) else {
-                return Err(KernelError::unknown_kernel(
-                    &kernel_id,
-                    discovery.specs.iter().map(|spec| spec.id.as_str()),
-                ));
-            };
+            let spec = host_kernels::find_spec(&discovery, &kernel_id)?;
             let replaces_running = self.change_kernel(path, spec_name(spec)).await?;
             Ok(KernelSelection {
                 kernel: host_kernels::choice(spec, &self.provider.kernel_place()),
@@ -497,12 +483,7 @@ fn spec_name(spec: &KernelSpecInfo) -> &str {
 /// How the notebook's metadata records a kernelspec of the server: `kernelspec.name` is the
 /// server's name, as JupyterLab writes it.
 fn record(spec: &KernelSpecInfo) -> KernelRecord {
-    KernelRecord {
-        kernel_id: spec.id.clone(),
-        kernelspec_name: spec_name(spec).to_owned(),
-        display_name: spec.display_name.clone(),
-        language: spec.language.clone(),
-    }
+    host_kernels::record_as(spec, spec_name(spec))
 }
 
 /// The kernelspec a new session of the notebook gets (`None`: the server's default). The

@@ -202,16 +202,58 @@ fn reporting_to<'a, T: Send + 'a>(
 
 /// How a notebook's metadata records a kernelspec: a virtual environment runs as `python3`.
 fn record(spec: &KernelSpecInfo) -> KernelRecord {
+    let kernelspec_name = if spec.id.starts_with("venv:") {
+        "python3"
+    } else {
+        &spec.id
+    };
+    record_as(spec, kernelspec_name)
+}
+
+/// How a notebook's metadata records `spec`, under the kernelspec name `kernelspec_name`.
+pub fn record_as(spec: &KernelSpecInfo, kernelspec_name: &str) -> KernelRecord {
     KernelRecord {
         kernel_id: spec.id.clone(),
-        kernelspec_name: if spec.id.starts_with("venv:") {
-            "python3".to_owned()
-        } else {
-            spec.id.clone()
-        },
+        kernelspec_name: kernelspec_name.to_owned(),
         display_name: spec.display_name.clone(),
         language: spec.language.clone(),
     }
+}
+
+/// How `list_kernels` shows every kernelspec of `discovery` that would run at `runs_on`, each
+/// recorded as `record` says, with the one chosen (`selected`) or why none is (`hint`).
+pub fn listing(
+    discovery: &kernels::Discovery,
+    runs_on: &kernels::KernelPlace,
+    record: fn(&KernelSpecInfo) -> KernelRecord,
+    (selected, hint): (Option<String>, Option<String>),
+) -> KernelListing {
+    KernelListing {
+        kernels: discovery
+            .specs
+            .iter()
+            .map(|spec| KernelOption {
+                choice: choice(spec, runs_on),
+                record: Some(record(spec)),
+            })
+            .collect(),
+        selected,
+        hint,
+    }
+}
+
+/// The kernelspec of `discovery` with the id `kernel_id`, or the error that lists the ids
+/// there are.
+pub fn find_spec<'a>(
+    discovery: &'a kernels::Discovery,
+    kernel_id: &str,
+) -> Result<&'a KernelSpecInfo, KernelError> {
+    discovery.find(kernel_id).ok_or_else(|| {
+        KernelError::unknown_kernel(
+            kernel_id,
+            discovery.specs.iter().map(|spec| spec.id.as_str()),
+        )
+    })
 }
 
 fn preference(preference: KernelPreference) -> kernels::SpecPreference {
@@ -288,23 +330,12 @@ impl NotebookKernels for ManagedKernels {
             let key = self.key(location)?;
             let discovery = self.discover(&key).await?;
             let chosen = discovery.choose(&preference(wanted), key.parent(), self.root.as_deref());
-            let (selected, hint) = match chosen {
+            let selection = match chosen {
                 Ok(spec) => (Some(spec.id.clone()), None),
                 Err(failure) => (None, Some(failure.to_string())),
             };
             let runs_on = self.manager.provider().place();
-            Ok(KernelListing {
-                kernels: discovery
-                    .specs
-                    .iter()
-                    .map(|spec| KernelOption {
-                        choice: choice(spec, &runs_on),
-                        record: Some(record(spec)),
-                    })
-                    .collect(),
-                selected,
-                hint,
-            })
+            Ok(listing(&discovery, &runs_on, record, selection))
         })
     }
 
@@ -316,12 +347,7 @@ impl NotebookKernels for ManagedKernels {
         Box::pin(async move {
             let key = self.key(location)?;
             let discovery = self.discover(&key).await?;
-            let Some(spec) = discovery.find(&kernel_id) else {
-                return Err(KernelError::unknown_kernel(
-                    &kernel_id,
-                    discovery.specs.iter().map(|spec| spec.id.as_str()),
-                ));
-            };
+            let spec = find_spec(&discovery, &kernel_id)?;
             let replaces_running = self
                 .manager
                 .get(&key)

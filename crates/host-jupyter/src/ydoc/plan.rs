@@ -385,17 +385,8 @@ mod tests {
     }
 
     fn source() -> impl Strategy<Value = String> {
-        prop::collection::vec(
-            prop_oneof![
-                Just("x = 1\n"),
-                Just("print(x)\n"),
-                Just("é𝄞"),
-                Just("# note\n"),
-                Just("y")
-            ],
-            0..5,
-        )
-        .prop_map(|parts| parts.concat())
+        let parts = prop::sample::select(&["x = 1\n", "print(x)\n", "é𝄞", "# note\n", "y"][..]);
+        prop::collection::vec(parts, 0..5).prop_map(|parts| parts.concat())
     }
 
     fn kind() -> impl Strategy<Value = CellKind> {

@@ -108,18 +108,8 @@ mod tests {
     }
 
     fn source() -> impl Strategy<Value = String> {
-        prop::collection::vec(
-            prop_oneof![
-                Just("a".to_owned()),
-                Just("b".to_owned()),
-                Just("é".to_owned()),
-                Just("𝄞".to_owned()),
-                Just("\n".to_owned()),
-                Just("line\n".to_owned()),
-            ],
-            0..24,
-        )
-        .prop_map(|parts| parts.concat())
+        let parts = prop::sample::select(&["a", "b", "é", "𝄞", "\n", "line\n"][..]);
+        prop::collection::vec(parts, 0..24).prop_map(|parts| parts.concat())
     }
 
     proptest! {

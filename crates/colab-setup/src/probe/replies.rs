@@ -74,98 +74,71 @@ impl ColabCheck {
                 parse_kernel_reply(&stdout, &self.nonce, KernelOp::Write)
             }
             CheckReply::KernelFailed(KernelFailure::NotSent) => {
-                self.probe = Probe::NotCreated;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Failed,
-                    Some("kernel_not_idle"),
+                return self.write_without_kernel(
+                    Probe::NotCreated,
+                    (CheckOutcome::Failed, "kernel_not_idle"),
+                    now_ms,
                 );
-                self.settle_pending(CheckOutcome::Skipped, Some("kernel_unavailable"));
-                return self.finish(now_ms);
             }
+            // The file may exist, and no kernel is left to remove it.
             CheckReply::KernelFailed(KernelFailure::Lost) => {
-                // The file may exist, and no kernel is left to remove it.
-                self.probe = Probe::Unknown;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Uncertain,
-                    Some("kernel_lost"),
+                return self.write_without_kernel(
+                    Probe::Unknown,
+                    (CheckOutcome::Uncertain, "kernel_lost"),
+                    now_ms,
                 );
-                self.settle_pending(CheckOutcome::Skipped, Some("kernel_unavailable"));
-                return self.finish(now_ms);
             }
             CheckReply::KernelFailed(KernelFailure::Error { .. }) => None,
             _ => None,
         };
         let Some(value) = parsed else {
             self.probe = Probe::Unknown;
+            let unreadable = Some("unreadable_reply");
             self.set(
                 CheckName::KernelWritesProbe,
                 CheckOutcome::Uncertain,
-                Some("unreadable_reply"),
+                unreadable,
             );
-            self.set(
+            for skipped in [
                 CheckName::KernelDiagnostics,
-                CheckOutcome::Skipped,
-                Some("unreadable_reply"),
-            );
-            self.set(
                 CheckName::FileServiceReadsNonce,
-                CheckOutcome::Skipped,
-                Some("unreadable_reply"),
-            );
+            ] {
+                self.set(skipped, CheckOutcome::Skipped, unreadable);
+            }
             return self.cleanup_or_finish(now_ms);
         };
         self.diagnostics = parse_diagnostics(&value);
         let diagnostics = diagnostics_problem(&self.diagnostics);
-        match diagnostics {
-            None => self.set(CheckName::KernelDiagnostics, CheckOutcome::Passed, None),
-            Some(problem) => self.set(
-                CheckName::KernelDiagnostics,
-                CheckOutcome::Failed,
-                Some(problem),
-            ),
-        }
+        let diagnostics_outcome = match diagnostics {
+            None => CheckOutcome::Passed,
+            Some(_) => CheckOutcome::Failed,
+        };
+        self.set(
+            CheckName::KernelDiagnostics,
+            diagnostics_outcome,
+            diagnostics,
+        );
         let created = value.get("created").and_then(Value::as_bool);
         let error = value.get("error").and_then(Value::as_str);
-        match (created, error) {
-            (Some(true), _) => {
-                self.probe = Probe::Created;
-                self.set(CheckName::KernelWritesProbe, CheckOutcome::Passed, None);
-            }
+        let (probe, outcome, detail) = match (created, error) {
+            (Some(true), _) => (Probe::Created, CheckOutcome::Passed, None),
             (Some(false), Some("FileExistsError")) => {
-                self.probe = Probe::Foreign;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Failed,
-                    Some("already_exists"),
-                );
+                (Probe::Foreign, CheckOutcome::Failed, Some("already_exists"))
             }
-            (Some(false), Some("FileNotFoundError")) => {
-                self.probe = Probe::NotCreated;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Failed,
-                    Some("no_content_directory"),
-                );
-            }
-            (Some(false), _) => {
-                self.probe = Probe::NotCreated;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Failed,
-                    Some("not_created"),
-                );
-            }
-            (None, _) => {
-                self.probe = Probe::Unknown;
-                self.set(
-                    CheckName::KernelWritesProbe,
-                    CheckOutcome::Uncertain,
-                    Some("unreadable_reply"),
-                );
-            }
-        }
+            (Some(false), Some("FileNotFoundError")) => (
+                Probe::NotCreated,
+                CheckOutcome::Failed,
+                Some("no_content_directory"),
+            ),
+            (Some(false), _) => (Probe::NotCreated, CheckOutcome::Failed, Some("not_created")),
+            (None, _) => (
+                Probe::Unknown,
+                CheckOutcome::Uncertain,
+                Some("unreadable_reply"),
+            ),
+        };
+        self.probe = probe;
+        self.set(CheckName::KernelWritesProbe, outcome, detail);
         if self.probe == Probe::Created && diagnostics.is_none() && !self.cancelled {
             return vec![self.dispatch(CheckStep::BuildInfo, now_ms)];
         }
@@ -182,6 +155,19 @@ impl ColabCheck {
             );
         }
         self.cleanup_or_finish(now_ms)
+    }
+
+    /// The write never ran to an answer: what that leaves of the probe, and the end of the check.
+    fn write_without_kernel(
+        &mut self,
+        probe: Probe,
+        (outcome, detail): (CheckOutcome, &'static str),
+        now_ms: u64,
+    ) -> Vec<CheckAction> {
+        self.probe = probe;
+        self.set(CheckName::KernelWritesProbe, outcome, Some(detail));
+        self.settle_pending(CheckOutcome::Skipped, Some("kernel_unavailable"));
+        self.finish(now_ms)
     }
 
     pub(super) fn after_build_info(&mut self, now_ms: u64) -> Vec<CheckAction> {

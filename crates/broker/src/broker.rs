@@ -17,7 +17,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use mcp_contract::refs::{self, RefKind};
-use mcp_contract::{BoxFuture, CallContext, ToolDispatch, ToolName, ToolOutput, WindowInfo};
+use mcp_contract::{
+    BoxFuture, CallContext, ToolDispatch, ToolName, ToolOutput, ToolRequest, WindowInfo,
+};
 
 use crate::Timings;
 use crate::client::{Call, LoopbackClient};
@@ -356,11 +358,7 @@ impl BrokerState {
         let own = async {
             let output = self
                 .local
-                .dispatch(
-                    ToolName::ListNotebooks.as_str().to_owned(),
-                    None,
-                    CallContext::default(),
-                )
+                .dispatch(ToolRequest::new(ToolName::ListNotebooks.as_str(), None))
                 .await;
             (
                 self.window.id.clone(),
@@ -442,8 +440,7 @@ impl BrokerState {
             let output = if serves(&self.window.id) {
                 tokio::time::timeout(
                     routing::PREFLIGHT_PEER_TIMEOUT,
-                    self.local
-                        .dispatch(tool.to_owned(), None, CallContext::default()),
+                    self.local.dispatch(ToolRequest::new(tool, None)),
                 )
                 .await
                 .ok()
@@ -640,7 +637,11 @@ impl BrokerState {
         if window_id == self.window.id {
             return self
                 .local
-                .dispatch(tool.to_owned(), Some(arguments), context)
+                .dispatch(ToolRequest {
+                    name: tool.to_owned(),
+                    arguments: Some(arguments),
+                    context,
+                })
                 .await;
         }
         let info = self.peer(window_id);
@@ -681,12 +682,12 @@ impl BrokerState {
         }
     }
 
-    async fn route(
-        &self,
-        tool: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> ToolOutput {
+    async fn route(&self, request: ToolRequest) -> ToolOutput {
+        let ToolRequest {
+            name: tool,
+            arguments,
+            context,
+        } = request;
         let mut arguments = arguments.unwrap_or_default();
         if let Some(schema) = self.input_schemas.get(tool.as_str()) {
             let mut value = Value::Object(std::mem::take(&mut arguments));
@@ -943,12 +944,7 @@ impl ToolDispatch for BrokerDispatch {
         })
     }
 
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput> {
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move {
             if self.state.peer_count() == 0
                 && self
@@ -959,9 +955,9 @@ impl ToolDispatch for BrokerDispatch {
                     .is_empty()
             {
                 // Alone on the port: exactly what a lone server answers, with no listing first.
-                return self.state.local.dispatch(name, arguments, context).await;
+                return self.state.local.dispatch(request).await;
             }
-            self.state.route(name, arguments, context).await
+            self.state.route(request).await
         })
     }
 }

@@ -10,7 +10,7 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use mcp_server::http::{Body, ExtraRoutes, json_response};
 
-use mcp_contract::{BoxFuture, CallContext, ToolDispatch};
+use mcp_contract::{BoxFuture, ToolDispatch, ToolRequest};
 
 use crate::protocol::{Invocation, InvocationResult, MAX_INVOKE_BODY_BYTES, PEER_TOKEN_HEADER};
 use crate::secret::Secret;
@@ -111,11 +111,7 @@ impl PeerEndpoint {
             Some(output) => output,
             None => {
                 self.local
-                    .dispatch(
-                        invocation.tool,
-                        invocation.arguments,
-                        CallContext::default(),
-                    )
+                    .dispatch(ToolRequest::new(invocation.tool, invocation.arguments))
                     .await
             }
         };

@@ -10,7 +10,7 @@ use http::Method;
 use mcp_contract::catalog::{self, ToolSpec};
 use mcp_contract::refs::notebook_ref;
 use mcp_contract::{
-    BoxFuture, CallContext, ErrorCode, ToolDispatch, ToolError, ToolOutput, WindowInfo,
+    BoxFuture, ErrorCode, ToolDispatch, ToolError, ToolOutput, ToolRequest, WindowInfo,
 };
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -93,14 +93,10 @@ impl ToolDispatch for FakeHost {
             .collect()
     }
 
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        _context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput> {
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move {
-            let arguments = arguments.unwrap_or_default();
+            let name = request.name;
+            let arguments = request.arguments.unwrap_or_default();
             self.calls
                 .lock()
                 .unwrap()
@@ -285,11 +281,7 @@ impl Trio {
 /// `tool` with the JSON object `arguments` through `dispatch`.
 async fn call(dispatch: &dyn ToolDispatch, tool: &str, arguments: Value) -> ToolOutput {
     dispatch
-        .dispatch(
-            tool.to_owned(),
-            arguments.as_object().cloned(),
-            CallContext::default(),
-        )
+        .dispatch(ToolRequest::new(tool, arguments.as_object().cloned()))
         .await
 }
 
@@ -652,7 +644,7 @@ async fn a_peer_that_stops_heartbeating_is_pruned_and_its_calls_end() {
     // A window that does not answer is listed as unavailable (not dropped), after the control
     // timeout.
     let listed = dispatch
-        .dispatch("list_notebooks".to_owned(), None, CallContext::default())
+        .dispatch(ToolRequest::new("list_notebooks", None))
         .await;
     let windows = listed.structured.unwrap()["windows"].clone();
     assert_eq!(windows[1]["windowLabel"], "silent");

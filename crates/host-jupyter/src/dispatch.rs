@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use host_core::{BoxFuture, CallContext, Services, ToolDispatch, ToolOutput, Tools};
+use host_core::{BoxFuture, Services, ToolDispatch, ToolOutput, Tools};
+use mcp_contract::ToolRequest;
 use mcp_contract::catalog::ToolSpec;
-use serde_json::{Map, Value};
 
 use crate::host::JupyterHost;
 
@@ -33,15 +33,10 @@ impl ToolDispatch for JupyterDispatch {
         self.tools.specs().to_vec()
     }
 
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput> {
-        if let Some(client_name) = &context.client_name {
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
+        if let Some(client_name) = &request.context.client_name {
             self.tools.host().presence().set_client_name(client_name);
         }
-        self.tools.dispatch(name, arguments, context)
+        self.tools.dispatch(request)
     }
 }

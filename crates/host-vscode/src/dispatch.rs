@@ -8,6 +8,7 @@
 use std::sync::Arc;
 
 use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, ToolOutput, Tools};
+use mcp_contract::ToolRequest;
 use mcp_contract::catalog::{ToolName, ToolSpec};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
 use serde_json::{Map, Value, json};
@@ -90,13 +91,11 @@ impl ToolDispatch for VsCodeDispatch {
         self.tools.specs().to_vec()
     }
 
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move { self.call(&name, arguments, context).await })
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move {
+            self.call(&request.name, request.arguments, request.context)
+                .await
+        })
     }
 }
 

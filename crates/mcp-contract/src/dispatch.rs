@@ -166,6 +166,34 @@ impl std::fmt::Debug for CallContext {
     }
 }
 
+/// One tool call as a transport received it: the tool's name, its arguments and its context.
+#[derive(Debug, Clone, Default)]
+pub struct ToolRequest {
+    /// The tool's name as the client sent it.
+    pub name: String,
+    /// Its arguments (`None` when the client sent none).
+    pub arguments: Option<Map<String, Value>>,
+    /// Progress and the client's name.
+    pub context: CallContext,
+}
+
+impl ToolRequest {
+    /// A call of `name` with `arguments` and the default context (no progress, no client name).
+    pub fn new(name: impl Into<String>, arguments: Option<Map<String, Value>>) -> ToolRequest {
+        ToolRequest {
+            name: name.into(),
+            arguments,
+            context: CallContext::default(),
+        }
+    }
+}
+
+impl From<crate::run_task::ToolCall> for ToolRequest {
+    fn from(call: crate::run_task::ToolCall) -> ToolRequest {
+        ToolRequest::new(call.tool.as_str(), Some(call.arguments))
+    }
+}
+
 /// Anything that serves tool calls: one host's tools, or a broker in front of many hosts.
 /// Transports (HTTP, stdio, the broker's peer endpoint) serve a `dyn ToolDispatch`. The
 /// resource methods have defaults for a dispatch that serves no resources.
@@ -173,12 +201,7 @@ pub trait ToolDispatch: Send + Sync + 'static {
     /// The tools to list.
     fn specs(&self) -> Vec<ToolSpec>;
     /// Runs one call.
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput>;
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput>;
 
     /// The notebooks served, as resources.
     fn list_resources(&self) -> BoxFuture<'_, Vec<ResourceEntry>> {

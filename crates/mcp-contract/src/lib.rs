@@ -32,7 +32,7 @@ pub use catalog::{Annotations, BrokerRoute, Capability, ToolName, ToolSpec, all_
 pub use coerce::parse_arguments;
 pub use dispatch::{
     BoxFuture, CallContext, ImageContent, ProgressSink, ResourceBody, ResourceEntry, ResourceError,
-    ToolDispatch, ToolOutput, WindowInfo,
+    ToolDispatch, ToolOutput, ToolRequest, WindowInfo,
 };
 pub use errors::ErrorCode;
 pub use results::ToolError;

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use mcp_contract::resources::{NOTEBOOK_MIME, TEMPLATES};
-use mcp_contract::{CallContext, ResourceError, ToolDispatch, ToolName, ToolOutput, ToolSpec};
+use mcp_contract::{
+    CallContext, ResourceError, ToolDispatch, ToolName, ToolOutput, ToolRequest, ToolSpec,
+};
 #[expect(
     deprecated,
     reason = "logging/setLevel still belongs to the 2025 protocol versions"
@@ -334,14 +336,14 @@ impl ServerHandler for McpHandler {
         });
         let output = self
             .dispatch
-            .dispatch(
-                request.name.to_string(),
-                request.arguments,
-                CallContext {
+            .dispatch(ToolRequest {
+                name: request.name.to_string(),
+                arguments: request.arguments,
+                context: CallContext {
                     progress: progress.as_ref().map(CallProgress::sink),
                     client_name,
                 },
-            )
+            })
             .await;
         if let Some(progress) = progress {
             progress.finish().await;

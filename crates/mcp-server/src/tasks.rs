@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use mcp_contract::run_task::{RunTask, ToolCall, execution_id, is_terminal, status_message};
-use mcp_contract::{CallContext, ToolDispatch, ToolOutput};
+use mcp_contract::{ToolDispatch, ToolOutput};
 use rmcp::model::{CallToolResult, CreateTaskResult};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use serde_json::{Map, Value};
@@ -75,13 +75,7 @@ impl Tasks {
 }
 
 async fn call(dispatch: &dyn ToolDispatch, call: ToolCall) -> ToolOutput {
-    dispatch
-        .dispatch(
-            call.tool.as_str().to_owned(),
-            Some(call.arguments),
-            CallContext::default(),
-        )
-        .await
+    dispatch.dispatch(call.into()).await
 }
 
 /// The task's work: start the run, follow it to its end, or interrupt it when cancelled.

@@ -1,7 +1,7 @@
 //! A call's way through the tools: the name parsed once into a [`ToolName`], the Colab setup
 //! guard, the tool, the resource links of its reply and the reply budget.
 
-use mcp_contract::dispatch::{BoxFuture, CallContext, ToolDispatch, ToolOutput};
+use mcp_contract::dispatch::{BoxFuture, CallContext, ToolDispatch, ToolOutput, ToolRequest};
 
 use super::Tools;
 use crate::failure::error;
@@ -21,13 +21,11 @@ impl<H: NotebookHost> ToolDispatch for Tools<H> {
         self.listed.specs.clone()
     }
 
-    fn dispatch(
-        &self,
-        name: String,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move { self.call(&name, arguments, context).await })
+    fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move {
+            self.call(&request.name, request.arguments, request.context)
+                .await
+        })
     }
 
     fn list_resources(&self) -> BoxFuture<'_, Vec<mcp_contract::ResourceEntry>> {

@@ -387,8 +387,16 @@ fn group(count: usize) -> String {
 mod tests {
     use super::*;
 
-    fn entries(items: &[&str]) -> Vec<String> {
-        items.iter().map(|item| (*item).to_owned()).collect()
+    /// Condenses a traceback given as `&str` entries, trimmed with the default options.
+    fn trimmed(ename: &str, evalue: &str, traceback: &[&str]) -> CondensedTraceback {
+        let traceback: Vec<String> = traceback.iter().map(|entry| (*entry).to_owned()).collect();
+        condense_traceback(
+            ename,
+            evalue,
+            &traceback,
+            true,
+            &TracebackOptions::default(),
+        )
     }
 
     #[test]
@@ -416,13 +424,7 @@ mod tests {
         let traceback = "Traceback (most recent call last):\n  File \"/home/u/main.py\", line 9, in <module>\n    run()\n\
             \x20 File \"/usr/lib/python3.11/a.py\", line 1, in a\n    b()\n  File \"/usr/lib/python3.11/b.py\", line 2, in b\n    c()\n\
             \x20 File \"/usr/lib/python3.11/c.py\", line 3, in c\n    d()\n  File \"/usr/lib/python3.11/d.py\", line 4, in d\n    raise ValueError(\"bad\")\nValueError: bad";
-        let condensed = condense_traceback(
-            "ValueError",
-            "bad",
-            &entries(&[traceback]),
-            true,
-            &TracebackOptions::default(),
-        );
+        let condensed = trimmed("ValueError", "bad", &[traceback]);
         assert_eq!(
             condensed.text,
             "Traceback (most recent call last):\n  File \"/home/u/main.py\", line 9, in <module>\n    run()\n\
@@ -434,21 +436,9 @@ mod tests {
 
     #[test]
     fn final_line_is_added_when_missing() {
-        let condensed = condense_traceback(
-            "KeyboardInterrupt",
-            "",
-            &[],
-            true,
-            &TracebackOptions::default(),
-        );
+        let condensed = trimmed("KeyboardInterrupt", "", &[]);
         assert_eq!(condensed.text, "KeyboardInterrupt");
-        let condensed = condense_traceback(
-            "E",
-            "m",
-            &entries(&["\u{1b}[31msomething\u{1b}[0m"]),
-            true,
-            &TracebackOptions::default(),
-        );
+        let condensed = trimmed("E", "m", &["\u{1b}[31msomething\u{1b}[0m"]);
         assert_eq!(condensed.text, "something\nE: m");
     }
 
@@ -459,13 +449,7 @@ mod tests {
             let arrow = if line == 40 { "-> " } else { "   " };
             frame.push_str(&format!("\n{arrow}{line} code_{line}"));
         }
-        let condensed = condense_traceback(
-            "E",
-            "m",
-            &entries(&[&frame, "E: m"]),
-            true,
-            &TracebackOptions::default(),
-        );
+        let condensed = trimmed("E", "m", &[&frame, "E: m"]);
         assert_eq!(
             condensed.text,
             "File ~/.venv/lib/python3.11/site-packages/x.py:40, in f()\n   … [4 lines omitted] …\n   34 code_34\n   35 code_35\n   36 code_36\n   37 code_37\n   38 code_38\n   39 code_39\n-> 40 code_40\n   41 code_41\n   … [3 lines omitted] …\nE: m"

@@ -129,35 +129,36 @@ impl<'a> Resolver<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notebook::{Cell, CellKind};
-
-    fn notebook() -> Notebook {
-        let mut notebook = Notebook::new();
-        notebook.push_cell(Cell::new(CellKind::Markdown, "# Intro", "aa"));
-        notebook.push_cell(Cell::new(CellKind::Code, "# load data\nx=1", "40025805"));
-        notebook.push_cell(Cell::new(CellKind::Code, "y = x", "cc"));
-        notebook
-    }
+    use crate::check::sample_notebook;
 
     #[test]
     fn resolution_order() {
-        let notebook = notebook();
+        let notebook = sample_notebook();
         let resolver = Resolver::new(&notebook);
         assert_eq!(resolver.resolve(&CellRef::Index(2)), Ok(2));
-        assert_eq!(resolver.resolve(&"top".into()), Ok(0));
-        assert_eq!(resolver.resolve(&"BOTTOM".into()), Ok(2));
-        assert_eq!(
-            resolver.resolve(&"40025805".into()),
-            Ok(1),
-            "numeric id stays an id"
-        );
-        assert_eq!(resolver.resolve(&"load-data".into()), Ok(1));
-        assert_eq!(resolver.resolve(&"#cc".into()), Ok(2));
-        assert_eq!(resolver.resolve(&"index:0".into()), Ok(0));
-        assert_eq!(resolver.resolve(&"1".into()), Ok(1));
+        for (reference, index) in [
+            ("top", 0),
+            ("BOTTOM", 4),
+            // The numeric id stays an id.
+            ("40025805", 1),
+            // The stored name wins the plain name its cell would derive.
+            ("load-data", 3),
+            ("load-data-2", 1),
+            ("#plot", 2),
+            ("index:0", 0),
+            // An id before an index, and an index where no cell has that id.
+            ("1", 4),
+            ("2", 2),
+        ] {
+            assert_eq!(
+                resolver.resolve(&reference.into()),
+                Ok(index),
+                "{reference}"
+            );
+        }
         assert!(matches!(
-            resolver.resolve(&CellRef::Index(3)),
-            Err(CellRefError::IndexOutOfRange { index: 3, count: 3 })
+            resolver.resolve(&CellRef::Index(5)),
+            Err(CellRefError::IndexOutOfRange { index: 5, count: 5 })
         ));
         assert!(matches!(
             resolver.resolve(&"nope".into()),
@@ -167,11 +168,11 @@ mod tests {
 
     #[test]
     fn insert_anchors() {
-        let notebook = notebook();
+        let notebook = sample_notebook();
         let resolver = Resolver::new(&notebook);
-        assert_eq!(resolver.insert_position(None), Ok(3));
+        assert_eq!(resolver.insert_position(None), Ok(5));
         assert_eq!(resolver.insert_position(Some(&"TOP".into())), Ok(0));
-        assert_eq!(resolver.insert_position(Some(&"bottom".into())), Ok(3));
+        assert_eq!(resolver.insert_position(Some(&"bottom".into())), Ok(5));
         assert_eq!(resolver.insert_position(Some(&CellRef::Index(0))), Ok(1));
     }
 }

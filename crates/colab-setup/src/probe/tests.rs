@@ -63,6 +63,13 @@ impl Run {
         }
     }
 
+    /// A check on the Colab root whose probe write was answered with `reply`.
+    fn after_write(reply: CheckReply) -> Self {
+        let mut run = Run::new(colab_root());
+        run.reply(CheckStep::WriteProbe, reply);
+        run
+    }
+
     fn reply(&mut self, step: CheckStep, reply: CheckReply) {
         self.now_ms += 50;
         self.pending.retain(|command| command.step != step);
@@ -259,22 +266,14 @@ fn a_different_file_service_sees_a_different_file() {
 #[test]
 fn kernel_trouble_is_never_mistaken_for_success() {
     // Not sent: certainly nothing was written, nothing to clean.
-    let mut not_sent = Run::new(colab_root());
-    not_sent.reply(
-        CheckStep::WriteProbe,
-        CheckReply::KernelFailed(KernelFailure::NotSent),
-    );
+    let not_sent = Run::after_write(CheckReply::KernelFailed(KernelFailure::NotSent));
     assert_eq!(not_sent.check.receipt().cleanup, CleanupState::NotNeeded);
     assert!(not_sent.check.is_finished());
 
     // An interrupted write may have left the probe: removal is attempted.
-    let mut interrupted = Run::new(colab_root());
-    interrupted.reply(
-        CheckStep::WriteProbe,
-        CheckReply::KernelFailed(KernelFailure::Error {
-            ename: "KeyboardInterrupt".into(),
-        }),
-    );
+    let mut interrupted = Run::after_write(CheckReply::KernelFailed(KernelFailure::Error {
+        ename: "KeyboardInterrupt".into(),
+    }));
     assert_eq!(interrupted.sent.last(), Some(&CheckStep::RemoveProbe));
     let mut sim = SimHost::default();
     interrupted.answer_all(&mut sim);
@@ -283,11 +282,7 @@ fn kernel_trouble_is_never_mistaken_for_success() {
     assert_eq!(receipt.cleanup, CleanupState::NotNeeded, "it was not there");
 
     // A lost kernel cannot clean up: the probe may remain.
-    let mut lost = Run::new(colab_root());
-    lost.reply(
-        CheckStep::WriteProbe,
-        CheckReply::KernelFailed(KernelFailure::Lost),
-    );
+    let lost = Run::after_write(CheckReply::KernelFailed(KernelFailure::Lost));
     assert_eq!(lost.check.receipt().cleanup, CleanupState::Uncertain);
     assert!(lost.check.probe_may_remain());
 

@@ -215,6 +215,13 @@ mod tests {
         notebook
     }
 
+    fn export_with_outputs(format: ExportFormat) -> String {
+        let options = ExportOptions {
+            include_outputs: true,
+        };
+        export(&notebook(), format, options)
+    }
+
     #[test]
     fn python_percent_format() {
         let text = export(&notebook(), ExportFormat::Python, ExportOptions::default());
@@ -226,10 +233,7 @@ mod tests {
 
     #[test]
     fn markdown_fences_code_and_optionally_outputs() {
-        let options = ExportOptions {
-            include_outputs: true,
-        };
-        let text = export(&notebook(), ExportFormat::Markdown, options);
+        let text = export_with_outputs(ExportFormat::Markdown);
         assert_eq!(
             text,
             "# Title\n\ntext\n\n```python\nprint('<hi>')\n```\n\n```text\n<hi>\n```\n"
@@ -238,10 +242,7 @@ mod tests {
 
     #[test]
     fn html_escapes_everything() {
-        let options = ExportOptions {
-            include_outputs: true,
-        };
-        let text = export(&notebook(), ExportFormat::Html, options);
+        let text = export_with_outputs(ExportFormat::Html);
         assert!(text.starts_with("<!DOCTYPE html>"));
         assert!(text.contains("<title>Title</title>"));
         assert!(

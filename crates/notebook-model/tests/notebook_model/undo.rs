@@ -192,15 +192,15 @@ fn touched(before: &Notebook, after: &Notebook) -> Vec<String> {
         .collect()
 }
 
-/// The notebook the seeds stand for, and the same after the batch (`None` when the batch is
-/// refused).
-fn applied(seeds: &[CellSeed], batch: &[OpSeed]) -> Option<(Notebook, Notebook)> {
+/// The notebook the seeds stand for, and the same after the batch (the case is rejected when
+/// the batch is refused).
+fn applied(seeds: &[CellSeed], batch: &[OpSeed]) -> Result<(Notebook, Notebook), TestCaseError> {
     let before = notebook_of(seeds);
     let ops = ops_of(batch, before.len());
     let after = apply_edits(&before, &ops, EditPolicy::default())
-        .ok()?
+        .map_err(|_| TestCaseError::reject("the batch is refused"))?
         .notebook;
-    Some((before, after))
+    Ok((before, after))
 }
 
 fn ids(notebook: &Notebook) -> Vec<String> {
@@ -219,9 +219,7 @@ proptest! {
         seeds in prop::collection::vec(cell_seed(), 0..7),
         batch in prop::collection::vec(op_seed(), 1..5),
     ) {
-        let applied = applied(&seeds, &batch);
-        prop_assume!(applied.is_some());
-        let (before, after) = applied.unwrap();
+        let (before, after) = applied(&seeds, &batch)?;
         let step = UndoStep::between(&before, &after);
         prop_assert_eq!(step.is_empty(), before.cells() == after.cells() && before.metadata() == after.metadata());
         let restoration = step.restore(&after).unwrap();
@@ -236,9 +234,7 @@ proptest! {
         batch in prop::collection::vec(op_seed(), 1..5),
         person in prop::collection::vec(person_seed(), 1..5),
     ) {
-        let applied = applied(&seeds, &batch);
-        prop_assume!(applied.is_some());
-        let (before, after) = applied.unwrap();
+        let (before, after) = applied(&seeds, &batch)?;
         let step = UndoStep::between(&before, &after);
         let touched = touched(&before, &after);
         // The person changes only cells the batch neither added nor changed.
@@ -315,9 +311,7 @@ proptest! {
         batch in prop::collection::vec(op_seed(), 1..5),
         at in 0usize..20,
     ) {
-        let applied = applied(&seeds, &batch);
-        prop_assume!(applied.is_some());
-        let (before, after) = applied.unwrap();
+        let (before, after) = applied(&seeds, &batch)?;
         let touched = touched(&before, &after);
         prop_assume!(!touched.is_empty());
         let step = UndoStep::between(&before, &after);

@@ -43,6 +43,11 @@ fn request(notebook: &str, cells: usize) -> RunRequest {
     }
 }
 
+/// Applies an event the registry must accept.
+fn apply(registry: &mut Registry, id: &ExecutionId, event: RunEvent, now: u64) -> Vec<RunAction> {
+    registry.apply(id.as_str(), event, now).unwrap()
+}
+
 /// Drives a run along its normal path until it is terminal and its command settled.
 fn complete(registry: &mut Registry, id: &ExecutionId, now: u64) {
     for _ in 0..1000 {
@@ -51,26 +56,61 @@ fn complete(registry: &mut Registry, id: &ExecutionId, now: u64) {
             return;
         }
         let event = progress_event(run, 2);
-        registry.apply(id.as_str(), event, now).unwrap();
+        apply(registry, id, event, now);
     }
     panic!("run {id} did not complete");
 }
 
+/// Admits a one-cell run at `now` and drives it to its end at `finished`.
+fn finished_run(
+    registry: &mut Registry,
+    notebook: &str,
+    now: u64,
+    random: u64,
+    finished: u64,
+) -> ExecutionId {
+    let id = registry.admit(request(notebook, 1), now, random).unwrap();
+    complete(registry, &id, finished);
+    id
+}
+
+/// A one-cell run admitted and dispatched at `now`, then ended by `ending` while its command is
+/// still pending.
+fn ended_with_pending_command(
+    registry: &mut Registry,
+    notebook: &str,
+    (now, random): (u64, u64),
+    ending: RunEvent,
+) -> ExecutionId {
+    let id = registry.admit(request(notebook, 1), now, random).unwrap();
+    dispatch(registry, &id, now);
+    apply(registry, &id, ending, now);
+    id
+}
+
+/// The ids of a notebook's runs, newest first.
+fn run_ids(registry: &Registry, notebook: &str) -> Vec<ExecutionId> {
+    registry
+        .runs(notebook)
+        .iter()
+        .map(|run| run.id().clone())
+        .collect()
+}
+
 /// Starts a run and dispatches its first cell, so its command is pending.
 fn dispatch(registry: &mut Registry, id: &ExecutionId, now: u64) {
-    registry.apply(id.as_str(), RunEvent::Start, now).unwrap();
+    apply(registry, id, RunEvent::Start, now);
     let check = CellCheck::Found {
         current_index: 0,
         cell_id: "cell-0".into(),
         source: checked_source(0),
     };
-    let actions = registry
-        .apply(
-            id.as_str(),
-            RunEvent::CellChecked { position: 0, check },
-            now,
-        )
-        .unwrap();
+    let actions = apply(
+        registry,
+        id,
+        RunEvent::CellChecked { position: 0, check },
+        now,
+    );
     assert!(matches!(actions[..], [RunAction::Dispatch { .. }]));
 }
 
@@ -125,28 +165,14 @@ fn a_second_run_on_a_busy_notebook_names_the_active_one() {
     assert!(refused.unwrap_err().to_string().contains(first.as_str()));
     complete(&mut registry, &first, 3);
     let second = registry.admit(request("a", 1), 4, 4).unwrap();
-    assert_eq!(
-        registry
-            .runs("a")
-            .iter()
-            .map(|run| run.id().clone())
-            .collect::<Vec<_>>(),
-        [second, first]
-    );
+    assert_eq!(run_ids(&registry, "a"), [second, first]);
 }
 
 #[test]
 fn a_pending_command_blocks_the_notebook_until_its_reply() {
     let mut registry = registry();
-    let first = registry.admit(request("a", 2), 1, 1).unwrap();
-    dispatch(&mut registry, &first, 2);
-    registry
-        .apply(
-            first.as_str(),
-            RunEvent::Invalidate(Invalidation::Interrupt),
-            3,
-        )
-        .unwrap();
+    let interrupt = RunEvent::Invalidate(Invalidation::Interrupt);
+    let first = ended_with_pending_command(&mut registry, "a", (1, 1), interrupt);
     assert!(registry.notebook_command_pending("a"));
     assert_eq!(registry.pending_command("a"), Some(&first));
     assert_eq!(
@@ -162,7 +188,7 @@ fn a_pending_command_blocks_the_notebook_until_its_reply() {
             execution_count: None,
         },
     };
-    registry.apply(first.as_str(), reply, 5).unwrap();
+    apply(&mut registry, &first, reply, 5);
     assert!(!registry.notebook_command_pending("a"));
     assert!(registry.admit(request("a", 1), 6, 6).is_ok());
 }
@@ -170,11 +196,7 @@ fn a_pending_command_blocks_the_notebook_until_its_reply() {
 #[test]
 fn a_pending_command_outlives_its_expired_record() {
     let mut registry = registry();
-    let first = registry.admit(request("a", 1), 1, 1).unwrap();
-    dispatch(&mut registry, &first, 2);
-    registry
-        .apply(first.as_str(), RunEvent::NotebookClosed, 3)
-        .unwrap();
+    let first = ended_with_pending_command(&mut registry, "a", (3, 1), RunEvent::NotebookClosed);
     registry.prune(3 + HOUR);
     assert!(registry.run(first.as_str()).is_none(), "the record expired");
     assert_eq!(
@@ -207,32 +229,86 @@ fn sixteen_notebooks_with_active_work_fill_the_window() {
             .unwrap();
     }
     // The sixteenth has only a pending command left, and still counts.
-    let last = registry.admit(request("nb15", 1), 1, 15).unwrap();
-    dispatch(&mut registry, &last, 2);
-    registry
-        .apply(
-            last.as_str(),
-            RunEvent::Invalidate(Invalidation::Restart),
-            3,
-        )
-        .unwrap();
+    let restart = RunEvent::Invalidate(Invalidation::Restart);
+    let last = ended_with_pending_command(&mut registry, "nb15", (1, 15), restart);
     assert!(registry.active_run("nb15").is_none());
     let refused = registry.admit(request("other", 1), 4, 99);
     assert_eq!(refused, Err(TrackerError::TooManyActiveRuns { max: 16 }));
-    registry
-        .apply(last.as_str(), RunEvent::CommandSettled, 5)
-        .unwrap();
+    apply(&mut registry, &last, RunEvent::CommandSettled, 5);
     assert!(registry.admit(request("other", 1), 6, 99).is_ok());
 }
 
+/// A registry of two notebooks gets a third one.
+struct EvictionCase {
+    /// What the case shows.
+    label: &'static str,
+    /// One-cell runs before, as `(notebook, admitted at, random, finished at)`; `None` leaves a
+    /// run active.
+    runs: &'static [(&'static str, u64, u64, Option<u64>)],
+    /// The third notebook's admission, as `(now, random)`.
+    third: (u64, u64),
+    /// The notebook evicted; `None` when the registry must refuse the third one.
+    evicted: Option<&'static str>,
+}
+
 #[test]
-fn a_full_registry_with_nothing_to_evict_refuses_new_notebooks() {
-    let mut registry = registry_of_two_notebooks();
-    registry.admit(request("a", 1), 1, 1).unwrap();
-    registry.admit(request("b", 1), 2, 2).unwrap();
-    let refused = registry.admit(request("c", 1), 3, 3).unwrap_err();
-    assert_eq!(refused, TrackerError::RegistryFull { max_notebooks: 2 });
-    assert!(refused.to_string().starts_with("registry is full"));
+fn a_full_registry_of_two_notebooks_evicts_the_oldest_finished_one_or_refuses() {
+    let cases = [
+        EvictionCase {
+            label: "nothing to evict",
+            runs: &[("a", 1, 1, None), ("b", 2, 2, None)],
+            third: (3, 3),
+            evicted: None,
+        },
+        EvictionCase {
+            label: "an active notebook is not evicted",
+            runs: &[("old-active", 1, 1, None), ("newer", 2, 2, Some(3))],
+            third: (4, 4),
+            evicted: Some("newer"),
+        },
+        EvictionCase {
+            label: "equal start times evict the earlier admission",
+            runs: &[("first", 5, 1, Some(6)), ("second", 5, 2, Some(6))],
+            third: (7, 3),
+            evicted: Some("first"),
+        },
+    ];
+    for EvictionCase {
+        label,
+        runs,
+        third: (now, random),
+        evicted,
+    } in cases
+    {
+        let mut registry = registry_of_two_notebooks();
+        for &(notebook, admitted, random, finished) in runs {
+            let id = registry
+                .admit(request(notebook, 1), admitted, random)
+                .unwrap();
+            if let Some(finished) = finished {
+                complete(&mut registry, &id, finished);
+            }
+        }
+        let admitted = registry.admit(request("third", 1), now, random);
+        let Some(evicted) = evicted else {
+            let refused = admitted.unwrap_err();
+            assert_eq!(
+                refused,
+                TrackerError::RegistryFull { max_notebooks: 2 },
+                "{label}"
+            );
+            assert!(
+                refused.to_string().starts_with("registry is full"),
+                "{label}"
+            );
+            continue;
+        };
+        assert!(admitted.is_ok(), "{label}");
+        for &(notebook, ..) in runs {
+            let kept = registry.latest_run(notebook).is_some();
+            assert_eq!(kept, notebook != evicted, "{label}: {notebook}");
+        }
+    }
 }
 
 #[test]
@@ -240,17 +316,10 @@ fn at_capacity_the_notebook_with_the_oldest_newest_run_is_evicted() {
     let mut registry = registry();
     // nb0 is the oldest notebook, but a newer run keeps it; nb1 is then the one to go.
     for notebook in 0..32u64 {
-        let id = registry
-            .admit(
-                request(&format!("nb{notebook}"), 1),
-                10 + notebook,
-                notebook,
-            )
-            .unwrap();
-        complete(&mut registry, &id, 100);
+        let name = format!("nb{notebook}");
+        finished_run(&mut registry, &name, 10 + notebook, notebook, 100);
     }
-    let id = registry.admit(request("nb0", 1), 200, 0).unwrap();
-    complete(&mut registry, &id, 201);
+    finished_run(&mut registry, "nb0", 200, 0, 201);
     let nb1 = registry.latest_run("nb1").unwrap().id().clone();
     registry.admit(request("new", 1), 300, 7).unwrap();
     assert!(registry.run(nb1.as_str()).is_none());
@@ -260,53 +329,19 @@ fn at_capacity_the_notebook_with_the_oldest_newest_run_is_evicted() {
 }
 
 #[test]
-fn an_active_notebook_is_not_evicted() {
-    let mut registry = registry_of_two_notebooks();
-    registry.admit(request("old-active", 1), 1, 1).unwrap();
-    let newer = registry.admit(request("newer", 1), 2, 2).unwrap();
-    complete(&mut registry, &newer, 3);
-    registry.admit(request("third", 1), 4, 4).unwrap();
-    assert!(registry.latest_run("old-active").is_some());
-    assert!(registry.latest_run("newer").is_none());
-}
-
-#[test]
-fn equal_start_times_evict_the_earlier_admission() {
-    let mut registry = registry_of_two_notebooks();
-    for (notebook, random) in [("first", 1), ("second", 2)] {
-        let id = registry.admit(request(notebook, 1), 5, random).unwrap();
-        complete(&mut registry, &id, 6);
-    }
-    registry.admit(request("third", 1), 7, 3).unwrap();
-    assert!(registry.latest_run("first").is_none());
-    assert!(registry.latest_run("second").is_some());
-}
-
-#[test]
 fn a_notebook_keeps_its_eight_newest_runs() {
     let mut registry = registry();
-    let mut ids = Vec::new();
-    for attempt in 0..10 {
-        let id = registry
-            .admit(request("a", 1), 10 + attempt, attempt)
-            .unwrap();
-        complete(&mut registry, &id, 10 + attempt);
-        ids.push(id);
-    }
-    let kept: Vec<ExecutionId> = registry
-        .runs("a")
-        .iter()
-        .map(|run| run.id().clone())
+    let ids: Vec<ExecutionId> = (0..10)
+        .map(|attempt| finished_run(&mut registry, "a", 10 + attempt, attempt, 10 + attempt))
         .collect();
     let expected: Vec<ExecutionId> = ids.iter().rev().take(8).cloned().collect();
-    assert_eq!(kept, expected);
+    assert_eq!(run_ids(&registry, "a"), expected);
 }
 
 #[test]
 fn terminal_records_expire_an_hour_after_they_finished_and_active_ones_never() {
     let mut registry = registry();
-    let done = registry.admit(request("done", 1), 0, 1).unwrap();
-    complete(&mut registry, &done, 500);
+    let done = finished_run(&mut registry, "done", 0, 1, 500);
     let active = registry.admit(request("active", 1), 0, 2).unwrap();
     registry.prune(500 + HOUR - 1);
     assert!(registry.run(done.as_str()).is_some());
@@ -362,11 +397,7 @@ fn colliding_ids_step_their_suffix() {
 #[test]
 fn the_id_of_a_pending_command_is_not_reused_after_its_record_is_gone() {
     let mut registry = registry();
-    let first = registry.admit(request("a", 1), 36, 5).unwrap();
-    dispatch(&mut registry, &first, 36);
-    registry
-        .apply(first.as_str(), RunEvent::NotebookClosed, 36)
-        .unwrap();
+    let first = ended_with_pending_command(&mut registry, "a", (36, 5), RunEvent::NotebookClosed);
     registry.prune(36 + HOUR);
     // Same time and randomness as the gone run: the id must still differ from the pending one.
     let second = registry.admit(request("b", 1), 36, 5).unwrap();
@@ -383,16 +414,11 @@ fn receipts_report_the_notebook_pending_flag_and_survive_compaction() {
         name: "stdout".into(),
         text: "hi".into(),
     };
-    registry
-        .apply(
-            id.as_str(),
-            RunEvent::Output {
-                position: 0,
-                event: output,
-            },
-            3,
-        )
-        .unwrap();
+    let event = RunEvent::Output {
+        position: 0,
+        event: output,
+    };
+    apply(&mut registry, &id, event, 3);
     let options = ReceiptOptions {
         include_outputs: true,
         ..ReceiptOptions::default()

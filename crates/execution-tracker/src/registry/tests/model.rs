@@ -56,7 +56,7 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
     NotStarted,
     Dispatched,
@@ -109,6 +109,14 @@ impl Model {
             }
         }
         notebooks
+    }
+
+    /// The index of the `k`th run (modulo their number) among those whose phase is `wanted`.
+    fn pick(&self, k: usize, wanted: impl Fn(Phase) -> bool) -> Option<usize> {
+        let candidates: Vec<usize> = (0..self.runs.len())
+            .filter(|&index| wanted(self.runs[index].phase))
+            .collect();
+        candidates.get(k % candidates.len().max(1)).copied()
     }
 
     fn active(&self, notebook: &str) -> Option<&ModelRun> {
@@ -330,10 +338,7 @@ fn run_ops(limits: RegistryLimits, ops: Vec<Op>) {
                 assert_eq!(real, expected, "admit {notebook} at {now}");
             }
             Op::Dispatch { k } => {
-                let candidates: Vec<usize> = (0..model.runs.len())
-                    .filter(|&index| model.runs[index].phase == Phase::NotStarted)
-                    .collect();
-                if let Some(&index) = candidates.get(k % candidates.len().max(1)) {
+                if let Some(index) = model.pick(k, |phase| phase == Phase::NotStarted) {
                     let run = &mut model.runs[index];
                     dispatch(&mut registry, &id_of(&run.id), now);
                     run.phase = Phase::Dispatched;
@@ -341,10 +346,7 @@ fn run_ops(limits: RegistryLimits, ops: Vec<Op>) {
                 }
             }
             Op::Complete { k } => {
-                let candidates: Vec<usize> = (0..model.runs.len())
-                    .filter(|&index| model.runs[index].phase != Phase::Terminal)
-                    .collect();
-                if let Some(&index) = candidates.get(k % candidates.len().max(1)) {
+                if let Some(index) = model.pick(k, |phase| phase != Phase::Terminal) {
                     let run = &mut model.runs[index];
                     complete(&mut registry, &id_of(&run.id), now);
                     run.phase = Phase::Terminal;
@@ -354,10 +356,7 @@ fn run_ops(limits: RegistryLimits, ops: Vec<Op>) {
                 }
             }
             Op::Invalidate { k } => {
-                let candidates: Vec<usize> = (0..model.runs.len())
-                    .filter(|&index| model.runs[index].phase != Phase::Terminal)
-                    .collect();
-                if let Some(&index) = candidates.get(k % candidates.len().max(1)) {
+                if let Some(index) = model.pick(k, |phase| phase != Phase::Terminal) {
                     let run = &mut model.runs[index];
                     let event = RunEvent::Invalidate(Invalidation::Interrupt);
                     registry.apply(&run.id, event, now).unwrap();

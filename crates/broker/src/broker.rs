@@ -10,7 +10,7 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcp_contract::catalog::{self, ToolSpec};
 use mcp_contract::results::{ListNotebooksResult, WindowEntry};
-use mcp_server::http::{Body, ExtraRoutes, json_response};
+use mcp_server::http::{Body, ExtraRoutes, RouteFuture, json_response};
 use serde_json::{Map, Value, json};
 // Tokio's clock: on a paused test clock, heartbeats, staleness and deadlines keep one time.
 use tokio::time::Instant;
@@ -24,7 +24,7 @@ use mcp_contract::{
 use crate::Timings;
 use crate::client::{Call, LoopbackClient};
 use crate::error::BrokerError;
-use crate::peer::{error_response, read_body};
+use crate::peer::{either, error_response, parse_body, read_body};
 use crate::protocol::{
     AUTH_HEADER, Health, Invocation, InvocationResult, MAX_ANSWER_BODY_BYTES,
     MAX_CONTROL_BODY_BYTES, PEER_TOKEN_HEADER, PROTOCOL, Registered, Registration, Unregistration,
@@ -276,11 +276,14 @@ impl BrokerState {
         }
     }
 
-    async fn handle_control(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn handle_control(
+        &self,
+        request: Request<Incoming>,
+    ) -> Result<Response<Body>, Response<Body>> {
         let path = request.uri().path().to_owned();
         if path == "/broker/health" {
             if request.method() != Method::GET {
-                return error_response(StatusCode::METHOD_NOT_ALLOWED, "use GET");
+                return Err(error_response(StatusCode::METHOD_NOT_ALLOWED, "use GET"));
             }
             let health = Health {
                 protocol: PROTOCOL.to_owned(),
@@ -288,10 +291,10 @@ impl BrokerState {
                 window_id: self.window.id.clone(),
                 peers: self.peer_count(),
             };
-            return json_response(StatusCode::OK, json!(health));
+            return Ok(json_response(StatusCode::OK, json!(health)));
         }
         if request.method() != Method::POST {
-            return error_response(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            return Err(error_response(StatusCode::METHOD_NOT_ALLOWED, "use POST"));
         }
         let purpose = if path == "/broker/register" {
             "register"
@@ -303,10 +306,7 @@ impl BrokerState {
             .get(AUTH_HEADER)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let body = match read_body(request, MAX_CONTROL_BODY_BYTES).await {
-            Ok(body) => body,
-            Err(response) => return response,
-        };
+        let body = read_body(request, MAX_CONTROL_BODY_BYTES).await?;
         let authentic = tag
             .as_deref()
             .is_some_and(|tag| self.secret.verify(purpose, &[&body], tag));
@@ -317,34 +317,21 @@ impl BrokerState {
             } else {
                 "Unauthorized: broker requests must be signed with the broker's secret"
             };
-            return error_response(StatusCode::UNAUTHORIZED, message);
+            return Err(error_response(StatusCode::UNAUTHORIZED, message));
         }
         if purpose == "register" {
-            let registration: Registration = match serde_json::from_slice(&body) {
-                Ok(registration) => registration,
-                Err(error) => {
-                    return error_response(
-                        StatusCode::BAD_REQUEST,
-                        &format!("not a registration: {error}"),
-                    );
-                }
-            };
+            let registration: Registration = parse_body(&body, "a registration")?;
             match self.register(registration).await {
-                Ok(registered) => json_response(StatusCode::OK, json!(registered)),
-                Err((status, message)) => error_response(status, &message),
+                Ok(registered) => Ok(json_response(StatusCode::OK, json!(registered))),
+                Err((status, message)) => Err(error_response(status, &message)),
             }
         } else {
-            let unregistration: Unregistration = match serde_json::from_slice(&body) {
-                Ok(unregistration) => unregistration,
-                Err(error) => {
-                    return error_response(
-                        StatusCode::BAD_REQUEST,
-                        &format!("not an unregistration: {error}"),
-                    );
-                }
-            };
+            let unregistration: Unregistration = parse_body(&body, "an unregistration")?;
             self.unregister(&unregistration);
-            json_response(StatusCode::OK, json!({ "protocol": PROTOCOL }))
+            Ok(json_response(
+                StatusCode::OK,
+                json!({ "protocol": PROTOCOL }),
+            ))
         }
     }
 
@@ -830,14 +817,11 @@ pub(crate) struct BrokerRoutes {
 }
 
 impl ExtraRoutes for BrokerRoutes {
-    fn handle(
-        &self,
-        request: Request<Incoming>,
-    ) -> BoxFuture<'_, Result<Response<Body>, Request<Incoming>>> {
+    fn handle(&self, request: Request<Incoming>) -> RouteFuture<'_> {
         Box::pin(async move {
             match request.uri().path() {
                 "/broker/health" | "/broker/register" | "/broker/unregister" => {
-                    Ok(self.state.handle_control(request).await)
+                    Ok(either(self.state.handle_control(request).await))
                 }
                 _ => Err(request),
             }

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
-use mcp_server::http::{Body, ExtraRoutes, json_response};
+use mcp_server::http::{Body, ExtraRoutes, RouteFuture, json_response};
 
-use mcp_contract::{BoxFuture, ToolDispatch, ToolRequest};
+use mcp_contract::{ToolDispatch, ToolRequest};
 
 use crate::protocol::{Invocation, InvocationResult, MAX_INVOKE_BODY_BYTES, PEER_TOKEN_HEADER};
 use crate::secret::Secret;
@@ -48,6 +48,24 @@ pub(crate) async fn read_body(
     }
 }
 
+/// `body` read as the JSON of a `T`; the error is the response that says it is not `what`.
+#[allow(
+    clippy::result_large_err,
+    reason = "the error is the response to send at once, as with read_body"
+)]
+pub(crate) fn parse_body<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+) -> Result<T, Response<Body>> {
+    serde_json::from_slice(body)
+        .map_err(|error| error_response(StatusCode::BAD_REQUEST, &format!("not {what}: {error}")))
+}
+
+/// The response of a handler whose refusals (`Err`) are responses too.
+pub(crate) fn either(handled: Result<Response<Body>, Response<Body>>) -> Response<Body> {
+    handled.unwrap_or_else(|refusal| refusal)
+}
+
 impl PeerEndpoint {
     pub(crate) fn new(window_id: String, port: u16, local: Arc<dyn ToolDispatch>) -> PeerEndpoint {
         PeerEndpoint {
@@ -81,26 +99,15 @@ impl PeerEndpoint {
         })
     }
 
-    async fn invoke(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn invoke(&self, request: Request<Incoming>) -> Result<Response<Body>, Response<Body>> {
         if request.method() != Method::POST {
-            return error_response(StatusCode::METHOD_NOT_ALLOWED, "use POST");
+            return Err(error_response(StatusCode::METHOD_NOT_ALLOWED, "use POST"));
         }
         if !self.authorised(&request) {
-            return error_response(StatusCode::FORBIDDEN, "Forbidden.");
+            return Err(error_response(StatusCode::FORBIDDEN, "Forbidden."));
         }
-        let body = match read_body(request, MAX_INVOKE_BODY_BYTES).await {
-            Ok(body) => body,
-            Err(response) => return response,
-        };
-        let invocation: Invocation = match serde_json::from_slice(&body) {
-            Ok(invocation) => invocation,
-            Err(error) => {
-                return error_response(
-                    StatusCode::BAD_REQUEST,
-                    &format!("not an invocation: {error}"),
-                );
-            }
-        };
+        let body = read_body(request, MAX_INVOKE_BODY_BYTES).await?;
+        let invocation: Invocation = parse_body(&body, "an invocation")?;
         let resources = crate::protocol::resource_invocation(
             self.local.as_ref(),
             &invocation.tool,
@@ -117,22 +124,19 @@ impl PeerEndpoint {
         };
         let answer = serde_json::to_vec(&InvocationResult::from(output))
             .expect("an invocation result serialises");
-        Response::builder()
+        Ok(Response::builder()
             .status(StatusCode::OK)
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(http_body_util::Full::new(Bytes::from(answer)).boxed())
-            .expect("a JSON response is valid")
+            .expect("a JSON response is valid"))
     }
 }
 
 impl ExtraRoutes for PeerEndpoint {
-    fn handle(
-        &self,
-        request: Request<Incoming>,
-    ) -> BoxFuture<'_, Result<Response<Body>, Request<Incoming>>> {
+    fn handle(&self, request: Request<Incoming>) -> RouteFuture<'_> {
         Box::pin(async move {
             match request.uri().path() {
-                "/peer/invoke" => Ok(self.invoke(request).await),
+                "/peer/invoke" => Ok(either(self.invoke(request).await)),
                 _ => Err(request),
             }
         })

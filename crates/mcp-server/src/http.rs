@@ -32,11 +32,11 @@ pub const MAX_REQUEST_BODY_BYTES: usize = 32 * 1024 * 1024;
 /// Other routes served next to `/mcp` (the broker's endpoints, health checks).
 pub trait ExtraRoutes: Send + Sync + 'static {
     /// Handles a request whose path is not `/mcp`, or returns it unhandled.
-    fn handle(
-        &self,
-        request: Request<Incoming>,
-    ) -> mcp_contract::BoxFuture<'_, Result<Response<Body>, Request<Incoming>>>;
+    fn handle(&self, request: Request<Incoming>) -> RouteFuture<'_>;
 }
+
+/// What [`ExtraRoutes::handle`] comes to: the response, or the request it leaves unhandled.
+pub type RouteFuture<'a> = mcp_contract::BoxFuture<'a, Result<Response<Body>, Request<Incoming>>>;
 
 /// How the HTTP endpoint is protected.
 #[derive(Debug, Clone, Default)]

@@ -10,21 +10,31 @@ use std::borrow::Cow;
 /// One HTML token. Text is raw: character references are decoded by the consumer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Token<'a> {
-    Start {
-        name: String,
-        attributes: Vec<(String, String)>,
-        self_closing: bool,
-    },
-    End {
-        name: String,
-    },
+    Start(StartTag),
+    End { name: String },
     Text(&'a str),
     Comment(&'a str),
 }
 
 impl Token<'_> {
-    fn is_start(&self, tag: &str) -> bool {
-        matches!(self, Token::Start { name, .. } if name == tag)
+    fn is_start(&self, name: &str) -> bool {
+        matches!(self, Token::Start(tag) if tag.name == name)
+    }
+}
+
+/// A start tag: its name in lower case, its attributes in order, and whether it ends with `/>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StartTag {
+    pub(crate) name: String,
+    pub(crate) attributes: Vec<(String, String)>,
+    pub(crate) self_closing: bool,
+}
+
+impl StartTag {
+    /// Whether the tag opens one of the elements `names` (so its content follows until the end
+    /// tag), rather than closing itself.
+    pub(crate) fn opens(&self, names: &[&str]) -> bool {
+        !self.self_closing && names.contains(&self.name.as_str())
     }
 }
 
@@ -95,11 +105,7 @@ pub(crate) fn tokenize(html: &str) -> Vec<Token<'_>> {
         text_start = end;
         if let Some(token) = token {
             let raw_text_element = match &token {
-                Token::Start {
-                    name,
-                    self_closing: false,
-                    ..
-                } if name == "script" || name == "style" => Some(name.clone()),
+                Token::Start(tag) if tag.opens(&["script", "style"]) => Some(tag.name.clone()),
                 _ => None,
             };
             tokens.push(token);
@@ -203,11 +209,11 @@ fn read_start_tag(rest: &str) -> (Token<'static>, usize) {
         }
     }
     (
-        Token::Start {
+        Token::Start(StartTag {
             name,
             attributes,
             self_closing,
-        },
+        }),
         position,
     )
 }
@@ -377,7 +383,7 @@ fn parse_table(tokens: &[Token<'_>]) -> (HtmlTable, usize) {
     for (index, token) in tokens.iter().enumerate() {
         // Nested tables are flattened into the text of the cell that holds them.
         match token {
-            Token::Start { name, .. } if name == "table" => {
+            Token::Start(tag) if tag.name == "table" => {
                 depth += 1;
                 if depth > 1
                     && let Some(cell) = cell.as_mut()
@@ -399,7 +405,7 @@ fn parse_table(tokens: &[Token<'_>]) -> (HtmlTable, usize) {
         if depth > 1 {
             if let (Some(cell), Token::Text(text)) = (cell.as_mut(), token) {
                 cell.text.push_str(&decode_entities(text));
-            } else if let (Some(cell), Token::Start { name, .. } | Token::End { name }) =
+            } else if let (Some(cell), Token::Start(StartTag { name, .. }) | Token::End { name }) =
                 (cell.as_mut(), token)
                 && matches!(name.as_str(), "td" | "th" | "tr" | "br")
             {
@@ -408,9 +414,9 @@ fn parse_table(tokens: &[Token<'_>]) -> (HtmlTable, usize) {
             continue;
         }
         match token {
-            Token::Start {
+            Token::Start(StartTag {
                 name, attributes, ..
-            } => match name.as_str() {
+            }) => match name.as_str() {
                 "thead" => {
                     finish_row(&mut cell, &mut row, &mut rows, section);
                     section = Section::Head;
@@ -618,11 +624,11 @@ pub(crate) fn analyze_html(html: &str) -> HtmlAnalysis {
             let (table, consumed) = parse_table(&tokens[index..]);
             tables.push(table);
             // Keep a line break where the table was, so footers stay separate.
-            outside.push(Token::Start {
+            outside.push(Token::Start(StartTag {
                 name: "br".into(),
                 attributes: Vec::new(),
                 self_closing: true,
-            });
+            }));
             index += consumed.max(1);
         } else {
             outside.push(tokens[index].clone());
@@ -761,20 +767,12 @@ fn tokens_to_text(tokens: &[Token<'_>]) -> String {
         let token = &tokens[index];
         index += 1;
         match token {
-            Token::Start {
-                name,
-                attributes,
-                self_closing,
-            } => {
-                let name = name.as_str();
-                if matches!(
-                    name,
-                    "head" | "script" | "style" | "template" | "noscript" | "svg"
-                ) && !self_closing
-                {
+            Token::Start(tag) => {
+                if tag.opens(&["head", "script", "style", "template", "noscript", "svg"]) {
                     hidden += 1;
                     continue;
                 }
+                let name = tag.name.as_str();
                 if hidden > 0 {
                     continue;
                 }
@@ -801,7 +799,7 @@ fn tokens_to_text(tokens: &[Token<'_>]) -> String {
                     }
                     "pre" => preformatted += 1,
                     "img" => {
-                        let alt = attribute(attributes, "alt")
+                        let alt = attribute(&tag.attributes, "alt")
                             .map(collapse_whitespace)
                             .unwrap_or_default();
                         if alt.is_empty() {
@@ -810,8 +808,8 @@ fn tokens_to_text(tokens: &[Token<'_>]) -> String {
                             writer.raw(&format!("[image: {alt}]"));
                         }
                     }
-                    "a" if !self_closing => {
-                        let href = attribute(attributes, "href")
+                    "a" if !tag.self_closing => {
+                        let href = attribute(&tag.attributes, "href")
                             .map(str::trim)
                             .filter(|href| {
                                 !href.is_empty()

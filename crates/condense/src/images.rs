@@ -196,28 +196,21 @@ pub fn summarize_svg(svg: &str) -> String {
     let mut total = 0usize;
     for token in &tokens {
         match token {
-            Token::Start {
-                name,
-                attributes,
-                self_closing,
-            } => {
-                if size.is_empty() && name == "svg" {
-                    size = svg_size(attributes);
+            Token::Start(tag) => {
+                if size.is_empty() && tag.name == "svg" {
+                    size = svg_size(&tag.attributes);
                 }
                 if in_metadata == 0 {
                     total += 1;
-                    match counts.iter_mut().find(|(counted, _)| counted == name) {
+                    match counts.iter_mut().find(|(counted, _)| *counted == tag.name) {
                         Some((_, count)) => *count += 1,
-                        None => counts.push((name.clone(), 1)),
+                        None => counts.push((tag.name.clone(), 1)),
                     }
                 }
-                if name == "metadata" && !self_closing {
+                if tag.opens(&["metadata"]) {
                     in_metadata += 1;
                 }
-                if matches!(name.as_str(), "text" | "title" | "desc")
-                    && !self_closing
-                    && in_metadata == 0
-                {
+                if tag.opens(&["text", "title", "desc"]) && in_metadata == 0 {
                     text_depth += 1;
                 }
             }

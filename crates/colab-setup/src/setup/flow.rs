@@ -60,16 +60,6 @@ impl Setup {
         self.issue(kind, Purpose::Flow, deadline, out);
     }
 
-    pub(super) fn cleanup_command(
-        &mut self,
-        kind: CommandKind,
-        now_ms: u64,
-        out: &mut Vec<SetupAction>,
-    ) {
-        let deadline = now_ms.saturating_add(self.config.command_timeout_ms);
-        self.issue(kind, Purpose::Cleanup, deadline, out);
-    }
-
     /// Dispatches `kind` once `delay_ms` has passed (on a later tick).
     pub(super) fn later(&mut self, kind: CommandKind, delay_ms: u64, now_ms: u64) {
         self.wake = Some(Wake {
@@ -221,6 +211,7 @@ impl Setup {
         if self.terminal.is_none() || self.terminal == Some(SetupStatus::Ready) {
             return;
         }
+        let mut cleanups = Vec::new();
         let cell = &self.cell;
         if let Some(cell_id) = cell.id.clone()
             && !cell.removed
@@ -229,23 +220,23 @@ impl Setup {
             && !cell.run_outstanding
             && !cell.remove_outstanding
         {
-            self.cleanup_command(
-                CommandKind::RemoveTemporaryCell {
-                    cell_id,
-                    source: STARTUP_CELL_SOURCE,
-                },
-                now_ms,
-                out,
-            );
+            cleanups.push(CommandKind::RemoveTemporaryCell {
+                cell_id,
+                source: STARTUP_CELL_SOURCE,
+            });
         }
         if self.runtime.created_here
             && self.runtime.release == Release::NotAttempted
             && let Some(endpoint) = self.runtime.endpoint.clone()
         {
-            self.cleanup_command(CommandKind::ReleaseRuntime { endpoint }, now_ms, out);
+            cleanups.push(CommandKind::ReleaseRuntime { endpoint });
         }
         if self.picker.open && !self.picker.dismissed {
-            self.cleanup_command(CommandKind::DismissPicker, now_ms, out);
+            cleanups.push(CommandKind::DismissPicker);
+        }
+        let deadline = now_ms.saturating_add(self.config.command_timeout_ms);
+        for kind in cleanups {
+            self.issue(kind, Purpose::Cleanup, deadline, out);
         }
     }
 

@@ -19,6 +19,26 @@ impl From<HostError> for ToolError {
     }
 }
 
+/// Refuses an empty list argument with `InvalidArgument`; `message` says what it must list.
+pub(crate) fn require_items<T>(items: &[T], message: &str) -> Result<(), ToolError> {
+    if items.is_empty() {
+        return Err(error(ErrorCode::InvalidArgument, message));
+    }
+    Ok(())
+}
+
+/// Refuses a text argument that holds a control character with `InvalidArgument`; `message`
+/// says what to give instead.
+pub(crate) fn refuse_control_characters(
+    value: Option<&str>,
+    message: &str,
+) -> Result<(), ToolError> {
+    if value.is_some_and(|text| text.chars().any(char::is_control)) {
+        return Err(error(ErrorCode::InvalidArgument, message));
+    }
+    Ok(())
+}
+
 pub(crate) fn cell_ref_error(reference_error: CellRefError) -> ToolError {
     error(
         crate::codes::cell_ref(&reference_error),
@@ -42,3 +62,8 @@ pub(crate) fn to_value<T: Serialize>(value: &T) -> Value {
 }
 
 pub(crate) type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
+
+/// A tool's reply that is `value` as JSON, without images.
+pub(crate) fn to_json<T: Serialize>(value: &T) -> ToolResult {
+    Ok((to_value(value), Vec::new()))
+}

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::host::{NotebookHost, NotebookLocation};
 use crate::kernel::StartProgress;
 use crate::kernel::{KernelLookup, KernelRecord, RequestOutcome, SharedSession};
-use crate::tools::{CallContext, ImageContent, Tools, error};
+use crate::tools::{CallContext, ImageContent, Tools, error, to_json};
 
 type ToolResult = Result<(Value, Vec<ImageContent>), ToolError>;
 
@@ -88,10 +88,6 @@ fn record_metadata(record: &KernelRecord, ours: Option<&Map<String, Value>>) -> 
         }),
     );
     patch
-}
-
-fn to_json<T: serde::Serialize>(value: &T) -> ToolResult {
-    Ok((serde_json::to_value(value).expect("serialises"), Vec::new()))
 }
 
 impl<H: NotebookHost> Tools<H> {
@@ -305,20 +301,6 @@ impl<H: NotebookHost> Tools<H> {
             self.wake_run_waiters();
         }
         Some(id)
-    }
-
-    async fn locations(&self, references: &[String]) -> Result<Vec<NotebookLocation>, ToolError> {
-        if references.is_empty() {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "notebookRefs must list at least one notebook",
-            ));
-        }
-        let mut locations = Vec::with_capacity(references.len());
-        for reference in references {
-            locations.push(self.resolve(reference).await?);
-        }
-        Ok(locations)
     }
 
     pub(crate) async fn restart_kernels(&self, params: NotebookRefsParams) -> ToolResult {

@@ -22,7 +22,9 @@ use crate::host::{Commit, Document, HostError, NotebookHost, NotebookLocation};
 use crate::kernel::{KernelPreference, SharedKernels, SharedSession, StartProgress};
 use crate::render::{self, ImageBudget};
 use crate::session::FlowView;
-use crate::tools::{CallContext, ImageContent, Tools, error};
+use crate::tools::{
+    CallContext, ImageContent, Tools, error, refuse_control_characters, require_items,
+};
 
 mod runner;
 pub(crate) mod state;
@@ -308,25 +310,17 @@ impl<H: NotebookHost> Tools<H> {
         params: RunCellsParams,
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
-        if params
-            .idempotency_key
-            .as_deref()
-            .is_some_and(|key| key.chars().any(char::is_control))
-        {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "idempotencyKey holds a control character; use printable text, such as a UUID",
-            ));
-        }
+        refuse_control_characters(
+            params.idempotency_key.as_deref(),
+            "idempotencyKey holds a control character; use printable text, such as a UUID",
+        )?;
         let location = self.resolve(&params.notebook_ref).await?;
         let targets = match params.cell_ids {
             Some(cells) => {
-                if cells.is_empty() {
-                    return Err(error(
-                        ErrorCode::InvalidArgument,
-                        "cellIds must list at least one cell; omit it to run the stale cells",
-                    ));
-                }
+                require_items(
+                    &cells,
+                    "cellIds must list at least one cell; omit it to run the stale cells",
+                )?;
                 RunTargets::Cells {
                     cells,
                     fresh_deps: params.fresh_deps.unwrap_or(true),

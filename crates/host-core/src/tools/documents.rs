@@ -2,7 +2,7 @@
 
 use super::Tools;
 use super::read::outline_cells;
-use crate::failure::{ToolResult, error, to_value};
+use crate::failure::{ToolResult, error, require_items, to_json};
 
 use std::collections::HashSet;
 
@@ -64,17 +64,12 @@ impl<H: NotebookHost> Tools<H> {
                 unreadable,
             }],
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 
     pub(crate) async fn open_notebooks(&self, params: OpenNotebooksParams) -> ToolResult {
         self.check_window(params.window_id.as_ref())?;
-        if params.uris.is_empty() {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "uris must list at least one notebook",
-            ));
-        }
+        require_items(&params.uris, "uris must list at least one notebook")?;
         let mut notebooks = Vec::with_capacity(params.uris.len());
         for uri in &params.uris {
             let location = self.resolve(uri).await?;
@@ -89,7 +84,7 @@ impl<H: NotebookHost> Tools<H> {
                 cell_count: document.notebook.len(),
             });
         }
-        Ok((to_value(&OpenNotebooksResult { notebooks }), Vec::new()))
+        to_json(&OpenNotebooksResult { notebooks })
     }
 
     pub(crate) async fn create_notebook(&self, params: CreateNotebookParams) -> ToolResult {
@@ -132,7 +127,7 @@ impl<H: NotebookHost> Tools<H> {
                 outline_cells(&document.notebook, None, &derived)
             },
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 
     /// A root-level path derived from the title that no notebook uses yet.
@@ -167,16 +162,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     pub(crate) async fn save_notebooks(&self, params: NotebookRefsParams) -> ToolResult {
-        if params.notebook_refs.is_empty() {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "notebookRefs must list at least one notebook",
-            ));
-        }
-        let mut locations = Vec::with_capacity(params.notebook_refs.len());
-        for reference in &params.notebook_refs {
-            locations.push(self.resolve(reference).await?);
-        }
+        let locations = self.locations(&params.notebook_refs).await?;
         let mut saved = Vec::new();
         let mut skipped = Vec::new();
         for location in &locations {
@@ -198,7 +184,7 @@ impl<H: NotebookHost> Tools<H> {
             }
         }
         let result = SaveNotebooksResult { saved, skipped };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 
     pub(crate) async fn export_notebook(&self, params: ExportNotebookParams) -> ToolResult {
@@ -238,6 +224,6 @@ impl<H: NotebookHost> Tools<H> {
                 bytes,
             },
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 }

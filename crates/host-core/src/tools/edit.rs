@@ -3,7 +3,7 @@
 use mcp_contract::dispatch::CallContext;
 
 use super::Tools;
-use crate::failure::{ToolResult, current_cell_json, error, to_value};
+use crate::failure::{ToolResult, current_cell_json, error, require_items, to_json, to_value};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -285,12 +285,7 @@ impl<H: NotebookHost> Tools<H> {
         params: EditCellsParams,
         context: &CallContext,
     ) -> ToolResult {
-        if params.edits.is_empty() {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "edits must list at least one edit",
-            ));
-        }
+        require_items(&params.edits, "edits must list at least one edit")?;
         let run_mode = params.run.clone();
         let per_edit_run = params.edits.iter().any(|edit| edit.run == Some(true));
         let wants_run = matches!(run_mode, Some(RunAfterEdit::Mode(_)))
@@ -413,7 +408,7 @@ impl<H: NotebookHost> Tools<H> {
             moved: outcome.applied[0].cells.iter().map(edited_cell).collect(),
             cell_count: committed.notebook.len(),
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 
     pub(crate) async fn clear_cell_outputs(&self, params: ClearCellOutputsParams) -> ToolResult {
@@ -426,6 +421,6 @@ impl<H: NotebookHost> Tools<H> {
             notebook: location.uri,
             cleared: outcome.applied[0].cells.iter().map(edited_cell).collect(),
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 }

@@ -14,12 +14,14 @@ use mcp_contract::results::ColabPreflightResult;
 use mcp_contract::{ErrorCode, ToolError};
 
 use crate::environment::SharedEnvironment;
-use crate::failure::{ToolResult, error, to_value};
+use crate::failure::{ToolResult, error, require_items, to_json};
 use crate::host::NotebookHost;
 use crate::tools::Tools;
 
 impl<H: NotebookHost> Tools<H> {
-    fn environment(&self) -> Result<SharedEnvironment, ToolError> {
+    /// The host's Colab environment, for a call that names this window or none.
+    fn environment(&self, window_id: Option<&String>) -> Result<SharedEnvironment, ToolError> {
+        self.check_window(window_id)?;
         self.host.colab_environment().ok_or_else(|| {
             error(
                 ErrorCode::NotSupported,
@@ -29,33 +31,27 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     pub(crate) async fn colab_preflight(&self, _params: ColabPreflightParams) -> ToolResult {
-        let window = self.environment()?.preflight().await?;
-        Ok((
-            to_value(&ColabPreflightResult::from_windows(vec![window])),
-            Vec::new(),
-        ))
+        let window = self.environment(None)?.preflight().await?;
+        to_json(&ColabPreflightResult::from_windows(vec![window]))
     }
 
     pub(crate) async fn list_colab_terminals(
         &self,
         params: ListColabTerminalsParams,
     ) -> ToolResult {
-        self.check_window(params.window_id.as_ref())?;
-        let inventory = self.environment()?.list_terminals().await?;
-        Ok((to_value(&inventory), Vec::new()))
+        let environment = self.environment(params.window_id.as_ref())?;
+        to_json(&environment.list_terminals().await?)
     }
 
     pub(crate) async fn close_colab_terminals(
         &self,
         params: CloseColabTerminalsParams,
     ) -> ToolResult {
-        self.check_window(params.window_id.as_ref())?;
-        if params.terminal_refs.is_empty() {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "terminalRefs must name at least one terminal from list_colab_terminals; nothing was closed",
-            ));
-        }
+        let environment = self.environment(params.window_id.as_ref())?;
+        require_items(
+            &params.terminal_refs,
+            "terminalRefs must name at least one terminal from list_colab_terminals; nothing was closed",
+        )?;
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = params
             .terminal_refs
@@ -69,31 +65,25 @@ impl<H: NotebookHost> Tools<H> {
                 ),
             ));
         }
-        let closed = self
-            .environment()?
+        let closed = environment
             .close_terminals(&params.inventory_id, &params.terminal_refs)
             .await?;
-        Ok((to_value(&closed), Vec::new()))
+        to_json(&closed)
     }
 
     pub(crate) async fn prepare_colab_environment(
         &self,
         params: PrepareColabEnvironmentParams,
     ) -> ToolResult {
-        self.check_window(params.window_id.as_ref())?;
-        let receipt = self.environment()?.prepare(&params).await?;
-        Ok((to_value(&receipt), Vec::new()))
+        let environment = self.environment(params.window_id.as_ref())?;
+        to_json(&environment.prepare(&params).await?)
     }
 
     pub(crate) async fn get_colab_environment_preparation(
         &self,
         params: ColabPreparationParams,
     ) -> ToolResult {
-        self.check_window(params.window_id.as_ref())?;
-        let receipt = self
-            .environment()?
-            .preparation(&params.preparation_id)
-            .await?;
-        Ok((to_value(&receipt), Vec::new()))
+        let environment = self.environment(params.window_id.as_ref())?;
+        to_json(&environment.preparation(&params.preparation_id).await?)
     }
 }

@@ -11,7 +11,10 @@ pub(crate) mod notebooks;
 pub(crate) mod read;
 mod summarize;
 
-pub(crate) use crate::failure::{ToolResult, cell_ref_error, current_cell_json, error, to_value};
+pub(crate) use crate::failure::{
+    ToolResult, cell_ref_error, current_cell_json, error, refuse_control_characters, require_items,
+    to_json,
+};
 
 use crate::colab::SharedColab;
 use crate::epoch::DerivedEpochs;

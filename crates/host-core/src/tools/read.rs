@@ -3,7 +3,7 @@
 use super::Tools;
 use super::edit::to_cell_ref;
 use super::notebooks::state::Derived;
-use crate::failure::{ToolResult, cell_ref_error, error, to_value};
+use crate::failure::{ToolResult, cell_ref_error, error, to_json, to_value};
 
 use std::collections::{HashMap, HashSet};
 
@@ -229,7 +229,7 @@ impl<H: NotebookHost> Tools<H> {
                 notice: None,
                 next_cell_offset: None,
             };
-            return Ok((to_value(&result), Vec::new()));
+            return to_json(&result);
         }
         let offset = params.cell_offset.unwrap_or(0) as usize;
         if offset > indices.len() {
@@ -479,6 +479,6 @@ impl<H: NotebookHost> Tools<H> {
                 })
                 .collect(),
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 }

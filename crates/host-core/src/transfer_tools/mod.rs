@@ -36,7 +36,9 @@ use transfer::{
 use crate::files::{HostFileReader, HostFileWriter, HostFiles};
 use crate::host::{NotebookHost, NotebookLocation};
 use crate::kernel::{ExecuteOptions, KernelError, KernelEvent, KernelStatus, SharedSession};
-use crate::tools::{CallContext, ImageContent, ProgressSink, Tools, error};
+use crate::tools::{
+    CallContext, ImageContent, ProgressSink, Tools, error, refuse_control_characters,
+};
 
 pub(crate) mod state;
 
@@ -81,16 +83,10 @@ impl<H: NotebookHost> Tools<H> {
         KernelPath::parse(&params.kernel_path).map_err(|failure| transfer_error(&failure))?;
         let files = self.files.clone().ok_or_else(files_unavailable)?;
         let host_path = files.resolve(&params.host_path).await?;
-        if params
-            .colab_file_uri
-            .as_deref()
-            .is_some_and(|uri| uri.chars().any(char::is_control))
-        {
-            return Err(error(
-                ErrorCode::InvalidArgument,
-                "colabFileUri holds a control character; give the Colab root followed by kernelPath without its leading '/'",
-            ));
-        }
+        refuse_control_characters(
+            params.colab_file_uri.as_deref(),
+            "colabFileUri holds a control character; give the Colab root followed by kernelPath without its leading '/'",
+        )?;
         if params.colab_file_uri.is_some() && self.colab.is_none() {
             // Said before anything about the kernel: no kernel state makes it usable here.
             return Err(error(

@@ -16,7 +16,7 @@ use notebook_model::UndoConflict;
 use serde_json::{Value, json};
 
 use crate::host::{Commit, CommitKind, NotebookHost};
-use crate::tools::{ToolResult, Tools, current_cell_json, error, to_value};
+use crate::tools::{ToolResult, Tools, current_cell_json, error, to_json};
 
 pub(crate) mod state;
 
@@ -71,7 +71,7 @@ impl<H: NotebookHost> Tools<H> {
             ),
             remaining,
         };
-        Ok((to_value(&result), Vec::new()))
+        to_json(&result)
     }
 }
 

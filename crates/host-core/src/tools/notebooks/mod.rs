@@ -4,7 +4,7 @@
 pub(crate) mod state;
 
 use super::Tools;
-use crate::failure::error;
+use crate::failure::{error, require_items};
 use state::{Derived, Seen, cells_fingerprint};
 
 use std::sync::Arc;
@@ -87,6 +87,19 @@ impl<H: NotebookHost> Tools<H> {
                 Ok(location)
             }
         }
+    }
+
+    /// Resolves the `notebookRefs` of a call that acts on several notebooks (at least one).
+    pub(crate) async fn locations(
+        &self,
+        references: &[String],
+    ) -> Result<Vec<NotebookLocation>, ToolError> {
+        require_items(references, "notebookRefs must list at least one notebook")?;
+        let mut locations = Vec::with_capacity(references.len());
+        for reference in references {
+            locations.push(self.resolve(reference).await?);
+        }
+        Ok(locations)
     }
 
     pub(crate) async fn load(

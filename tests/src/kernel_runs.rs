@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{Client, is_terminal, random_bytes, receipt_output, sha256_hex};
+use crate::{Call, Client, is_terminal, random_bytes, receipt_output, sha256_hex};
 
 /// One notebook of a client, and how long a run may take to reach what a test waits for.
 pub struct NotebookRuns<'a> {
@@ -17,16 +17,21 @@ pub struct NotebookRuns<'a> {
 }
 
 impl NotebookRuns<'_> {
+    /// Calls `tool` with `arguments` (an object) and the notebook as its `notebookRef`.
+    pub async fn call(&self, tool: &str, mut arguments: Value) -> Call {
+        arguments["notebookRef"] = json!(self.notebook);
+        self.client.call(tool, arguments).await
+    }
+
+    /// Like [`NotebookRuns::call`]: the structured content of a success.
+    pub async fn ok(&self, tool: &str, arguments: Value) -> Value {
+        self.call(tool, arguments).await.ok()
+    }
+
     /// `run_cells` on `cells` with their outputs, waiting up to `wait_ms`: the receipt.
     pub async fn run(&self, cells: Value, wait_ms: u64) -> Value {
-        self.client
-            .call(
-                "run_cells",
-                json!({"notebookRef": self.notebook, "cellIds": cells, "waitMs": wait_ms,
-                       "includeOutputs": true}),
-            )
-            .await
-            .ok()
+        let arguments = json!({"cellIds": cells, "waitMs": wait_ms, "includeOutputs": true});
+        self.ok("run_cells", arguments).await
     }
 
     /// Follows the notebook's latest run until `done` holds for its receipt; panics after the
@@ -37,11 +42,7 @@ impl NotebookRuns<'_> {
 
     /// The notebook's `list_kernels` answer and its entry for kernel `id`, which must be listed.
     pub async fn listed_kernel(&self, id: &str) -> (Value, Value) {
-        let listed = self
-            .client
-            .call("list_kernels", json!({"notebookRef": self.notebook}))
-            .await
-            .ok();
+        let listed = self.ok("list_kernels", json!({})).await;
         let kernel = listed["kernels"]
             .as_array()
             .unwrap()
@@ -54,11 +55,7 @@ impl NotebookRuns<'_> {
 
     /// The running kernel's epoch.
     pub async fn epoch(&self) -> u64 {
-        let info = self
-            .client
-            .call("get_kernel_info", json!({"notebookRef": self.notebook}))
-            .await
-            .ok();
+        let info = self.ok("get_kernel_info", json!({})).await;
         info["kernel"]["epoch"].as_u64().expect("a running kernel")
     }
 
@@ -116,13 +113,15 @@ impl NotebookRuns<'_> {
         assert!(self.epoch().await > before);
     }
 
-    /// 10 MiB of random bytes (from `seed`) uploaded from the served folder `root` to a folder of
-    /// the kernel's machine (this one) and downloaded back, with both ends checked.
-    /// `upload_file` or `download_file` between `host_path` and `kernel_path`; its result.
-    async fn transfer(&self, tool: &str, host_path: &str, kernel_path: &str) -> Value {
-        transfer(self.client, self.notebook, tool, host_path, kernel_path).await
+    /// `tool` (`upload_file` or `download_file`) between `host_path` and `kernel_path`; its
+    /// result.
+    pub async fn transfer(&self, tool: &str, host_path: &str, kernel_path: &str) -> Value {
+        let arguments = json!({"hostPath": host_path, "kernelPath": kernel_path});
+        self.ok(tool, arguments).await
     }
 
+    /// 10 MiB of random bytes (from `seed`) uploaded from the served folder `root` to a folder of
+    /// the kernel's machine (this one) and downloaded back, with both ends checked.
     pub async fn transfer_round_trip(&self, root: &Path, seed: u64) {
         let payload = random_bytes(10 * 1024 * 1024, seed);
         let digest = sha256_hex(&payload);
@@ -153,23 +152,4 @@ pub fn printed_lines(output: &str, prefix: &str) -> Vec<String> {
         .filter(|line| line.starts_with(prefix))
         .map(str::to_owned)
         .collect()
-}
-
-/// `tool` (`upload_file` or `download_file`) for `notebook` between `host_path` and
-/// `kernel_path`; its result.
-pub async fn transfer(
-    client: &Client,
-    notebook: &str,
-    tool: &str,
-    host_path: &str,
-    kernel_path: &str,
-) -> Value {
-    client
-        .call(
-            tool,
-            json!({"notebookRef": notebook, "hostPath": host_path,
-                   "kernelPath": kernel_path}),
-        )
-        .await
-        .ok()
 }

@@ -647,7 +647,8 @@ impl Client {
     /// A client over HTTP on rmcp's default transport, which opens a new connection for every
     /// request.
     pub async fn http(url: &str) -> Result<Client> {
-        Client::over_http(StreamableHttpClientTransport::from_uri(url.to_owned())).await
+        let transport = StreamableHttpClientTransport::from_uri(url.to_owned());
+        Client::connect(transport, "HTTP").await
     }
 
     /// A client over HTTP that keeps its connection from one call to the next, as the official
@@ -656,22 +657,25 @@ impl Client {
         let http = reqwest::Client::builder()
             .build()
             .context("building an HTTP client")?;
-        Client::over_http(StreamableHttpClientTransport::with_client(
+        let transport = StreamableHttpClientTransport::with_client(
             http,
             StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
-        ))
-        .await
+        );
+        Client::connect(transport, "HTTP").await
     }
 
-    async fn over_http(
-        transport: StreamableHttpClientTransport<reqwest::Client>,
-    ) -> Result<Client> {
+    /// The MCP handshake over `transport` (`what` names it in the error).
+    async fn connect<T, E, A>(transport: T, what: &str) -> Result<Client>
+    where
+        T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let recorder = Recorder::default();
         let service = recorder
             .clone()
             .serve(transport)
             .await
-            .context("MCP handshake over HTTP")?;
+            .with_context(|| format!("MCP handshake over {what}"))?;
         Ok(Client { service, recorder })
     }
 
@@ -688,14 +692,7 @@ impl Client {
 
     /// A client of the MCP server that `command` starts, speaking over its stdin and stdout.
     pub async fn stdio_command(command: tokio::process::Command) -> Result<Client> {
-        let transport = TokioChildProcess::new(command)?;
-        let recorder = Recorder::default();
-        let service = recorder
-            .clone()
-            .serve(transport)
-            .await
-            .context("MCP handshake over stdio")?;
-        Ok(Client { service, recorder })
+        Client::connect(TokioChildProcess::new(command)?, "stdio").await
     }
 
     /// The session, for requests beyond tool calls (resources, prompts, subscriptions).
@@ -858,6 +855,26 @@ pub fn receipt_output(receipt: &Value, position: usize) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// The text of a JSON string (empty for any other value), for checks of what it contains.
+pub fn text_of(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// The string `field` of each object in the array `items` (panics when `items` is no array or
+/// a `field` is no string).
+pub fn strings_of<'a>(items: &'a Value, field: &str) -> Vec<&'a str> {
+    items
+        .as_array()
+        .unwrap_or_else(|| panic!("an array: {items}"))
+        .iter()
+        .map(|item| {
+            item[field]
+                .as_str()
+                .unwrap_or_else(|| panic!("a string {field}: {item}"))
+        })
+        .collect()
 }
 
 /// Whether a receipt's run has ended.

@@ -13,7 +13,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use jupyter_mcp_tests::{Client, HttpServer, example_root, process_alive, write_code_notebook};
+use jupyter_mcp_tests::{
+    Client, HttpServer, example_root, process_alive, strings_of, write_code_notebook,
+};
 use serde_json::{Map, Value, json};
 
 /// The notebook the valid parts of each call name.
@@ -680,11 +682,6 @@ async fn duplicate_cell_ids_are_repaired_in_memory_without_touching_the_file() {
         .ok();
     assert_eq!(edited["applied"][0]["cells"][0]["index"], 0, "{edited}");
     let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    let written_ids: Vec<&str> = written["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["id"].as_str().unwrap())
-        .collect();
+    let written_ids = strings_of(&written["cells"], "id");
     assert_eq!(written_ids, ids, "the file now carries the repaired ids");
 }

@@ -7,15 +7,32 @@
 use std::path::Path;
 use std::time::Duration;
 
-use jupyter_mcp_tests::colab::ColabStandIn;
+use jupyter_mcp_tests::colab::{ColabStandIn, StandInRuntime};
+use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal as terminal, receipt_output as output_of, sha256_hex,
-    write_code_notebook,
+    Call, Client, HttpServer, is_terminal as terminal, receipt_output as output_of, sha256_hex,
+    text_of, write_code_notebook,
 };
 use serde_json::{Value, json};
 
 const NB: &str = "colab.ipynb";
+
+/// A stand-in whose tokens live an hour, signed by a new test CA (returned with it: the servers
+/// trust the CA's certificate file, which lives as long as the CA).
+fn start_standin() -> (TestCa, ColabStandIn) {
+    let ca = TestCa::new("colab stand-in CA").unwrap();
+    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    (ca, standin)
+}
+
+/// [`start_standin`], and a root holding the notebook of code cells `sources`.
+fn standin_and_notebook(sources: &[&str]) -> (TestCa, ColabStandIn, tempfile::TempDir) {
+    let (ca, standin) = start_standin();
+    let root = tempfile::tempdir().unwrap();
+    write_code_notebook(root.path(), NB, sources);
+    (ca, standin, root)
+}
 
 /// A cell that prints `waiting`, then waits (bounded) for `/content/<name>` to appear, which
 /// the test creates when it has done what it wanted to do mid-run.
@@ -34,11 +51,12 @@ const COLAB_REQUEST_CELL: &str = "from google.colab import _message\n_message.bl
 const IDENTITY_CELL: &str =
     "import os\nprint('tag', os.environ.get('COLAB_RELEASE_TAG'))\nprint('cwd', os.getcwd())";
 
-/// google-colab-cli's sessions file (0.7.5's shape) with one session for `url`/`token`.
-fn write_sessions_file(path: &Path, name: &str, url: &str, endpoint: &str, token: &str) {
+/// google-colab-cli's sessions file (0.7.5's shape) with one session `name` for `runtime`,
+/// whose proxy token is `token`.
+fn write_sessions_file(path: &Path, name: &str, runtime: &StandInRuntime, token: &str) {
     let session = json!({
         name: {
-            "name": name, "token": token, "url": url, "endpoint": endpoint,
+            "name": name, "token": token, "url": runtime.url, "endpoint": runtime.endpoint,
             "token_expires_at": "2026-12-01T18:40:52.717449Z", "variant": "DEFAULT",
             "accelerator": "NONE", "machine_shape": "STANDARD", "kernel_id": null,
             "session_id": null, "last_execution": null, "running": null
@@ -50,14 +68,13 @@ fn write_sessions_file(path: &Path, name: &str, url: &str, endpoint: &str, token
     std::fs::rename(partial, path).unwrap();
 }
 
-async fn run(client: &Client, cells: Value, wait_ms: u64) -> Value {
-    client
-        .call(
-            "run_cells",
-            json!({"notebookRef": NB, "cellIds": cells, "waitMs": wait_ms, "includeOutputs": true}),
-        )
-        .await
-        .ok()
+/// The notebook's runs through `client`, followed for two minutes at most.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NB,
+        patience: Duration::from_secs(120),
+    }
 }
 
 /// `jupyter-mcp` on `root` with `args`, trusting the CA in `ca_file`, and a client of it.
@@ -77,54 +94,38 @@ async fn serve_and_run_first_cell(
     colab_args: &[&str],
 ) -> (HttpServer, Client) {
     let (mcp, client) = serve(root, colab_args, standin.ca_file()).await;
-    let first = run(&client, json!([0]), 60_000).await;
-    assert_eq!(first["status"], "completed", "{first}\n{}", standin.logs());
-    assert!(output_of(&first, 0).contains("cwd /content"), "{first}");
+    runs_in_content(&on(&client), standin).await;
     (mcp, client)
+}
+
+/// Runs the notebook's first cell ([`IDENTITY_CELL`]) and checks that it completed in the
+/// runtime's `/content`.
+async fn runs_in_content(nb: &NotebookRuns<'_>, standin: &ColabStandIn) {
+    let ran = nb.run(json!([0]), 60_000).await;
+    assert_eq!(ran["status"], "completed", "{ran}\n{}", standin.logs());
+    assert!(output_of(&ran, 0).contains("cwd /content"), "{ran}");
 }
 
 /// Moves a file of the notebook's kernel with `tool` (`upload_file` or `download_file`), and
 /// answers the result and how long the call took.
 async fn timed_transfer(
-    client: &Client,
+    nb: &NotebookRuns<'_>,
     tool: &str,
     host_path: &str,
     kernel_path: &str,
 ) -> (Value, Duration) {
     let started = std::time::Instant::now();
-    let result = client
-        .call(
-            tool,
-            json!({"notebookRef": NB, "hostPath": host_path, "kernelPath": kernel_path}),
-        )
-        .await
-        .ok();
+    let result = nb.transfer(tool, host_path, kernel_path).await;
     (result, started.elapsed())
-}
-
-async fn follow(client: &Client, done: impl Fn(&Value) -> bool) -> Value {
-    client.follow(NB, Duration::from_secs(120), done).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_expiring_mid_run() {
-    let ca = TestCa::new("colab stand-in CA").unwrap();
-    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let (_ca, standin, root) =
+        standin_and_notebook(&[IDENTITY_CELL, &wait_for_file_cell("go-token")]);
     let runtime = standin.runtime().clone();
-    let root = tempfile::tempdir().unwrap();
-    write_code_notebook(
-        root.path(),
-        NB,
-        &[IDENTITY_CELL, &wait_for_file_cell("go-token")],
-    );
     let sessions = root.path().join("sessions.json");
-    write_sessions_file(
-        &sessions,
-        "a1b2c3",
-        &runtime.url,
-        &runtime.endpoint,
-        &runtime.token,
-    );
+    write_sessions_file(&sessions, "a1b2c3", &runtime, &runtime.token);
     let (_mcp, client) = serve_and_run_first_cell(
         root.path(),
         &standin,
@@ -136,15 +137,12 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         ],
     )
     .await;
+    let nb = on(&client);
 
     // Cells ran on the runtime: its release tag and its /content working folder.
-    let first = client
-        .call(
-            "get_execution",
-            json!({"notebookRef": NB, "includeOutputs": true}),
-        )
-        .await
-        .ok();
+    let first = nb
+        .ok("get_execution", json!({"includeOutputs": true}))
+        .await;
     let output = output_of(&first, 0);
     assert!(
         output.contains("tag release-colab-standin-20261201"),
@@ -154,10 +152,7 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
 
     // check_colab: the kernel's nonce file is read back through the runtime's Contents API,
     // then removed and confirmed gone both ways; the release tag is evidence only.
-    let check = client
-        .call("check_colab", json!({"notebookRef": NB}))
-        .await
-        .ok();
+    let check = nb.ok("check_colab", json!({})).await;
     assert_eq!(check["verified"], true, "{check}\n{}", standin.logs());
     assert_eq!(check["cleanup"], "confirmed", "{check}");
     assert_eq!(check["root"], runtime.url.as_str(), "{check}");
@@ -187,7 +182,7 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
     let expected = sha256_hex(&payload);
     std::fs::write(root.path().join("payload.bin"), &payload).unwrap();
     let (uploaded, upload_time) =
-        timed_transfer(&client, "upload_file", "payload.bin", "/content/big.bin").await;
+        timed_transfer(&nb, "upload_file", "payload.bin", "/content/big.bin").await;
     assert_eq!(uploaded["route"], "contents", "{uploaded}");
     assert_eq!(uploaded["sha256"], expected.as_str(), "{uploaded}");
     assert!(uploaded["chunks"].as_u64().unwrap() >= 5, "{uploaded}");
@@ -196,7 +191,7 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         "the runtime's copy is intact"
     );
     let (downloaded, download_time) =
-        timed_transfer(&client, "download_file", "back.bin", "/content/big.bin").await;
+        timed_transfer(&nb, "download_file", "back.bin", "/content/big.bin").await;
     assert_eq!(downloaded["route"], "contents", "{downloaded}");
     assert_eq!(downloaded["sha256"], expected.as_str(), "{downloaded}");
     assert!(std::fs::read(root.path().join("back.bin")).unwrap() == payload);
@@ -204,13 +199,7 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         "20 MiB through the stand-in's Contents API: sha256 {expected}, upload {upload_time:?}, download {download_time:?}"
     );
     // A colabFileUri whose path is not the kernel path is refused, nothing moved.
-    let mismatched = client
-        .call(
-            "upload_file",
-            json!({"notebookRef": NB, "hostPath": "payload.bin", "kernelPath": "/content/other.bin",
-                   "colabFileUri": format!("{}content/big.bin", runtime.url)}),
-        )
-        .await;
+    let mismatched = nb.call("upload_file", json!({"hostPath": "payload.bin", "kernelPath": "/content/other.bin", "colabFileUri": format!("{}content/big.bin", runtime.url)})).await;
     assert_eq!(
         mismatched.error_code(),
         "invalid_argument",
@@ -222,10 +211,11 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
     // Mid-run, the proxy token expires and the kernel socket drops (as a proxy that refuses
     // the old token would). The CLI has renewed the session's token in its file: the host
     // reads it there, reconnects, and the run completes with its output.
-    run(&client, json!([1]), 0).await;
-    follow(&client, |receipt| output_of(receipt, 0).contains("waiting")).await;
+    nb.run(json!([1]), 0).await;
+    nb.follow(|receipt| output_of(receipt, 0).contains("waiting"))
+        .await;
     let fresh = standin.issue_token(&runtime.endpoint).unwrap();
-    write_sessions_file(&sessions, "a1b2c3", &runtime.url, &runtime.endpoint, &fresh);
+    write_sessions_file(&sessions, "a1b2c3", &runtime, &fresh);
     let dropped = standin.expire_tokens(&runtime.endpoint, true).unwrap();
     assert!(dropped >= 1, "the kernel socket was open through the proxy");
     let (status, _) = standin
@@ -245,7 +235,7 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
     let state = state_until(&standin, reconnected);
     assert!(reconnected(&state), "the host reconnected: {state}");
     std::fs::write(standin.content_folder().join("go-token"), "").unwrap();
-    let receipt = follow(&client, terminal).await;
+    let receipt = nb.follow(terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
     let output = output_of(&receipt, 0);
     assert!(
@@ -279,12 +269,13 @@ async fn check_colab_is_refused_against_a_plain_jupyter_server_not_a_stand_in() 
         &ca.ca_file(),
     )
     .await;
+    let nb = on(&client);
     let tools = client.tool_names().await.unwrap();
     assert!(tools.contains(&"run_cells".to_owned()), "{tools:?}");
     assert!(!tools.contains(&"check_colab".to_owned()), "{tools:?}");
-    let ran = run(&client, json!([0]), 60_000).await;
+    let ran = nb.run(json!([0]), 60_000).await;
     assert_eq!(ran["status"], "completed", "{ran}");
-    let refused = client.call("check_colab", json!({"notebookRef": NB})).await;
+    let refused = nb.call("check_colab", json!({})).await;
     assert!(refused.is_error(), "{}", refused.text());
     assert!(refused.text().contains("check_colab"), "{}", refused.text());
 }
@@ -292,20 +283,13 @@ async fn check_colab_is_refused_against_a_plain_jupyter_server_not_a_stand_in() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_the_run_unavailable()
 {
-    let ca = TestCa::new("colab stand-in CA").unwrap();
-    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let (_ca, standin, root) = standin_and_notebook(&[
+        IDENTITY_CELL,
+        &wait_for_file_cell("never"),
+        "print('after')",
+        COLAB_REQUEST_CELL,
+    ]);
     let runtime = standin.runtime().clone();
-    let root = tempfile::tempdir().unwrap();
-    write_code_notebook(
-        root.path(),
-        NB,
-        &[
-            IDENTITY_CELL,
-            &wait_for_file_cell("never"),
-            "print('after')",
-            COLAB_REQUEST_CELL,
-        ],
-    );
     let token_file = root.path().join("proxy-token");
     std::fs::write(&token_file, format!("{}\n", runtime.token)).unwrap();
     let (_mcp, client) = serve_and_run_first_cell(
@@ -319,12 +303,13 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
         ],
     )
     .await;
+    let nb = on(&client);
 
     // The kernel asks Colab's frontend for Drive access and waits (up to 120 s) for the answer
     // on stdin: the host answers at once with an error that says what to do in Colab, so the
     // cell fails at once instead of hanging.
     let started = std::time::Instant::now();
-    let asked = run(&client, json!([3]), 60_000).await;
+    let asked = nb.run(json!([3]), 60_000).await;
     let elapsed = started.elapsed();
     assert_eq!(asked["status"], "failed", "{asked}");
     let output = output_of(&asked, 0);
@@ -340,20 +325,18 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
         "{asked}"
     );
     assert!(
-        asked["actionRequired"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("request_auth"),
+        text_of(&asked["actionRequired"]["message"]).contains("request_auth"),
         "{asked}"
     );
     eprintln!("colab_request answered; the cell failed after {elapsed:?}");
 
     // Colab releases (or reclaims) the runtime mid-run: the run ends `unavailable` with a
     // reason code, the output so far kept, the later cell not run. Never a completion.
-    run(&client, json!([1, 2]), 0).await;
-    follow(&client, |receipt| output_of(receipt, 0).contains("waiting")).await;
+    nb.run(json!([1, 2]), 0).await;
+    nb.follow(|receipt| output_of(receipt, 0).contains("waiting"))
+        .await;
     standin.release(&runtime.endpoint).unwrap();
-    let receipt = follow(&client, terminal).await;
+    let receipt = nb.follow(terminal).await;
     assert_eq!(receipt["status"], "unavailable", "{receipt}");
     assert_eq!(receipt["cells"][1]["state"], "not-run", "{receipt}");
     let code = receipt["reasonCode"].as_str().unwrap_or_default();
@@ -364,31 +347,36 @@ async fn colab_stand_in_runtime_url_and_token_file_and_a_released_runtime_ends_t
     assert!(output_of(&receipt, 0).contains("waiting"), "output kept");
 }
 
-/// `configure_kernel` with `runtime: "colab"` until its receipt says `status`.
-/// `configure_kernel` with `runtime: "colab"` and the `extra` arguments (such as
-/// `serverAlias`), waiting up to 30 s: the receipt, checked to have come by `route` and to wait
-/// for a kernel choice.
-async fn start_colab_setup(client: &Client, route: &str, extra: Value) -> Value {
-    let mut arguments = json!({"notebookRef": NB, "runtime": "colab", "waitMs": 30000});
-    if let (Some(arguments), Some(extra)) = (arguments.as_object_mut(), extra.as_object()) {
-        arguments.extend(extra.clone());
-    }
-    let receipt = client.call("configure_kernel", arguments).await.ok();
+/// `configure_kernel` with `runtime: "colab"` and the `extra` arguments (an object, such as
+/// `{"serverAlias": …}`).
+async fn configure_colab(nb: &NotebookRuns<'_>, mut extra: Value) -> Call {
+    extra["runtime"] = json!("colab");
+    nb.call("configure_kernel", extra).await
+}
+
+/// [`configure_colab`] waiting up to 30 s: the receipt, checked to have come by `route` and to
+/// wait for a kernel choice.
+async fn start_colab_setup(nb: &NotebookRuns<'_>, route: &str, mut extra: Value) -> Value {
+    extra["waitMs"] = json!(30000);
+    let receipt = configure_colab(nb, extra).await.ok();
     assert_eq!(receipt["route"], route, "{receipt}");
     assert_eq!(receipt["status"], "awaiting_kernel_selection", "{receipt}");
     receipt
 }
 
-async fn setup_until(client: &Client, setup_id: &str, done: impl Fn(&Value) -> bool) -> Value {
+async fn setup_until(
+    nb: &NotebookRuns<'_>,
+    setup_id: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     loop {
-        let receipt = client
-            .call(
+        let receipt = nb
+            .ok(
                 "get_kernel_setup",
-                json!({"notebookRef": NB, "setupId": setup_id, "waitMs": 5000}),
+                json!({"setupId": setup_id, "waitMs": 5000}),
             )
-            .await
-            .ok();
+            .await;
         if done(&receipt) || std::time::Instant::now() > deadline {
             return receipt;
         }
@@ -396,31 +384,20 @@ async fn setup_until(client: &Client, setup_id: &str, done: impl Fn(&Value) -> b
 }
 
 /// `select_setup_kernel` with `choice`, then the setup followed until it is no longer running.
-async fn select_until_settled(client: &Client, setup_id: &str, choice: &Value) -> Value {
-    let selected = client
-        .call(
-            "select_setup_kernel",
-            json!({"notebookRef": NB, "setupId": setup_id,
-                   "kernelChoiceId": choice["kernelChoiceId"], "waitMs": 60000}),
-        )
-        .await
-        .ok();
+async fn select_until_settled(nb: &NotebookRuns<'_>, setup_id: &str, choice: &Value) -> Value {
+    let selected = nb.ok("select_setup_kernel", json!({"setupId": setup_id, "kernelChoiceId": choice["kernelChoiceId"], "waitMs": 60000})).await;
     if selected["status"] == "running" {
-        setup_until(client, setup_id, |receipt| receipt["status"] != "running").await
+        setup_until(nb, setup_id, |receipt| receipt["status"] != "running").await
     } else {
         selected
     }
 }
 
 /// The kernel choices of a fresh listing.
-async fn list_choices(client: &Client, setup_id: &str) -> Vec<Value> {
-    let listed = client
-        .call(
-            "list_setup_kernels",
-            json!({"notebookRef": NB, "setupId": setup_id}),
-        )
-        .await
-        .ok();
+async fn list_choices(nb: &NotebookRuns<'_>, setup_id: &str) -> Vec<Value> {
+    let listed = nb
+        .ok("list_setup_kernels", json!({"setupId": setup_id}))
+        .await;
     listed["kernelChoices"]["choices"]
         .as_array()
         .cloned()
@@ -435,19 +412,10 @@ async fn list_choices(client: &Client, setup_id: &str) -> Vec<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel_and_deadline_end_it()
  {
-    let ca = TestCa::new("colab stand-in CA").unwrap();
-    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let (_ca, standin, root) = standin_and_notebook(&[IDENTITY_CELL]);
     let runtime = standin.runtime().clone();
-    let root = tempfile::tempdir().unwrap();
-    write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
     let sessions = root.path().join("sessions.json");
-    write_sessions_file(
-        &sessions,
-        "s-setup",
-        &runtime.url,
-        &runtime.endpoint,
-        &runtime.token,
-    );
+    write_sessions_file(&sessions, "s-setup", &runtime, &runtime.token);
     let ca_file = standin.ca_file().to_str().unwrap().to_owned();
     let (mcp, client) = serve(
         root.path(),
@@ -460,6 +428,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
         standin.ca_file(),
     )
     .await;
+    let nb = on(&client);
     let tools = client.tool_names().await.unwrap();
     for tool in [
         "get_kernel_setup",
@@ -476,16 +445,11 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     );
 
     // An alias on a route that creates no server is refused before anything starts.
-    let alias = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": "m0123abcd"}),
-        )
-        .await;
+    let alias = configure_colab(&nb, json!({"serverAlias": "m0123abcd"})).await;
     assert_eq!(alias.error_code(), "invalid_argument", "{}", alias.text());
     assert!(alias.text().contains("s-setup"), "{}", alias.text());
 
-    let started = start_colab_setup(&client, "sessions_file", json!({})).await;
+    let started = start_colab_setup(&nb, "sessions_file", json!({})).await;
     assert_eq!(started["sessionName"], "s-setup", "{started}");
     assert_eq!(started["ready"], false, "{started}");
     assert_eq!(
@@ -495,9 +459,7 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     let setup_id = started["setupId"].as_str().unwrap().to_owned();
 
     // The notebook is blocked while its setup is unsettled: no run starts.
-    let blocked = client
-        .call("run_cells", json!({"notebookRef": NB, "cellIds": [0]}))
-        .await;
+    let blocked = nb.call("run_cells", json!({"cellIds": [0]})).await;
     assert_eq!(
         blocked.error_code(),
         "command_pending",
@@ -507,46 +469,35 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(blocked.error()["details"]["colabCode"], "setup_active");
 
     // Two listings: the first one's ids die with the second.
-    let old = list_choices(&client, &setup_id).await;
-    let fresh = list_choices(&client, &setup_id).await;
+    let old = list_choices(&nb, &setup_id).await;
+    let fresh = list_choices(&nb, &setup_id).await;
     assert!(!fresh.is_empty(), "the runtime's kernelspecs");
     assert!(
-        fresh.iter().any(|choice| choice["label"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Python")),
+        fresh
+            .iter()
+            .any(|choice| text_of(&choice["label"]).contains("Python")),
         "{fresh:?}"
     );
     // Choices (and list_kernels) name the runtime they run on.
     assert!(
-        fresh[0]["label"]
-            .as_str()
-            .unwrap_or_default()
-            .ends_with("on Colab session s-setup"),
+        text_of(&fresh[0]["label"]).ends_with("on Colab session s-setup"),
         "{fresh:?}"
     );
-    let listed = client
-        .call("list_kernels", json!({"notebookRef": NB}))
-        .await
-        .ok();
+    let listed = nb.ok("list_kernels", json!({})).await;
     assert!(
-        listed["kernels"][0]["label"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("Colab session s-setup"),
+        text_of(&listed["kernels"][0]["label"]).contains("Colab session s-setup"),
         "{listed}"
     );
-    let stale = client
+    let stale = nb
         .call(
             "select_setup_kernel",
-            json!({"notebookRef": NB, "setupId": setup_id,
-                   "kernelChoiceId": old[0]["kernelChoiceId"]}),
+            json!({"setupId": setup_id, "kernelChoiceId": old[0]["kernelChoiceId"]}),
         )
         .await;
     assert_eq!(stale.error_code(), "invalid_argument", "{}", stale.text());
     assert_eq!(stale.error()["details"]["colabCode"], "choice_stale");
 
-    let ready = select_until_settled(&client, &setup_id, &fresh[0]).await;
+    let ready = select_until_settled(&nb, &setup_id, &fresh[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["ready"], true, "{ready}");
     assert_eq!(ready["stage"], "complete", "{ready}");
@@ -556,38 +507,23 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     assert_eq!(ready["kernelLabel"], fresh[0]["label"], "{ready}");
 
     // Ready: the notebook runs on the runtime.
-    let ran = run(&client, json!([0]), 60_000).await;
-    assert_eq!(ran["status"], "completed", "{ran}");
-    assert!(output_of(&ran, 0).contains("cwd /content"), "{ran}");
+    runs_in_content(&nb, &standin).await;
 
     // A second setup, cancelled while it waits for a choice: cancelled, nothing created, and
     // the notebook free again.
-    let second = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab"}),
-        )
-        .await
-        .ok();
+    let second = configure_colab(&nb, json!({})).await.ok();
     let second_id = second["setupId"].as_str().unwrap().to_owned();
     assert_ne!(second_id, setup_id);
-    let cancelled = client
-        .call(
-            "cancel_kernel_setup",
-            json!({"notebookRef": NB, "setupId": second_id}),
-        )
-        .await
-        .ok();
+    let cancelled = nb
+        .ok("cancel_kernel_setup", json!({"setupId": second_id}))
+        .await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["cleanupPending"], false, "{cancelled}");
     assert_eq!(cancelled["serverMayRemain"], false, "{cancelled}");
-    let after = run(&client, json!([0]), 60_000).await;
+    let after = nb.run(json!([0]), 60_000).await;
     assert_eq!(after["status"], "completed", "{after}");
-    let late = client
-        .call(
-            "list_setup_kernels",
-            json!({"notebookRef": NB, "setupId": second_id}),
-        )
+    let late = nb
+        .call("list_setup_kernels", json!({"setupId": second_id}))
         .await;
     assert!(
         late.is_error(),
@@ -611,17 +547,15 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     ];
     let mcp = HttpServer::start(root.path(), &url_args).unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
-    let probed = start_colab_setup(&client, "runtime_url", json!({})).await;
+    let nb = on(&client);
+    let probed = start_colab_setup(&nb, "runtime_url", json!({})).await;
     let probed_id = probed["setupId"].as_str().unwrap().to_owned();
-    let choices = list_choices(&client, &probed_id).await;
-    let ready = select_until_settled(&client, &probed_id, &choices[0]).await;
+    let choices = list_choices(&nb, &probed_id).await;
+    let ready = select_until_settled(&nb, &probed_id, &choices[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["stage"], "complete", "{ready}");
     assert_eq!(ready["verification"]["verified"], true, "{ready}");
-    let info = client
-        .call("get_kernel_info", json!({"notebookRef": NB}))
-        .await
-        .ok();
+    let info = nb.ok("get_kernel_info", json!({})).await;
     assert_eq!(
         info["colabRootCandidates"],
         json!([runtime.url.as_str()]),
@@ -639,9 +573,10 @@ async fn colab_stand_in_setup_waits_for_a_kernel_choice_then_verifies_and_cancel
     )
     .unwrap();
     let client = Client::http(&mcp.url).await.unwrap();
-    let waiting = start_colab_setup(&client, "runtime_url", json!({})).await;
+    let nb = on(&client);
+    let waiting = start_colab_setup(&nb, "runtime_url", json!({})).await;
     let waiting_id = waiting["setupId"].as_str().unwrap().to_owned();
-    let failed = setup_until(&client, &waiting_id, |receipt| {
+    let failed = setup_until(&nb, &waiting_id, |receipt| {
         receipt["status"] != "awaiting_kernel_selection"
     })
     .await;
@@ -700,8 +635,7 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
     use colab_setup::{AssignRefusal, CommandKind, Failure, Reply, ServerAlias};
     use host_standalone::colab::tunnel::{KeepAlive, notebook_hash};
 
-    let ca = TestCa::new("colab stand-in CA").unwrap();
-    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
+    let (_ca, standin) = start_standin();
     let folder = tempfile::tempdir().unwrap();
     let adc = folder.path().join("application_default_credentials.json");
     write_adc_file(&adc, &standin, standin.google_refresh_token());
@@ -712,13 +646,16 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
         Reply::Done
     );
 
+    let create = |alias: &ServerAlias| CommandKind::CreateAssignment {
+        alias: alias.clone(),
+    };
+    let lookup = |alias: &ServerAlias| CommandKind::LookupAssignment {
+        alias: alias.clone(),
+    };
+
     // Creation assigns a new runtime under the alias's notebook hash.
     let alias = ServerAlias::generate([0x01, 0x23, 0x45, 0x67]);
-    let created = tunnel
-        .perform(&CommandKind::CreateAssignment {
-            alias: alias.clone(),
-        })
-        .await;
+    let created = tunnel.perform(&create(&alias)).await;
     let Reply::AssignmentCreated { endpoint } = created else {
         panic!("{created:?}\n{}", standin.logs());
     };
@@ -735,35 +672,14 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
     assert!(assignment.proxy_token().is_some());
 
     // A lookup of that alias finds it; creating it again finds it too, without a POST.
-    let lookup = CommandKind::LookupAssignment {
-        alias: alias.clone(),
+    let found = Reply::AssignmentFound {
+        endpoint: endpoint.clone(),
     };
-    assert_eq!(
-        tunnel.perform(&lookup).await,
-        Reply::AssignmentFound {
-            endpoint: endpoint.clone()
-        }
-    );
-    assert_eq!(
-        tunnel
-            .perform(&CommandKind::CreateAssignment {
-                alias: alias.clone()
-            })
-            .await,
-        Reply::AssignmentFound {
-            endpoint: endpoint.clone()
-        }
-    );
+    assert_eq!(tunnel.perform(&lookup(&alias)).await, found);
+    assert_eq!(tunnel.perform(&create(&alias)).await, found);
     // A lookup of an unknown alias finds nothing and never POSTs.
     let unknown = ServerAlias::generate([0xde, 0xad, 0xbe, 0xef]);
-    assert_eq!(
-        tunnel
-            .perform(&CommandKind::LookupAssignment {
-                alias: unknown.clone()
-            })
-            .await,
-        Reply::NoAssignment
-    );
+    assert_eq!(tunnel.perform(&lookup(&unknown)).await, Reply::NoAssignment);
     assert_eq!(
         standin_state(&standin)["counters"]["assign_post"],
         1,
@@ -771,9 +687,7 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
     );
 
     // Refusals: 412, 503 and a quota denial in `outcome`.
-    let create_unknown = CommandKind::CreateAssignment {
-        alias: unknown.clone(),
-    };
+    let create_unknown = create(&unknown);
     for (mode, refusal) in [
         ("too_many", AssignRefusal::TooManyAssignments),
         ("unavailable", AssignRefusal::AcceleratorUnavailable),
@@ -820,7 +734,7 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
     let state = standin_state(&standin);
     assert_eq!(state["runtimes"][&endpoint]["released"], true);
     assert_eq!(state["counters"]["unassign"], 1);
-    assert_eq!(tunnel.perform(&lookup).await, Reply::NoAssignment);
+    assert_eq!(tunnel.perform(&lookup(&alias)).await, Reply::NoAssignment);
     assert!(tunnel.assignment(&endpoint).is_none());
     // One refresh served every call of the first client (the second made its own).
     assert_eq!(state["counters"]["oauth_token"], 2);
@@ -844,7 +758,7 @@ async fn colab_stand_in_tunnel_creates_finds_refuses_keeps_alive_and_releases_wi
         Duration::from_secs(30),
     );
     assert_eq!(
-        missing.perform(&lookup).await,
+        missing.perform(&lookup(&alias)).await,
         Reply::Failed(Failure::AuthenticationRequired)
     );
 }
@@ -875,10 +789,7 @@ fn state_until(standin: &ColabStandIn, done: impl Fn(&Value) -> bool) -> Value {
 /// cancelled while it waits releases the runtime it created and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases_only_its_own() {
-    let ca = TestCa::new("colab stand-in CA").unwrap();
-    let standin = tokio::task::block_in_place(|| ColabStandIn::start(&ca, 3600)).unwrap();
-    let root = tempfile::tempdir().unwrap();
-    write_code_notebook(root.path(), NB, &[IDENTITY_CELL]);
+    let (_ca, standin, root) = standin_and_notebook(&[IDENTITY_CELL]);
     let adc = root.path().join("adc.json");
     write_adc_file(&adc, &standin, standin.google_refresh_token());
     let (_mcp, client) = serve(
@@ -893,21 +804,20 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
         standin.ca_file(),
     )
     .await;
+    let nb = on(&client);
     let posts = |state: &Value| state["counters"]["assign_post"].as_u64().unwrap_or(0);
     let before = posts(&standin_state(&standin));
 
-    let created = start_colab_setup(&client, "tunnel", json!({})).await;
+    let created = start_colab_setup(&nb, "tunnel", json!({})).await;
     assert_eq!(created["serverCreated"], true, "{created}");
     let alias = created["serverAlias"].as_str().unwrap().to_owned();
     let setup_id = created["setupId"].as_str().unwrap().to_owned();
     assert_eq!(posts(&standin_state(&standin)), before + 1);
-    let choices = list_choices(&client, &setup_id).await;
-    let ready = select_until_settled(&client, &setup_id, &choices[0]).await;
+    let choices = list_choices(&nb, &setup_id).await;
+    let ready = select_until_settled(&nb, &setup_id, &choices[0]).await;
     assert_eq!(ready["status"], "ready", "{ready}\n{}", standin.logs());
     assert_eq!(ready["verification"]["verified"], true, "{ready}");
-    let ran = run(&client, json!([0]), 60_000).await;
-    assert_eq!(ran["status"], "completed", "{ran}");
-    assert!(output_of(&ran, 0).contains("cwd /content"), "{ran}");
+    runs_in_content(&nb, &standin).await;
     // Kept alive while in use.
     let state = state_until(&standin, |state| {
         runtimes(state).any(|runtime| runtime["keepAlives"].as_u64().unwrap_or(0) >= 1)
@@ -923,15 +833,14 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
         tools.contains(&"mount_colab_server".to_owned()),
         "{tools:?}"
     );
-    let mounted = client
-        .call(
+    let mounted = nb
+        .ok(
             "mount_colab_server",
-            json!({"notebookRef": NB, "serverAlias": alias, "waitMs": 60000}),
+            json!({"serverAlias": alias, "waitMs": 60000}),
         )
-        .await
-        .ok();
+        .await;
     let mounted = if mounted["status"] == "running" {
-        setup_until(&client, mounted["setupId"].as_str().unwrap(), |receipt| {
+        setup_until(&nb, mounted["setupId"].as_str().unwrap(), |receipt| {
             receipt["status"] != "running"
         })
         .await
@@ -948,7 +857,7 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     );
 
     // Exact alias reuse: the same runtime, no new assignment; cancelling it releases nothing.
-    let reused = start_colab_setup(&client, "tunnel", json!({"serverAlias": alias})).await;
+    let reused = start_colab_setup(&nb, "tunnel", json!({"serverAlias": alias})).await;
     assert_eq!(reused["serverCreated"], false, "{reused}");
     assert_eq!(reused["serverAlias"], alias.as_str(), "{reused}");
     assert_eq!(
@@ -956,22 +865,14 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
         before + 1,
         "reuse created nothing"
     );
-    let kept = client
-        .call(
-            "cancel_kernel_setup",
-            json!({"notebookRef": NB, "setupId": reused["setupId"]}),
-        )
-        .await
-        .ok();
+    let kept = nb
+        .ok("cancel_kernel_setup", json!({"setupId": reused["setupId"]}))
+        .await;
     assert_eq!(kept["status"], "cancelled", "{kept}");
     assert_eq!(kept["runtimeReleased"], false, "{kept}");
 
     // An alias no setup made: refused, nothing created.
-    let unknown = client
-        .call(
-            "configure_kernel",
-            json!({"notebookRef": NB, "runtime": "colab", "serverAlias": "m0000abcd", "waitMs": 30000}),
-        )
+    let unknown = configure_colab(&nb, json!({"serverAlias": "m0000abcd", "waitMs": 30000}))
         .await
         .ok();
     assert_eq!(unknown["status"], "failed", "{unknown}");
@@ -982,17 +883,13 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
     let live_before = runtimes(&standin_state(&standin))
         .filter(|runtime| runtime["released"] != true)
         .count();
-    let second = start_colab_setup(&client, "tunnel", json!({})).await;
+    let second = start_colab_setup(&nb, "tunnel", json!({})).await;
     assert_ne!(second["serverAlias"], alias.as_str());
-    let cancelled = client
-        .call(
-            "cancel_kernel_setup",
-            json!({"notebookRef": NB, "setupId": second["setupId"]}),
-        )
-        .await
-        .ok();
+    let cancelled = nb
+        .ok("cancel_kernel_setup", json!({"setupId": second["setupId"]}))
+        .await;
     let cancelled = if cancelled["cleanupPending"] == true {
-        setup_until(&client, cancelled["setupId"].as_str().unwrap(), |receipt| {
+        setup_until(&nb, cancelled["setupId"].as_str().unwrap(), |receipt| {
             receipt["cleanupPending"] == false
         })
         .await
@@ -1008,6 +905,6 @@ async fn colab_stand_in_tunnel_setup_creates_reuses_by_alias_and_cancel_releases
         .filter(|runtime| runtime["released"] != true)
         .count();
     assert_eq!(live, live_before, "{state}");
-    let again = run(&client, json!([0]), 60_000).await;
+    let again = nb.run(json!([0]), 60_000).await;
     assert_eq!(again["status"], "completed", "{again}");
 }

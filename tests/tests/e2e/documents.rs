@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use jupyter_mcp_tests::{Call, Client, HttpServer, cell_texts, example_root, nbformat_problems};
+use jupyter_mcp_tests::{
+    Call, Client, HttpServer, cell_texts, example_root, nbformat_problems, strings_of,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -109,12 +111,7 @@ async fn listing_refs_and_unreadable_notebooks() {
         window["windowLabel"],
         root.path().file_name().unwrap().to_string_lossy().as_ref()
     );
-    let paths: Vec<&str> = window["notebooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|notebook| notebook["path"].as_str().unwrap())
-        .collect();
+    let paths = strings_of(&window["notebooks"], "path");
     assert_eq!(
         paths,
         vec![
@@ -581,12 +578,7 @@ async fn paths_outside_the_root_are_refused() {
     assert_eq!(exported.error_code(), "path_outside_root");
     assert!(!outer.path().join("evil.ipynb").exists() && !outer.path().join("evil.py").exists());
     let listed = client.call("list_notebooks", json!({})).await.ok();
-    let paths: Vec<&str> = listed["windows"][0]["notebooks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|notebook| notebook["path"].as_str().unwrap())
-        .collect();
+    let paths = strings_of(&listed["windows"][0]["notebooks"], "path");
     assert_eq!(paths, vec![NOTEBOOK], "escaping links are not listed");
     let nul = client
         .call("read_notebook", json!({"notebookRef": "a\u{0}.ipynb"}))

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::{
     Call, Client, HttpServer, example_root, is_terminal as terminal, nbformat_problems,
-    process_alive, receipt_output as output_of, serve_code_notebook, write_code_notebook,
+    process_alive, receipt_output as output_of, serve_code_notebook, strings_of,
+    write_code_notebook,
 };
 use serde_json::{Value, json};
 
@@ -110,12 +111,7 @@ async fn runs_stop_at_the_first_failure() {
     let receipt = run_cells(&client, json!([0, 1, 2]), 30000).await.ok();
     assert_eq!(receipt["status"], "failed", "{receipt}");
     assert_eq!(receipt["reasonCode"], "cell_failed");
-    let states: Vec<&str> = receipt["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["state"].as_str().unwrap())
-        .collect();
+    let states = strings_of(&receipt["cells"], "state");
     assert_eq!(states, ["completed", "failed", "not-run"]);
     assert!(output_of(&receipt, 1).contains("ZeroDivisionError"));
 }

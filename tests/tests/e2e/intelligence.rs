@@ -1,6 +1,6 @@
 //! Dataflow, staleness, minimal re-runs, lint, images and inspection on a real kernel.
 
-use jupyter_mcp_tests::{Client, HttpServer, serve_code_notebook};
+use jupyter_mcp_tests::{Client, HttpServer, serve_code_notebook, strings_of};
 use serde_json::{Value, json};
 
 const NB: &str = "flow.ipynb";
@@ -18,11 +18,9 @@ async fn states(client: &Client) -> Vec<String> {
 }
 
 fn ran(receipt: &Value) -> Vec<String> {
-    receipt["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["cellId"].as_str().unwrap().to_owned())
+    strings_of(&receipt["cells"], "cellId")
+        .into_iter()
+        .map(str::to_owned)
         .collect()
 }
 

@@ -10,10 +10,11 @@ use jupyter_mcp_tests::browser::{Browser, save_screenshot};
 use jupyter_mcp_tests::collab::{
     CollabServer, JupyterLab, Peer, api_get, shared_server, write_notebook,
 };
-use jupyter_mcp_tests::kernel_runs::transfer;
+use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::kernel_server::TestCa;
 use jupyter_mcp_tests::{
     CLIENT_TITLE, Call, Client, HttpServer, is_terminal, nbformat_problems, python, server_binary,
+    text_of,
 };
 use serde_json::{Value, json};
 
@@ -227,16 +228,17 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
     write_notebook(&server, "run.ipynb", &[&source, "y = 2"]);
     let mcp = serve(&server, transfers.path(), &[]);
     let client = Client::http(&mcp.url).await.unwrap();
+    let nb = NotebookRuns {
+        client: &client,
+        notebook: "run.ipynb",
+        patience: Duration::from_secs(60),
+    };
     let mut person = Peer::start(&server.url(), server.token()).unwrap();
     person.open("run.ipynb").unwrap();
 
-    let started = client
-        .call(
-            "run_cells",
-            json!({"notebookRef": "run.ipynb", "cellIds": ["c0"], "waitMs": 0}),
-        )
-        .await
-        .ok();
+    let started = nb
+        .ok("run_cells", json!({"cellIds": ["c0"], "waitMs": 0}))
+        .await;
     assert!(!is_terminal(&started), "{started}");
     // The person sees the first output while the run goes on.
     let (person, seen) = person
@@ -244,37 +246,20 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
         .await;
     let seen = seen.expect("the output reaches the person during the run");
     assert_eq!(seen["cells"][0]["execution_count"], Value::Null, "{seen}");
-    let during = client
-        .call("get_execution", json!({"notebookRef": "run.ipynb"}))
-        .await
-        .ok();
+    let during = nb.ok("get_execution", json!({})).await;
     assert!(!is_terminal(&during), "the run is still going: {during}");
     std::fs::write(&gate, "").unwrap();
     let (person, seen) = person
         .ask(json!({"cmd": "wait", "cell": "c0", "output": "42", "count": true, "timeout": 60}))
         .await;
     let seen = seen.expect("the rest of the outputs and the count arrive");
-    assert!(
-        seen["cells"][0]["output_text"]
-            .as_str()
-            .unwrap()
-            .contains("done"),
-        "{seen}"
-    );
-    let receipt = client
-        .follow("run.ipynb", Duration::from_secs(60), is_terminal)
-        .await;
+    let output = text_of(&seen["cells"][0]["output_text"]);
+    assert!(output.contains("done"), "{seen}");
+    let receipt = nb.follow(is_terminal).await;
     assert_eq!(receipt["status"], "completed", "{receipt}");
 
     // One kernel, the notebook session's (the one its JupyterLab tab would show).
-    let sessions = api_get(&server, "/api/sessions").unwrap();
-    let sessions: Vec<&Value> = sessions
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|session| session["path"] == "run.ipynb")
-        .collect();
-    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert!(session_kernel(&server, "run.ipynb").is_some(), "a session");
     let outline = client.outline_cells("run.ipynb").await;
     assert_eq!(cell(&outline, "c0")["state"], "fresh", "{outline:?}");
     assert_eq!(
@@ -287,17 +272,10 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
     std::fs::write(transfers.path().join("data.bin"), &bytes).unwrap();
     let kernel_side = server.state_dir().join("uploaded.bin");
     let kernel_path = kernel_side.to_str().unwrap();
-    let uploaded = transfer(&client, "run.ipynb", "upload_file", "data.bin", kernel_path).await;
+    let uploaded = nb.transfer("upload_file", "data.bin", kernel_path).await;
     assert_eq!(uploaded["verified"], true, "{uploaded}");
     assert_eq!(std::fs::read(&kernel_side).unwrap(), bytes);
-    let downloaded = transfer(
-        &client,
-        "run.ipynb",
-        "download_file",
-        "back.bin",
-        kernel_path,
-    )
-    .await;
+    let downloaded = nb.transfer("download_file", "back.bin", kernel_path).await;
     assert_eq!(downloaded["verified"], true, "{downloaded}");
     assert_eq!(
         std::fs::read(transfers.path().join("back.bin")).unwrap(),
@@ -308,14 +286,9 @@ async fn the_agents_run_streams_its_outputs_to_the_person_on_the_notebooks_own_k
     client.close().await.unwrap();
     drop(mcp);
     // The agent left; the kernel is the session's and keeps running.
-    let sessions = api_get(&server, "/api/sessions").unwrap();
     assert!(
-        sessions
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|session| session["path"] == "run.ipynb"),
-        "{sessions}"
+        session_kernel(&server, "run.ipynb").is_some(),
+        "still a session"
     );
 }
 

@@ -3,7 +3,7 @@
 //! cell metadata by content hash.
 
 use jupyter_mcp_tests::messages::messages_stand_in;
-use jupyter_mcp_tests::{Client, HttpServer, example_root};
+use jupyter_mcp_tests::{Client, HttpServer, example_root, strings_of};
 use serde_json::{Value, json};
 
 const NOTEBOOK: &str = "getting-started.ipynb";
@@ -123,12 +123,7 @@ async fn with_a_key_summaries_are_batched_and_cached_by_content() {
         .await
         .ok();
     assert_eq!(third["modelRequests"], 1);
-    let sources: Vec<&str> = third["cells"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cell| cell["source"].as_str().unwrap())
-        .collect();
+    let sources = strings_of(&third["cells"], "source");
     assert_eq!(
         sources,
         ["cached", "model", "cached", "cached", "cached", "cached"]

@@ -354,6 +354,18 @@ mod tests {
         names
     }
 
+    /// Feeds `messages` to `router` at `now`, each on its channel: an `execute_reply` on
+    /// shell, the rest on IOPub.
+    fn feed(router: &mut Router, now: Instant, messages: impl IntoIterator<Item = WireMessage>) {
+        for message in messages {
+            if message.msg_type == "execute_reply" {
+                router.on_shell(&message, now);
+            } else {
+                router.on_iopub(message, now);
+            }
+        }
+    }
+
     fn router_with(ids: &[&str]) -> (Router, Vec<mpsc::UnboundedReceiver<ExecuteEvent>>) {
         let mut router = Router::new(GRACE);
         let receivers = ids
@@ -402,17 +414,16 @@ mod tests {
     fn reply_before_idle_is_held_until_idle() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let now = Instant::now();
-        router.on_iopub(status("a", "busy"), now);
-        router.on_iopub(stream("a", "2\n"), now);
-        router.on_shell(&reply("a"), now);
+        let messages = [status("a", "busy"), stream("a", "2\n"), reply("a")];
+        feed(&mut router, now, messages);
         // Announced as it arrives, delivered after `idle`; output still on its way keeps its
         // place before `idle`.
         assert_eq!(
             drain(&mut receivers[0]),
             ["busy", "stream:2\n", "replied:Some(1)"]
         );
-        router.on_iopub(stream("a", "late\n"), now);
-        router.on_iopub(status("a", "idle"), now);
+        let messages = [stream("a", "late\n"), status("a", "idle")];
+        feed(&mut router, now, messages);
         assert_eq!(
             drain(&mut receivers[0]),
             ["stream:late\n", "idle", "reply:Ok"]
@@ -423,10 +434,8 @@ mod tests {
     #[test]
     fn idle_before_reply_passes_straight_through() {
         let (mut router, mut receivers) = router_with(&["a"]);
-        let now = Instant::now();
-        router.on_iopub(status("a", "busy"), now);
-        router.on_iopub(status("a", "idle"), now);
-        router.on_shell(&reply("a"), now);
+        let messages = [status("a", "busy"), status("a", "idle"), reply("a")];
+        feed(&mut router, Instant::now(), messages);
         assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Ok"]);
     }
 
@@ -434,12 +443,15 @@ mod tests {
     fn a_gap_is_marked_only_in_requests_the_kernel_is_working_on() {
         let (mut router, mut receivers) = router_with(&["running", "queued", "finishing"]);
         let now = Instant::now();
-        router.on_iopub(status("running", "busy"), now);
-        router.on_iopub(stream("running", "before\n"), now);
-        router.on_iopub(status("finishing", "busy"), now);
-        router.on_iopub(status("finishing", "idle"), now);
+        let messages = [
+            status("running", "busy"),
+            stream("running", "before\n"),
+            status("finishing", "busy"),
+            status("finishing", "idle"),
+        ];
+        feed(&mut router, now, messages);
         router.mark_gap();
-        router.on_iopub(stream("running", "after\n"), now);
+        feed(&mut router, now, [stream("running", "after\n")]);
         assert_eq!(
             drain(&mut receivers[0]),
             [
@@ -459,10 +471,12 @@ mod tests {
     #[test]
     fn messages_are_routed_by_parent_only() {
         let (mut router, mut receivers) = router_with(&["a", "b"]);
-        let now = Instant::now();
-        router.on_iopub(stream("b", "for b"), now);
-        router.on_iopub(stream("unknown", "nobody"), now);
-        router.on_iopub(stream("a", "for a"), now);
+        let messages = [
+            stream("b", "for b"),
+            stream("unknown", "nobody"),
+            stream("a", "for a"),
+        ];
+        feed(&mut router, Instant::now(), messages);
         assert_eq!(drain(&mut receivers[0]), ["stream:for a"]);
         assert_eq!(drain(&mut receivers[1]), ["stream:for b"]);
     }
@@ -496,8 +510,8 @@ mod tests {
     fn idle_without_a_reply_ends_with_a_synthetic_abort() {
         let (mut router, mut receivers) = router_with(&["a"]);
         let start = Instant::now();
-        router.on_iopub(status("a", "busy"), start);
-        router.on_iopub(status("a", "idle"), start);
+        let messages = [status("a", "busy"), status("a", "idle")];
+        feed(&mut router, start, messages);
         assert_eq!(router.next_deadline(), Some(start + GRACE));
         router.on_timer(start + GRACE);
         assert_eq!(drain(&mut receivers[0]), ["busy", "idle", "reply:Aborted"]);
@@ -518,9 +532,8 @@ mod tests {
     #[test]
     fn only_unanswered_requests_are_ended_by_a_marker() {
         let (mut router, mut receivers) = router_with(&["answered", "lost", "idle-only"]);
-        let now = Instant::now();
-        router.on_shell(&reply("answered"), now);
-        router.on_iopub(status("idle-only", "idle"), now);
+        let messages = [reply("answered"), status("idle-only", "idle")];
+        feed(&mut router, Instant::now(), messages);
         for id in ["answered", "lost", "idle-only", "unknown"] {
             router.end_if_unanswered(id, &ExecuteEvent::ConnectionLost);
         }
@@ -533,16 +546,12 @@ mod tests {
     #[test]
     fn reply_status_error_is_kept() {
         let (mut router, mut receivers) = router_with(&["a"]);
-        let now = Instant::now();
-        router.on_iopub(status("a", "idle"), now);
-        router.on_shell(
-            &WireMessage::for_test(
-                "execute_reply",
-                Some("a"),
-                json!({"status": "error", "ename": "E", "evalue": "v", "traceback": []}),
-            ),
-            now,
+        let error = WireMessage::for_test(
+            "execute_reply",
+            Some("a"),
+            json!({"status": "error", "ename": "E", "evalue": "v", "traceback": []}),
         );
+        feed(&mut router, Instant::now(), [status("a", "idle"), error]);
         let events: Vec<_> = std::iter::from_fn(|| receivers[0].try_recv().ok()).collect();
         assert!(matches!(
             events.last(),

@@ -235,6 +235,19 @@ mod tests {
         }
     }
 
+    /// A preference for a kernel id, a notebook's kernel name and its language.
+    fn prefer(
+        spec_id: Option<&str>,
+        kernel_name: Option<&str>,
+        language: Option<&str>,
+    ) -> SpecPreference {
+        SpecPreference {
+            spec_id: spec_id.map(str::to_owned),
+            notebook_kernel_name: kernel_name.map(str::to_owned),
+            notebook_language: language.map(str::to_owned),
+        }
+    }
+
     fn choose(preference: &SpecPreference, notebook_dir: &str) -> Result<String> {
         catalog()
             .choose(
@@ -254,15 +267,9 @@ mod tests {
 
     #[test]
     fn explicit_choice_wins_and_unknown_ids_are_errors() {
-        let preference = SpecPreference {
-            spec_id: Some("python3".into()),
-            ..SpecPreference::default()
-        };
+        let preference = prefer(Some("python3"), None, None);
         assert_eq!(choose(&preference, "/root/sub").unwrap(), "python3");
-        let unknown = SpecPreference {
-            spec_id: Some("julia".into()),
-            ..SpecPreference::default()
-        };
+        let unknown = prefer(Some("julia"), None, None);
         let error = choose(&unknown, "/root").unwrap_err();
         assert_eq!(
             error.to_string(),
@@ -272,16 +279,9 @@ mod tests {
 
     #[test]
     fn other_languages_pick_their_own_kernel() {
-        let preference = SpecPreference {
-            notebook_kernel_name: Some("ir".into()),
-            notebook_language: Some("R".into()),
-            ..SpecPreference::default()
-        };
+        let preference = prefer(None, Some("ir"), Some("R"));
         assert_eq!(choose(&preference, "/root").unwrap(), "ir");
-        let julia = SpecPreference {
-            notebook_language: Some("julia".into()),
-            ..SpecPreference::default()
-        };
+        let julia = prefer(None, None, Some("julia"));
         assert!(matches!(
             choose(&julia, "/root"),
             Err(Error::NoKernel { advice }) if advice.contains("`julia`")
@@ -297,10 +297,7 @@ mod tests {
         discovery
             .specs
             .push(spec("other-py", "python", SpecSource::User, None));
-        let named = SpecPreference {
-            notebook_kernel_name: Some("OTHER-PY".into()),
-            ..SpecPreference::default()
-        };
+        let named = prefer(None, Some("OTHER-PY"), None);
         let pick = |preference: &SpecPreference| {
             discovery
                 .choose(preference, Some(Path::new("/x")), None)
@@ -323,12 +320,8 @@ mod tests {
             ..Discovery::default()
         };
         let pick = |name: Option<&str>| {
-            let preference = SpecPreference {
-                notebook_kernel_name: name.map(str::to_owned),
-                ..SpecPreference::default()
-            };
             discovery
-                .choose(&preference, None, None)
+                .choose(&prefer(None, name, None), None, None)
                 .unwrap()
                 .id
                 .clone()
@@ -340,24 +333,24 @@ mod tests {
 
     #[test]
     fn nothing_usable_says_what_to_install() {
-        let empty = Discovery::default();
-        let error = empty
-            .choose(&SpecPreference::default(), None, None)
-            .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "no Jupyter kernel found: install ipykernel into the project's virtual environment (`.venv/bin/pip install ipykernel`) or run `cargo xtask serve`, which prepares one"
-        );
         let with_bare_venv = Discovery {
             venvs_without_ipykernel: vec![PathBuf::from(".venv")],
             ..Discovery::default()
         };
-        let error = with_bare_venv
-            .choose(&SpecPreference::default(), None, None)
-            .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "no Jupyter kernel found: the virtual environment `.venv` has no ipykernel; install it with `.venv/bin/pip install ipykernel`, or run `cargo xtask serve`, which prepares one"
-        );
+        for (discovery, advice) in [
+            (
+                Discovery::default(),
+                "no Jupyter kernel found: install ipykernel into the project's virtual environment (`.venv/bin/pip install ipykernel`) or run `cargo xtask serve`, which prepares one",
+            ),
+            (
+                with_bare_venv,
+                "no Jupyter kernel found: the virtual environment `.venv` has no ipykernel; install it with `.venv/bin/pip install ipykernel`, or run `cargo xtask serve`, which prepares one",
+            ),
+        ] {
+            let error = discovery
+                .choose(&SpecPreference::default(), None, None)
+                .unwrap_err();
+            assert_eq!(error.to_string(), advice);
+        }
     }
 }

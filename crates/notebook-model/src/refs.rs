@@ -131,48 +131,48 @@ mod tests {
     use super::*;
     use crate::check::sample_notebook;
 
+    fn resolve(reference: &CellRef) -> Result<usize, CellRefError> {
+        Resolver::new(&sample_notebook()).resolve(reference)
+    }
+
+    fn insert_position(anchor: Option<&CellRef>) -> Result<usize, CellRefError> {
+        Resolver::new(&sample_notebook()).insert_position(anchor)
+    }
+
     #[test]
     fn resolution_order() {
-        let notebook = sample_notebook();
-        let resolver = Resolver::new(&notebook);
-        assert_eq!(resolver.resolve(&CellRef::Index(2)), Ok(2));
         for (reference, index) in [
-            ("top", 0),
-            ("BOTTOM", 4),
+            (CellRef::Index(2), 2),
+            ("top".into(), 0),
+            ("BOTTOM".into(), 4),
             // The numeric id stays an id.
-            ("40025805", 1),
+            ("40025805".into(), 1),
             // The stored name wins the plain name its cell would derive.
-            ("load-data", 3),
-            ("load-data-2", 1),
-            ("#plot", 2),
-            ("index:0", 0),
+            ("load-data".into(), 3),
+            ("load-data-2".into(), 1),
+            ("#plot".into(), 2),
+            ("index:0".into(), 0),
             // An id before an index, and an index where no cell has that id.
-            ("1", 4),
-            ("2", 2),
+            ("1".into(), 4),
+            ("2".into(), 2),
         ] {
-            assert_eq!(
-                resolver.resolve(&reference.into()),
-                Ok(index),
-                "{reference}"
-            );
+            assert_eq!(resolve(&reference), Ok(index), "{reference:?}");
         }
         assert!(matches!(
-            resolver.resolve(&CellRef::Index(5)),
+            resolve(&CellRef::Index(5)),
             Err(CellRefError::IndexOutOfRange { index: 5, count: 5 })
         ));
         assert!(matches!(
-            resolver.resolve(&"nope".into()),
+            resolve(&"nope".into()),
             Err(CellRefError::NotFound { .. })
         ));
     }
 
     #[test]
     fn insert_anchors() {
-        let notebook = sample_notebook();
-        let resolver = Resolver::new(&notebook);
-        assert_eq!(resolver.insert_position(None), Ok(5));
-        assert_eq!(resolver.insert_position(Some(&"TOP".into())), Ok(0));
-        assert_eq!(resolver.insert_position(Some(&"bottom".into())), Ok(5));
-        assert_eq!(resolver.insert_position(Some(&CellRef::Index(0))), Ok(1));
+        assert_eq!(insert_position(None), Ok(5));
+        assert_eq!(insert_position(Some(&"TOP".into())), Ok(0));
+        assert_eq!(insert_position(Some(&"bottom".into())), Ok(5));
+        assert_eq!(insert_position(Some(&CellRef::Index(0))), Ok(1));
     }
 }

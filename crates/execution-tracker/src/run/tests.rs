@@ -32,9 +32,13 @@ fn found(position: usize) -> CellCheck {
 }
 
 fn ok(count: u64) -> ExecuteReply {
+    reply(ReplyStatus::Ok, Some(count))
+}
+
+fn reply(status: ReplyStatus, execution_count: Option<u64>) -> ExecuteReply {
     ExecuteReply {
-        status: ReplyStatus::Ok,
-        execution_count: Some(count),
+        status,
+        execution_count,
     }
 }
 
@@ -62,6 +66,19 @@ fn complete(run: &mut Run, position: usize, now: u64) -> Vec<RunAction> {
 
 fn states(run: &Run) -> Vec<CellState> {
     run.cells().iter().map(TrackedCell::state).collect()
+}
+
+/// The action that ends a run with `status`.
+fn finished(status: RunStatus) -> RunAction {
+    RunAction::Finished { status }
+}
+
+/// Asserts how the run ended: its status, reason code and cell states.
+#[track_caller]
+fn assert_ended(run: &Run, status: RunStatus, code: ReasonCode, cell_states: &[CellState]) {
+    assert_eq!(run.status(), status);
+    assert_eq!(run.reason_code(), Some(code));
+    assert_eq!(states(run), cell_states);
 }
 
 #[test]
@@ -153,17 +170,12 @@ fn a_cell_with_another_identity_ends_the_run_as_cell_changed() {
         source: "x = 0".into(),
     };
     let actions = run.on_cell_checked(0, check, 120);
-    assert_eq!(
-        actions,
-        [RunAction::Finished {
-            status: RunStatus::Unavailable
-        }]
-    );
-    assert_eq!(run.status(), RunStatus::Unavailable);
-    assert_eq!(run.reason_code(), Some(ReasonCode::CellChanged));
-    assert_eq!(
-        states(&run),
-        [CellState::Unavailable, CellState::NotRun, CellState::NotRun]
+    assert_eq!(actions, [finished(RunStatus::Unavailable)]);
+    assert_ended(
+        &run,
+        RunStatus::Unavailable,
+        ReasonCode::CellChanged,
+        &[CellState::Unavailable, CellState::NotRun, CellState::NotRun],
     );
     assert!(
         run.cells()[0]
@@ -192,28 +204,39 @@ fn a_cell_with_another_source_ends_the_run_as_cell_changed() {
         source: "x = 1  # edited".into(),
     };
     run.on_cell_checked(1, check, 140);
-    assert_eq!(run.reason_code(), Some(ReasonCode::CellChanged));
-    assert_eq!(states(&run), [CellState::Completed, CellState::Unavailable]);
+    assert_ended(
+        &run,
+        RunStatus::Unavailable,
+        ReasonCode::CellChanged,
+        &[CellState::Completed, CellState::Unavailable],
+    );
     assert!(run.reason().unwrap().starts_with("Cell 11 was not run"));
 }
 
 #[test]
-fn a_missing_cell_ends_the_run_as_cell_missing() {
-    let mut run = new_run(2);
-    run.start(110);
-    run.on_cell_checked(0, CellCheck::Missing, 120);
-    assert_eq!(run.reason_code(), Some(ReasonCode::CellMissing));
-    assert_eq!(states(&run), [CellState::Unavailable, CellState::NotRun]);
-}
-
-#[test]
-fn a_closed_notebook_found_at_verification_ends_the_run() {
-    let mut run = new_run(2);
-    run.start(110);
-    run.on_cell_checked(0, CellCheck::NotebookClosed, 120);
-    assert_eq!(run.status(), RunStatus::Unavailable);
-    assert_eq!(run.reason_code(), Some(ReasonCode::NotebookClosed));
-    assert_eq!(states(&run), [CellState::NotRun, CellState::NotRun]);
+fn a_missing_cell_or_a_closed_notebook_found_at_verification_ends_the_run() {
+    for (check, code, first_cell) in [
+        (
+            CellCheck::Missing,
+            ReasonCode::CellMissing,
+            CellState::Unavailable,
+        ),
+        (
+            CellCheck::NotebookClosed,
+            ReasonCode::NotebookClosed,
+            CellState::NotRun,
+        ),
+    ] {
+        let mut run = new_run(2);
+        run.start(110);
+        run.on_cell_checked(0, check, 120);
+        assert_ended(
+            &run,
+            RunStatus::Unavailable,
+            code,
+            &[first_cell, CellState::NotRun],
+        );
+    }
 }
 
 #[test]
@@ -310,12 +333,7 @@ fn the_last_cell_completing_completes_the_run() {
         actions[0],
         RunAction::PersistCellOutputs { position: 1, .. }
     ));
-    assert_eq!(
-        actions[1],
-        RunAction::Finished {
-            status: RunStatus::Completed
-        }
-    );
+    assert_eq!(actions[1], finished(RunStatus::Completed));
     assert_eq!(run.status(), RunStatus::Completed);
     assert_eq!(run.reason(), None);
     assert_eq!(run.reason_code(), None);
@@ -338,14 +356,7 @@ fn an_error_reply_fails_the_run_and_leaves_later_cells_not_run() {
         traceback: vec![],
     };
     run.on_output(0, error, 130);
-    let mut actions = run.on_execute_reply(
-        0,
-        ExecuteReply {
-            status: ReplyStatus::Error,
-            execution_count: Some(3),
-        },
-        140,
-    );
+    let mut actions = run.on_execute_reply(0, reply(ReplyStatus::Error, Some(3)), 140);
     actions.extend(run.on_kernel_idle(0, 141));
     assert!(matches!(
         actions[0],
@@ -354,19 +365,14 @@ fn an_error_reply_fails_the_run_and_leaves_later_cells_not_run() {
             ..
         }
     ));
-    assert_eq!(
-        actions[1],
-        RunAction::Finished {
-            status: RunStatus::Failed
-        }
+    assert_eq!(actions[1], finished(RunStatus::Failed));
+    assert_ended(
+        &run,
+        RunStatus::Failed,
+        ReasonCode::CellFailed,
+        &[CellState::Failed, CellState::NotRun, CellState::NotRun],
     );
-    assert_eq!(run.status(), RunStatus::Failed);
-    assert_eq!(run.reason_code(), Some(ReasonCode::CellFailed));
     assert_eq!(run.reason(), Some("Cell 10 reported failure (ValueError)."));
-    assert_eq!(
-        states(&run),
-        [CellState::Failed, CellState::NotRun, CellState::NotRun]
-    );
     assert_eq!(
         run.cells()[1].reason(),
         Some("Not dispatched because the run ended with status failed.")
@@ -383,14 +389,7 @@ fn an_error_name_that_is_not_an_identifier_is_not_repeated() {
         traceback: vec![],
     };
     run.on_output(0, error, 130);
-    run.on_execute_reply(
-        0,
-        ExecuteReply {
-            status: ReplyStatus::Error,
-            execution_count: None,
-        },
-        140,
-    );
+    run.on_execute_reply(0, reply(ReplyStatus::Error, None), 140);
     run.on_kernel_idle(0, 141);
     assert_eq!(run.reason(), Some("Cell 10 reported failure."));
     assert_eq!(
@@ -424,18 +423,14 @@ fn safe_error_names() {
 #[test]
 fn an_aborted_reply_fails_the_run() {
     let mut run = dispatched(2);
-    run.on_execute_reply(
-        0,
-        ExecuteReply {
-            status: ReplyStatus::Aborted,
-            execution_count: None,
-        },
-        140,
-    );
+    run.on_execute_reply(0, reply(ReplyStatus::Aborted, None), 140);
     run.on_kernel_idle(0, 141);
-    assert_eq!(run.status(), RunStatus::Failed);
-    assert_eq!(run.reason_code(), Some(ReasonCode::ExecutionAborted));
-    assert_eq!(states(&run), [CellState::Failed, CellState::NotRun]);
+    assert_ended(
+        &run,
+        RunStatus::Failed,
+        ReasonCode::ExecutionAborted,
+        &[CellState::Failed, CellState::NotRun],
+    );
 }
 
 #[test]
@@ -450,15 +445,14 @@ fn a_dispatch_that_could_not_be_sent_fails_the_run() {
         actions[0],
         RunAction::PersistCellOutputs { position: 0, .. }
     ));
-    assert_eq!(
-        actions[1],
-        RunAction::Finished {
-            status: RunStatus::Failed
-        }
+    assert_eq!(actions[1], finished(RunStatus::Failed));
+    assert_ended(
+        &run,
+        RunStatus::Failed,
+        ReasonCode::DispatchFailed,
+        &[CellState::Failed, CellState::NotRun],
     );
-    assert_eq!(run.reason_code(), Some(ReasonCode::DispatchFailed));
     assert!(!run.command_pending());
-    assert_eq!(states(&run), [CellState::Failed, CellState::NotRun]);
 }
 
 #[test]
@@ -485,15 +479,14 @@ fn kernel_death_while_executing_stops_tracking_and_settles_the_command() {
             outputs: vec![json!({"name": "stdout", "output_type": "stream", "text": "partial"})],
         }
     );
-    assert_eq!(
-        actions[1],
-        RunAction::Finished {
-            status: RunStatus::Unavailable
-        }
+    assert_eq!(actions[1], finished(RunStatus::Unavailable));
+    assert_ended(
+        &run,
+        RunStatus::Unavailable,
+        ReasonCode::KernelDied,
+        &[CellState::Unavailable, CellState::NotRun],
     );
-    assert_eq!(run.reason_code(), Some(ReasonCode::KernelDied));
     assert_eq!(run.kernel_status_at_stop(), Some(KernelStatus::Dead));
-    assert_eq!(states(&run), [CellState::Unavailable, CellState::NotRun]);
     assert_eq!(run.cells()[0].duration_ms(), Some(10));
     assert!(
         run.cells()[0]
@@ -577,17 +570,18 @@ fn invalidation_through_mcp_keeps_the_command_pending_until_its_reply() {
             actions[0],
             RunAction::PersistCellOutputs { position: 0, .. }
         ));
-        assert_eq!(run.reason_code(), Some(code));
-        assert_eq!(states(&run), [CellState::Unavailable, CellState::NotRun]);
+        assert_ended(
+            &run,
+            RunStatus::Unavailable,
+            code,
+            &[CellState::Unavailable, CellState::NotRun],
+        );
         assert!(run.command_pending());
         assert!(run.invalidate(invalidation, 131).is_empty());
 
         // The interrupted request's reply arrives later: it settles the command only.
-        let reply = ExecuteReply {
-            status: ReplyStatus::Error,
-            execution_count: Some(9),
-        };
-        assert!(run.on_execute_reply(0, reply, 140).is_empty());
+        let error = reply(ReplyStatus::Error, Some(9));
+        assert!(run.on_execute_reply(0, error, 140).is_empty());
         assert!(run.on_kernel_idle(0, 141).is_empty());
         assert!(!run.command_pending());
         assert_eq!(run.status(), RunStatus::Unavailable);
@@ -599,12 +593,7 @@ fn invalidation_through_mcp_keeps_the_command_pending_until_its_reply() {
 fn invalidation_before_start_leaves_every_cell_not_run() {
     let mut run = new_run(2);
     let actions = run.invalidate(Invalidation::Interrupt, 105);
-    assert_eq!(
-        actions,
-        [RunAction::Finished {
-            status: RunStatus::Unavailable
-        }]
-    );
+    assert_eq!(actions, [finished(RunStatus::Unavailable)]);
     assert_eq!(states(&run), [CellState::NotRun, CellState::NotRun]);
     assert!(run.start(110).is_empty());
 }
@@ -621,12 +610,7 @@ fn three_consecutive_failed_observations_end_tracking() {
     run.on_observation(KernelObservation::LookupFailed, 134);
     assert!(!run.is_terminal());
     let actions = run.on_observation(KernelObservation::Status(KernelStatus::Unknown), 135);
-    assert_eq!(
-        actions.last(),
-        Some(&RunAction::Finished {
-            status: RunStatus::Unavailable
-        })
-    );
+    assert_eq!(actions.last(), Some(&finished(RunStatus::Unavailable)));
     assert_eq!(run.reason_code(), Some(ReasonCode::ObservationFailed));
     assert_eq!(run.kernel_status_at_stop(), Some(KernelStatus::Unknown));
     assert!(run.reason().unwrap().contains("does not prove"));
@@ -688,20 +672,19 @@ fn a_failed_first_lookup_blocks_the_first_dispatch() {
     for now in 101..104 {
         run.on_observation(KernelObservation::LookupFailed, now);
     }
-    assert_eq!(run.reason_code(), Some(ReasonCode::ObservationFailed));
-    assert_eq!(states(&run), [CellState::NotRun]);
+    assert_ended(
+        &run,
+        RunStatus::Unavailable,
+        ReasonCode::ObservationFailed,
+        &[CellState::NotRun],
+    );
 }
 
 #[test]
 fn closing_the_notebook_stops_tracking() {
     let mut run = dispatched(2);
     let actions = run.on_notebook_closed(130);
-    assert_eq!(
-        actions.last(),
-        Some(&RunAction::Finished {
-            status: RunStatus::Unavailable
-        })
-    );
+    assert_eq!(actions.last(), Some(&finished(RunStatus::Unavailable)));
     assert_eq!(run.reason_code(), Some(ReasonCode::NotebookClosed));
     assert!(run.on_notebook_closed(131).is_empty());
 }
@@ -798,12 +781,7 @@ fn apply_routes_every_event() {
         all.extend(run.apply(event, 200 + offset as u64));
     }
     assert_eq!(run.status(), RunStatus::Completed);
-    assert_eq!(
-        all.last(),
-        Some(&RunAction::Finished {
-            status: RunStatus::Completed
-        })
-    );
+    assert_eq!(all.last(), Some(&finished(RunStatus::Completed)));
     assert_eq!(run.cells()[0].started_at_ms(), Some(203));
 }
 

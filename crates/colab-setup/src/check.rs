@@ -86,16 +86,16 @@ pub(crate) trait LabelSource {
 
 impl LabelSource for ByteSource<'_> {
     fn label(&mut self) -> String {
-        match self.next() % 8 {
-            0 => "Colab".into(),
-            1 => "New Colab Server".into(),
-            2 => "CPU".into(),
-            3 => "Select Another Kernel…".into(),
-            4 => "m0123abcd".into(),
-            5 => "Python 3 (ipykernel)".into(),
-            6 => String::new(),
-            _ => "Colab CPU".into(),
-        }
+        self.pick_text(&[
+            "Colab",
+            "New Colab Server",
+            "CPU",
+            "Select Another Kernel…",
+            "m0123abcd",
+            "Python 3 (ipykernel)",
+            "",
+            "Colab CPU",
+        ])
     }
 }
 
@@ -163,22 +163,22 @@ fn decode_world(bytes: &mut ByteSource<'_>) -> (Route, SimHost) {
 }
 
 fn decode_failure(bytes: &mut ByteSource<'_>) -> Failure {
-    match bytes.next() % 4 {
-        0 => Failure::NotPerformed,
-        1 => Failure::Unconfirmed,
-        2 => Failure::AuthenticationRequired,
-        _ => Failure::Unavailable,
-    }
+    *bytes.pick(&[
+        Failure::NotPerformed,
+        Failure::Unconfirmed,
+        Failure::AuthenticationRequired,
+        Failure::Unavailable,
+    ])
 }
 
 fn decode_view(bytes: &mut ByteSource<'_>) -> PickerView {
     match bytes.next() % 5 {
         0 => PickerView::Closed,
-        1 => PickerView::Prompt(match bytes.next() % 3 {
-            0 => UserPrompt::SignIn,
-            1 => UserPrompt::Consent,
-            _ => UserPrompt::Other,
-        }),
+        1 => PickerView::Prompt(*bytes.pick(&[
+            UserPrompt::SignIn,
+            UserPrompt::Consent,
+            UserPrompt::Other,
+        ])),
         2 => PickerView::InputBox {
             title: bytes.label(),
             prompt: bytes.label(),
@@ -205,13 +205,17 @@ fn decode_check_reply(bytes: &mut ByteSource<'_>) -> CheckReply {
         0 => CheckReply::KernelOutput {
             stdout: bytes.label(),
         },
-        1 => CheckReply::KernelFailed(match bytes.next() % 3 {
-            0 => KernelFailure::NotSent,
-            1 => KernelFailure::Lost,
-            _ => KernelFailure::Error {
-                ename: "KeyboardInterrupt".into(),
-            },
-        }),
+        1 => CheckReply::KernelFailed(
+            bytes
+                .pick(&[
+                    KernelFailure::NotSent,
+                    KernelFailure::Lost,
+                    KernelFailure::Error {
+                        ename: "KeyboardInterrupt".into(),
+                    },
+                ])
+                .clone(),
+        ),
         2 => CheckReply::BuildInfo {
             release_tag: Some(bytes.label()),
         },
@@ -236,11 +240,11 @@ fn decode_reply(bytes: &mut ByteSource<'_>) -> Reply {
         6 => Reply::AssignmentCreated {
             endpoint: format!("random-endpoint-{}", bytes.next()),
         },
-        7 => Reply::AssignmentRefused(match bytes.next() % 3 {
-            0 => AssignRefusal::TooManyAssignments,
-            1 => AssignRefusal::AcceleratorUnavailable,
-            _ => AssignRefusal::QuotaDenied,
-        }),
+        7 => Reply::AssignmentRefused(*bytes.pick(&[
+            AssignRefusal::TooManyAssignments,
+            AssignRefusal::AcceleratorUnavailable,
+            AssignRefusal::QuotaDenied,
+        ])),
         8 | 9 => Reply::Picker(decode_view(bytes)),
         10 => Reply::RowChanged,
         11 => Reply::AliasReadBack {
@@ -251,11 +255,7 @@ fn decode_reply(bytes: &mut ByteSource<'_>) -> Reply {
             complete: !bytes.next().is_multiple_of(4),
         },
         13 => Reply::KernelSelected {
-            confirmed: match bytes.next() % 3 {
-                0 => None,
-                1 => Some(false),
-                _ => Some(true),
-            },
+            confirmed: *bytes.pick(&[None, Some(false), Some(true)]),
         },
         14 => Reply::ListingChanged,
         15 => Reply::CellInserted {
@@ -687,11 +687,10 @@ mod tests {
 
     #[test]
     fn empty_and_short_inputs_do_not_panic() {
-        check_setup_sequence(&[]);
-        check_setup_sequence(&[0]);
-        check_setup_sequence(&[255; 9]);
-        for route in 0..7 {
-            check_setup_sequence(&[route, 1, 0, 1, 0, 0, 1, 0xff]);
+        let short = [vec![], vec![0], vec![255; 9]];
+        let one_per_route = (0..7).map(|route| vec![route, 1, 0, 1, 0, 0, 1, 0xff]);
+        for data in short.into_iter().chain(one_per_route) {
+            check_setup_sequence(&data);
         }
     }
 

@@ -741,12 +741,14 @@ impl From<JsSnapshot> for Snapshot {
                 .cells
                 .into_iter()
                 .map(|cell| CellSnapshot {
-                    kind: kind_from_js(cell.kind),
-                    language_id: cell.language_id,
-                    source: cell.source,
-                    metadata: cell.metadata,
-                    outputs: cell.outputs.into_iter().map(OutputData::from).collect(),
-                    execution_summary: cell.execution_summary.map(ExecutionSummary::from),
+                    data: CellData {
+                        kind: kind_from_js(cell.kind),
+                        language_id: cell.language_id,
+                        source: cell.source,
+                        metadata: cell.metadata,
+                        outputs: cell.outputs.into_iter().map(OutputData::from).collect(),
+                        execution_summary: cell.execution_summary.map(ExecutionSummary::from),
+                    },
                     fragment: cell.fragment,
                 })
                 .collect(),

@@ -17,9 +17,7 @@ use notebook_model::outputs::{OutputView, RichKind, joined_text};
 use notebook_model::{Cell, CellKind, IdOrigin, Notebook};
 use serde_json::{Map, Value, json};
 
-use crate::shell::{
-    CellData, CellSnapshot, ExecutionSummary, OutputData, OutputItem, Snapshot, VsCellKind,
-};
+use crate::shell::{CellData, ExecutionSummary, OutputData, OutputItem, Snapshot, VsCellKind};
 
 pub const STDOUT_MIME: &str = "application/vnd.code.notebook.stdout";
 pub const STDERR_MIME: &str = "application/vnd.code.notebook.stderr";
@@ -65,8 +63,9 @@ pub fn notebook_from_snapshot(snapshot: &Snapshot) -> Notebook {
     let code_language = notebook.code_language().to_owned();
     let mut taken = HashSet::new();
     for cell in &snapshot.cells {
-        let mut converted = cell_from_snapshot(cell, &code_language);
+        let mut converted = cell_from_data(&cell.data, &code_language);
         let file_id = cell
+            .data
             .metadata
             .get("id")
             .and_then(Value::as_str)
@@ -81,7 +80,7 @@ pub fn notebook_from_snapshot(snapshot: &Snapshot) -> Notebook {
     notebook
 }
 
-fn cell_from_snapshot(cell: &CellSnapshot, code_language: &str) -> Cell {
+fn cell_from_data(cell: &CellData, code_language: &str) -> Cell {
     let kind = match (cell.kind, cell.language_id.as_str()) {
         (VsCellKind::Markup, _) => CellKind::Markdown,
         (VsCellKind::Code, "raw") => CellKind::Raw,
@@ -363,7 +362,7 @@ pub fn execution_summary(cell: &Cell) -> Option<ExecutionSummary> {
 }
 
 /// A cell as new VS Code cell data.
-pub fn cell_data(notebook: &Notebook, cell: &Cell, base: Option<&CellSnapshot>) -> CellData {
+pub fn cell_data(notebook: &Notebook, cell: &Cell, base: Option<&CellData>) -> CellData {
     let (kind, language_id) = vscode_kind(notebook, cell);
     CellData {
         kind,
@@ -429,6 +428,7 @@ fn string_field(value: &Value, key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shell::CellSnapshot;
 
     fn snapshot_of(cells: Vec<CellSnapshot>) -> Snapshot {
         Snapshot {
@@ -449,12 +449,14 @@ mod tests {
         fragment: &str,
     ) -> CellSnapshot {
         CellSnapshot {
-            kind: VsCellKind::Code,
-            language_id: "python".into(),
-            source: source.into(),
-            metadata,
-            outputs,
-            execution_summary: None,
+            data: CellData {
+                kind: VsCellKind::Code,
+                language_id: "python".into(),
+                source: source.into(),
+                metadata,
+                outputs,
+                execution_summary: None,
+            },
             fragment: fragment.into(),
         }
     }
@@ -475,9 +477,9 @@ mod tests {
         assert_eq!(converted.execution_count(), Some(3));
         assert_eq!(converted.metadata()["tags"], json!(["t"]));
         assert!(converted.extra().contains_key("attachments"));
-        let back = vscode_cell_metadata(converted, Some(&cell.metadata));
+        let back = vscode_cell_metadata(converted, Some(&cell.data.metadata));
         assert_eq!(
-            back, cell.metadata,
+            back, cell.data.metadata,
             "unchanged cells keep their VS Code metadata"
         );
     }
@@ -512,9 +514,9 @@ mod tests {
     #[test]
     fn raw_and_foreign_language_cells() {
         let mut raw = code("raw text", json!({}), vec![], "F1");
-        raw.language_id = "raw".into();
+        raw.data.language_id = "raw".into();
         let mut r = code("x <- 1", json!({}), vec![], "F2");
-        r.language_id = "r".into();
+        r.data.language_id = "r".into();
         let notebook = notebook_from_snapshot(&snapshot_of(vec![raw, r]));
         assert_eq!(notebook.cell(0).unwrap().kind(), CellKind::Raw);
         assert_eq!(notebook.cell_language(notebook.cell(1).unwrap()), "r");

@@ -126,6 +126,11 @@ impl JupyterKernels {
         self.inner.shell.jupyter(request).await
     }
 
+    /// Whether VS Code accepted the request; one it could not serve is not accepted.
+    async fn accepted(&self, request: JupyterRequest) -> bool {
+        self.ask(request).await.is_ok_and(|reply| reply.accepted)
+    }
+
     /// Asks the shell, turning a request it could not serve into the failure of `action` on
     /// the notebook, for `reason`.
     async fn ask_or_fail(
@@ -215,7 +220,7 @@ struct Seen {
 }
 
 fn seen(snapshot: &Snapshot, index: usize) -> Option<Seen> {
-    let cell = snapshot.cells.get(index)?;
+    let cell = &snapshot.cells.get(index)?.data;
     let notebook = convert::notebook_from_snapshot(snapshot);
     Some(Seen {
         cell_id: notebook.cell(index)?.id().to_owned(),
@@ -259,119 +264,94 @@ impl Baseline {
 impl JupyterKernels {
     /// The controllers VS Code offers for the notebook, with their exact ids.
     pub async fn list(&self, location: &NotebookLocation) -> Result<Vec<KernelChoice>, HostError> {
-        {
-            let request = JupyterRequest::Controllers {
-                uri: location.uri.clone(),
-            };
-            let reply = self
-                .ask_or_fail(
-                    location,
-                    request,
-                    "list kernels",
-                    "VS Code could not enumerate kernels for this notebook",
-                )
-                .await?;
-            Ok(reply
-                .controllers
-                .into_iter()
-                .filter_map(|controller| {
-                    let (extension, _) = controller.id.split_once('/')?;
-                    let extension = extension.to_owned();
-                    let detail = match (controller.description, controller.detail) {
-                        (Some(description), Some(detail)) => {
-                            Some(format!("{description} ({detail})"))
-                        }
-                        (description, detail) => description.or(detail),
-                    };
-                    Some(KernelChoice {
-                        id: controller.id,
-                        label: controller.label,
-                        language: "unknown".to_owned(),
-                        source: extension,
-                        detail,
-                        runs_on: None,
-                    })
+        let reply = self
+            .ask_or_fail(
+                location,
+                JupyterRequest::Controllers {
+                    uri: location.uri.clone(),
+                },
+                "list kernels",
+                "VS Code could not enumerate kernels for this notebook",
+            )
+            .await?;
+        Ok(reply
+            .controllers
+            .into_iter()
+            .filter_map(|controller| {
+                let (extension, _) = controller.id.split_once('/')?;
+                let extension = extension.to_owned();
+                let detail = match (controller.description, controller.detail) {
+                    (Some(description), Some(detail)) => Some(format!("{description} ({detail})")),
+                    (description, detail) => description.or(detail),
+                };
+                Some(KernelChoice {
+                    id: controller.id,
+                    label: controller.label,
+                    language: "unknown".to_owned(),
+                    source: extension,
+                    detail,
+                    runs_on: None,
                 })
-                .collect())
-        }
+            })
+            .collect())
     }
 
     /// Selects the controller with exactly this id (one `list` returned) for the notebook.
     pub async fn select(&self, location: &NotebookLocation, id: &str) -> Result<(), HostError> {
-        {
-            let Some((extension, controller)) = id.split_once('/') else {
-                return Err(failed(
-                    location,
-                    "select a kernel",
-                    format!("`{id}` is not a controller id"),
-                ));
-            };
-            let revealed = self
-                .ask(JupyterRequest::Reveal {
-                    uri: location.uri.clone(),
-                })
-                .await
-                .is_ok_and(|reply| reply.accepted);
-            if !revealed {
-                return Err(failed(
-                    location,
-                    "select a kernel",
-                    "VS Code did not show this notebook's editor; nothing was selected",
-                ));
-            }
-            let selected = self
-                .ask(JupyterRequest::Select {
-                    uri: location.uri.clone(),
-                    id: controller.to_owned(),
-                    extension: extension.to_owned(),
-                })
-                .await
-                .is_ok_and(|reply| reply.accepted);
-            if !selected {
-                return Err(failed(
-                    location,
-                    "select a kernel",
-                    format!("VS Code did not select kernel `{id}`"),
-                ));
-            }
-            self.mark_chosen(&location.uri);
-            Ok(())
+        let refused = |reason: String| Err(failed(location, "select a kernel", reason));
+        let Some((extension, controller)) = id.split_once('/') else {
+            return refused(format!("`{id}` is not a controller id"));
+        };
+        let reveal = JupyterRequest::Reveal {
+            uri: location.uri.clone(),
+        };
+        if !self.accepted(reveal).await {
+            return refused(
+                "VS Code did not show this notebook's editor; nothing was selected".to_owned(),
+            );
         }
+        let select = JupyterRequest::Select {
+            uri: location.uri.clone(),
+            id: controller.to_owned(),
+            extension: extension.to_owned(),
+        };
+        if !self.accepted(select).await {
+            return refused(format!("VS Code did not select kernel `{id}`"));
+        }
+        self.mark_chosen(&location.uri);
+        Ok(())
     }
 
     /// Asks the Jupyter extension to configure a kernel; returns its words about what it did.
     pub async fn configure(&self, location: &NotebookLocation) -> Result<String, HostError> {
+        let reply = self
+            .ask_or_fail(
+                location,
+                JupyterRequest::Configure {
+                    uri: location.uri.clone(),
+                },
+                "configure a kernel",
+                "the Jupyter extension's configure tool failed",
+            )
+            .await?;
+        let Some(detail) = reply.detail else {
+            return Err(HostError::NotSupported {
+                what: "configuring a kernel: the Jupyter extension offers no configure_notebook tool (update or enable it, or run a cell)".to_owned(),
+            });
+        };
+        let lower = detail.to_lowercase();
+        if ["did not select", "failed", "error"]
+            .iter()
+            .any(|word| lower.contains(word))
         {
-            let request = JupyterRequest::Configure {
-                uri: location.uri.clone(),
-            };
-            let reply = self
-                .ask_or_fail(
-                    location,
-                    request,
-                    "configure a kernel",
-                    "the Jupyter extension's configure tool failed",
-                )
-                .await?;
-            let Some(detail) = reply.detail else {
-                return Err(HostError::NotSupported {
-                    what: "configuring a kernel: the Jupyter extension offers no configure_notebook tool (update or enable it, or run a cell)".to_owned(),
-                });
-            };
-            let lower = detail.to_lowercase();
-            if ["did not select", "failed", "error"]
-                .iter()
-                .any(|word| lower.contains(word))
-            {
-                return Err(failed(
-                    location,
-                    "configure a kernel",
-                    format!("Jupyter could not configure a kernel: {detail}"),
-                ));
-            }
-            self.mark_chosen(&location.uri);
-            Ok(format!("kernel configuration requested: {detail}"))
+            return Err(failed(
+                location,
+                "configure a kernel",
+                format!("Jupyter could not configure a kernel: {detail}"),
+            ));
         }
+        self.mark_chosen(&location.uri);
+        Ok(format!("kernel configuration requested: {detail}"))
     }
 
     /// The notebook's active kernel as the Jupyter extension reports it.
@@ -452,30 +432,28 @@ impl JupyterKernels {
     }
 
     async fn command(&self, location: &NotebookLocation, command: &str) -> Result<(), HostError> {
-        {
-            self.raise_generation(&location.uri);
-            let reply = self
-                .ask_or_fail(
-                    location,
-                    JupyterRequest::Command {
-                        uri: location.uri.clone(),
-                        command: command.to_owned(),
-                    },
-                    "request",
-                    "VS Code did not take the request",
-                )
-                .await?;
-            match reply.error_name {
-                None => Ok(()),
-                Some(name) => Err(failed(
-                    location,
-                    "request",
-                    format!(
-                        "the Jupyter extension refused the request ({})",
-                        sanitized_error_name(Some(&name))
-                    ),
-                )),
-            }
+        self.raise_generation(&location.uri);
+        let reply = self
+            .ask_or_fail(
+                location,
+                JupyterRequest::Command {
+                    uri: location.uri.clone(),
+                    command: command.to_owned(),
+                },
+                "request",
+                "VS Code did not take the request",
+            )
+            .await?;
+        match reply.error_name {
+            None => Ok(()),
+            Some(name) => Err(failed(
+                location,
+                "request",
+                format!(
+                    "the Jupyter extension refused the request ({})",
+                    sanitized_error_name(Some(&name))
+                ),
+            )),
         }
     }
 
@@ -558,13 +536,10 @@ impl JupyterKernels {
         let Some(before) = seen(&snapshot, index).filter(|before| before.cell_id == cell_id) else {
             return (Observed::Lost, None);
         };
-        let revealed = self
-            .ask(JupyterRequest::Reveal {
-                uri: uri.to_owned(),
-            })
-            .await
-            .is_ok_and(|reply| reply.accepted);
-        if !revealed {
+        let reveal = JupyterRequest::Reveal {
+            uri: uri.to_owned(),
+        };
+        if !self.accepted(reveal).await {
             // Fail closed: nothing is dispatched into an editor that is not this notebook's.
             return (
                 Observed::DispatchFailed {

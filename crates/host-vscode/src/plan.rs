@@ -96,7 +96,7 @@ pub fn plan(base: &Snapshot, base_notebook: &Notebook, changes: &[DocChange]) ->
         let Some((origin, changes)) = planned.kept() else {
             continue;
         };
-        let live = &base.cells[origin];
+        let live = &base.cells[origin].data;
         let before = base_notebook.cell(origin).expect("origin in range");
         if let Some(edit) = text_edit(origin, &live.source, before, &planned.cell, changes) {
             plan.text_edits.push(edit);
@@ -125,7 +125,7 @@ pub fn plan(base: &Snapshot, base_notebook: &Notebook, changes: &[DocChange]) ->
             cells: shared.cells[splice.result]
                 .iter()
                 .map(|planned| {
-                    let live = planned.origin().map(|origin| &base.cells[origin]);
+                    let live = planned.origin().map(|origin| &base.cells[origin].data);
                     convert::cell_data(&result_notebook, &planned.cell, live)
                 })
                 .collect(),
@@ -189,12 +189,14 @@ pub(crate) mod tests {
                 .iter()
                 .enumerate()
                 .map(|(index, source)| CellSnapshot {
-                    kind: VsCellKind::Code,
-                    language_id: "python".into(),
-                    source: (*source).into(),
-                    metadata: json!({"id": format!("c{index}"), "metadata": {}, "execution_count": null}),
-                    outputs: vec![],
-                    execution_summary: None,
+                    data: CellData {
+                        kind: VsCellKind::Code,
+                        language_id: "python".into(),
+                        source: (*source).into(),
+                        metadata: json!({"id": format!("c{index}"), "metadata": {}, "execution_count": null}),
+                        outputs: vec![],
+                        execution_summary: None,
+                    },
                     fragment: format!("F{index}"),
                 })
                 .collect(),
@@ -206,15 +208,15 @@ pub(crate) mod tests {
     fn apply(base: &Snapshot, plan: &EditPlan) -> Snapshot {
         let mut cells: Vec<Option<CellSnapshot>> = base.cells.iter().cloned().map(Some).collect();
         for edit in &plan.text_edits {
-            let cell = cells[edit.cell].as_mut().unwrap();
+            let cell = &mut cells[edit.cell].as_mut().unwrap().data;
             assert_eq!(cell.source, edit.old_source);
             cell.source.replace_range(edit.start..edit.end, &edit.text);
         }
         for (index, metadata) in &plan.metadata_edits {
-            cells[*index].as_mut().unwrap().metadata = metadata.clone();
+            cells[*index].as_mut().unwrap().data.metadata = metadata.clone();
         }
         for edit in &plan.output_edits {
-            let cell = cells[edit.cell].as_mut().unwrap();
+            let cell = &mut cells[edit.cell].as_mut().unwrap().data;
             cell.outputs = edit.outputs.clone();
             cell.execution_summary = edit.execution_summary;
         }
@@ -226,12 +228,7 @@ pub(crate) mod tests {
                 .iter()
                 .map(|data| {
                     Some(CellSnapshot {
-                        kind: data.kind,
-                        language_id: data.language_id.clone(),
-                        source: data.source.clone(),
-                        metadata: data.metadata.clone(),
-                        outputs: data.outputs.clone(),
-                        execution_summary: data.execution_summary,
+                        data: data.clone(),
                         fragment: format!("new-{}", data.source),
                     })
                 })

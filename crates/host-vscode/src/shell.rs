@@ -39,17 +39,10 @@ pub struct ExecutionSummary {
     pub timing: Option<(f64, f64)>,
 }
 
-/// A cell as a live document holds it.
+/// A cell as a live document holds it: its data, and where it lives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellSnapshot {
-    pub kind: VsCellKind,
-    pub language_id: String,
-    pub source: String,
-    /// The cell's VS Code metadata (for ipynb: `id`, `metadata`, `execution_count`,
-    /// `attachments`).
-    pub metadata: Value,
-    pub outputs: Vec<OutputData>,
-    pub execution_summary: Option<ExecutionSummary>,
+    pub data: CellData,
     /// The fragment of the cell's document URI: stable while the cell lives.
     pub fragment: String,
 }
@@ -70,12 +63,14 @@ pub struct Snapshot {
     pub can_write_outputs: bool,
 }
 
-/// A new cell, as `NotebookCellData`.
+/// A cell's content, as `NotebookCellData`: of a new cell, or of a live one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellData {
     pub kind: VsCellKind,
     pub language_id: String,
     pub source: String,
+    /// The cell's VS Code metadata (for ipynb: `id`, `metadata`, `execution_count`,
+    /// `attachments`).
     pub metadata: Value,
     pub outputs: Vec<OutputData>,
     pub execution_summary: Option<ExecutionSummary>,
@@ -107,16 +102,25 @@ pub enum ShellError {
 }
 
 /// The document operations of a VS Code window. Every method is answered by the extension host.
+/// The defaults answer as a window with no notebook open (the shell of the extension implements
+/// them all; a test's shell implements what its test asks).
 pub trait Shell: Send + Sync + 'static {
     /// URIs of every open notebook of the Jupyter type.
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, ShellError>>;
+    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, ShellError>> {
+        Box::pin(async { Ok(Vec::new()) })
+    }
 
     /// The open document with this URI, unsaved changes included; `None` when it is not open.
-    fn read(&self, uri: String) -> BoxFuture<'_, Result<Option<Snapshot>, ShellError>>;
+    fn read(&self, uri: String) -> BoxFuture<'_, Result<Option<Snapshot>, ShellError>> {
+        let _ = uri;
+        Box::pin(async { Ok(None) })
+    }
 
     /// Shows the notebook, opening it from disk only when it is not open (a live document is
     /// revealed, never reloaded). Returns whether it was open already.
-    fn open(&self, uri: String) -> BoxFuture<'_, Result<(bool, Snapshot), ShellError>>;
+    fn open(&self, uri: String) -> BoxFuture<'_, Result<(bool, Snapshot), ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
 
     /// Applies a plan made against `base_version` as one workspace edit (and writes changed
     /// outputs through the shell's controller). [`ShellError::Stale`] when the document moved on.
@@ -125,17 +129,25 @@ pub trait Shell: Send + Sync + 'static {
         uri: String,
         base_version: u64,
         plan: EditPlan,
-    ) -> BoxFuture<'_, Result<Snapshot, ShellError>>;
+    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
+        let _ = (base_version, plan);
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
 
     /// Creates a notebook: a new file (never overwriting) or an untitled document, and shows it.
     fn create(
         &self,
         uri: String,
         notebook: NewNotebook,
-    ) -> BoxFuture<'_, Result<Snapshot, ShellError>>;
+    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
+        let _ = notebook;
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
 
     /// Saves the document, even when VS Code thinks it is clean.
-    fn save(&self, uri: String) -> BoxFuture<'_, Result<(), ShellError>>;
+    fn save(&self, uri: String) -> BoxFuture<'_, Result<(), ShellError>> {
+        Box::pin(async move { Err(ShellError::NotFound { uri }) })
+    }
 
     /// Performs a request to the Jupyter extension (see [`JupyterRequest`]). The default
     /// answers as a window without it.

@@ -3,11 +3,11 @@ use colab_setup::{CommandKind, Route, ServerAlias};
 use host_core::colab::ColabRuntimes;
 use host_core::environment::ColabEnvironment;
 use mcp_contract::params::PrepareColabEnvironmentParams;
+use mcp_contract::results::{CloseColabTerminalsResult, ColabTerminalsResult};
 use serde_json::Value;
 
 use super::*;
-use crate::plan::EditPlan;
-use crate::shell::{NewNotebook, ShellError, Snapshot};
+use crate::shell::ShellError;
 use futures::future::BoxFuture;
 
 /// A window with terminals and a globalState, answering the Colab requests only.
@@ -28,33 +28,6 @@ struct FakeWindow {
 }
 
 impl Shell for FakeWindow {
-    fn list(&self) -> BoxFuture<'_, Result<Vec<String>, ShellError>> {
-        Box::pin(async { Ok(Vec::new()) })
-    }
-    fn read(&self, _uri: String) -> BoxFuture<'_, Result<Option<Snapshot>, ShellError>> {
-        Box::pin(async { Ok(None) })
-    }
-    fn open(&self, uri: String) -> BoxFuture<'_, Result<(bool, Snapshot), ShellError>> {
-        Box::pin(async move { Err(ShellError::NotFound { uri }) })
-    }
-    fn apply(
-        &self,
-        uri: String,
-        _base: u64,
-        _plan: EditPlan,
-    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
-        Box::pin(async move { Err(ShellError::NotFound { uri }) })
-    }
-    fn create(
-        &self,
-        uri: String,
-        _notebook: NewNotebook,
-    ) -> BoxFuture<'_, Result<Snapshot, ShellError>> {
-        Box::pin(async move { Err(ShellError::NotFound { uri }) })
-    }
-    fn save(&self, uri: String) -> BoxFuture<'_, Result<(), ShellError>> {
-        Box::pin(async move { Err(ShellError::NotFound { uri }) })
-    }
     fn colab(&self, request: Value) -> BoxFuture<'_, Result<Value, ShellError>> {
         Box::pin(async move {
             let op = request["op"].as_str().unwrap_or_default();
@@ -211,21 +184,12 @@ async fn a_provider_check_without_a_debugging_port_is_unavailable_and_says_why()
 
 #[tokio::test]
 async fn only_named_terminals_of_the_latest_inventory_are_closed() {
-    let shell = Arc::new(FakeWindow::default());
-    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11), ("bash", 12), ("zsh", 13)]);
-    let colab = window(shell.clone(), None);
-    let first = colab.list_terminals().await.unwrap();
+    let (shell, colab, first) = inventoried(&[("bash", 11), ("bash", 12), ("zsh", 13)]).await;
     assert_eq!(first.terminals.len(), 3);
     assert_eq!(first.expires_in_ms, 60_000);
     let second = colab.list_terminals().await.unwrap();
     // The older inventory is void: nothing is closed through it.
-    let stale = colab
-        .close_terminals(
-            &first.inventory_id,
-            &[first.terminals[0].terminal_ref.clone()],
-        )
-        .await
-        .unwrap_err();
+    let stale = close(&colab, &first, 0).await.unwrap_err();
     assert_eq!(stale.code, ErrorCode::InvalidArgument);
     // A reference the inventory never gave: refused before anything closes.
     let unknown = colab
@@ -238,19 +202,9 @@ async fn only_named_terminals_of_the_latest_inventory_are_closed() {
         )
         .await
         .unwrap_err();
-    assert!(
-        unknown.message.contains("Nothing was closed"),
-        "{}",
-        unknown.message
-    );
+    assert_mentions(&unknown, "Nothing was closed");
     assert!(shell.disposed.lock().unwrap().is_empty());
-    let closed = colab
-        .close_terminals(
-            &second.inventory_id,
-            &[second.terminals[1].terminal_ref.clone()],
-        )
-        .await
-        .unwrap();
+    let closed = close(&colab, &second, 1).await.unwrap();
     assert_eq!(closed.results[0].outcome, "closed");
     assert!(!closed.partial);
     assert_eq!(
@@ -259,15 +213,37 @@ async fn only_named_terminals_of_the_latest_inventory_are_closed() {
     );
     assert_eq!(shell.terminals.lock().unwrap().iter().flatten().count(), 2);
     // The same reference again: that terminal is gone, and the answer says so.
-    let again = colab
-        .close_terminals(
-            &second.inventory_id,
-            &[second.terminals[1].terminal_ref.clone()],
-        )
-        .await
-        .unwrap();
+    let again = close(&colab, &second, 1).await.unwrap();
     assert_eq!(again.results[0].outcome, "already_gone");
     assert!(again.partial);
+}
+
+/// Closes the terminal at `index` of `inventory`, and only that one.
+async fn close(
+    colab: &WindowColab,
+    inventory: &ColabTerminalsResult,
+    index: usize,
+) -> Result<CloseColabTerminalsResult, ToolError> {
+    let terminal = inventory.terminals[index].terminal_ref.clone();
+    colab
+        .close_terminals(&inventory.inventory_id, &[terminal])
+        .await
+}
+
+/// Asserts that a refusal's message says `words`.
+fn assert_mentions(refusal: &ToolError, words: &str) {
+    assert!(refusal.message.contains(words), "{}", refusal.message);
+}
+
+/// A window without a debugging port where these terminals are open, and its first inventory.
+async fn inventoried(
+    terminals: &[(&str, i64)],
+) -> (Arc<FakeWindow>, WindowColab, ColabTerminalsResult) {
+    let shell = Arc::new(FakeWindow::default());
+    *shell.terminals.lock().unwrap() = open_terminals(terminals);
+    let colab = window(shell.clone(), None);
+    let inventory = colab.list_terminals().await.unwrap();
+    (shell, colab, inventory)
 }
 
 fn open_terminals(terminals: &[(&str, i64)]) -> Vec<Option<(String, i64)>> {
@@ -280,10 +256,7 @@ fn open_terminals(terminals: &[(&str, i64)]) -> Vec<Option<(String, i64)>> {
 #[tokio::test]
 async fn two_pseudoterminals_of_one_name_are_told_apart() {
     // Two Colab terminals of one server: the same name, and no shell pid (code-server says -1).
-    let shell = Arc::new(FakeWindow::default());
-    *shell.terminals.lock().unwrap() = open_terminals(&[("Colab: m1", -1), ("Colab: m1", -1)]);
-    let colab = window(shell.clone(), None);
-    let inventory = colab.list_terminals().await.unwrap();
+    let (shell, colab, inventory) = inventoried(&[("Colab: m1", -1), ("Colab: m1", -1)]).await;
     assert_eq!(inventory.terminals.len(), 2);
     assert!(
         inventory
@@ -291,13 +264,7 @@ async fn two_pseudoterminals_of_one_name_are_told_apart() {
             .iter()
             .all(|entry| entry.shell_pid.is_none())
     );
-    let closed = colab
-        .close_terminals(
-            &inventory.inventory_id,
-            &[inventory.terminals[1].terminal_ref.clone()],
-        )
-        .await
-        .unwrap();
+    let closed = close(&colab, &inventory, 1).await.unwrap();
     assert_eq!(closed.results[0].outcome, "closed");
     assert!(!closed.partial);
     // The second one went; the first is still open.
@@ -308,10 +275,7 @@ async fn two_pseudoterminals_of_one_name_are_told_apart() {
 
 #[tokio::test(start_paused = true)]
 async fn an_inventory_expires_after_sixty_seconds() {
-    let shell = Arc::new(FakeWindow::default());
-    *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11)]);
-    let colab = window(shell.clone(), None);
-    let inventory = colab.list_terminals().await.unwrap();
+    let (shell, colab, inventory) = inventoried(&[("bash", 11)]).await;
     // At sixty seconds it still holds; a millisecond later it has expired.
     // (An unknown reference is refused for what it is, not for the inventory's age.)
     tokio::time::advance(Duration::from_millis(INVENTORY_TTL_MS)).await;
@@ -319,38 +283,18 @@ async fn an_inventory_expires_after_sixty_seconds() {
         .close_terminals(&inventory.inventory_id, &["t-none".to_owned()])
         .await
         .unwrap_err();
-    assert!(
-        unknown.message.contains("not a terminalRef"),
-        "{}",
-        unknown.message
-    );
+    assert_mentions(&unknown, "not a terminalRef");
     tokio::time::advance(Duration::from_millis(1)).await;
-    let expired = colab
-        .close_terminals(
-            &inventory.inventory_id,
-            &[inventory.terminals[0].terminal_ref.clone()],
-        )
-        .await
-        .unwrap_err();
-    assert!(expired.message.contains("expired"), "{}", expired.message);
+    let expired = close(&colab, &inventory, 0).await.unwrap_err();
+    assert_mentions(&expired, "expired");
     assert!(shell.disposed.lock().unwrap().is_empty());
 }
 
 #[tokio::test]
 async fn preparation_without_a_native_port_names_the_blocker_and_changes_nothing() {
-    let shell = Arc::new(FakeWindow {
-        folders: vec![Folder {
-            uri: "file:///work/project".into(),
-            name: "project".into(),
-        }],
-        ..FakeWindow::default()
-    });
+    let shell = Arc::new(single_folder());
     let colab = window(shell.clone(), None);
-    let params = PrepareColabEnvironmentParams {
-        window_id: None,
-        folder_uri: None,
-        restart_mode: None,
-    };
+    let params = prepare_params(None);
     let refused = colab.prepare(&params).await.unwrap_err();
     assert_eq!(refused.code, ErrorCode::EnvironmentBlocked);
     let blockers = refused.details.unwrap()["blockers"].clone();
@@ -373,22 +317,12 @@ async fn preparation_without_a_native_port_names_the_blocker_and_changes_nothing
         .await
         .unwrap_err();
     assert_eq!(restart.code, ErrorCode::NotSupported);
-    assert!(
-        restart.message.contains("--remote-debugging-port"),
-        "{}",
-        restart.message
-    );
+    assert_mentions(&restart, "--remote-debugging-port");
 }
 
 #[tokio::test]
 async fn preflight_counts_and_blockers_come_from_the_window() {
-    let shell = Arc::new(FakeWindow {
-        folders: vec![Folder {
-            uri: "file:///work/project".into(),
-            name: "project".into(),
-        }],
-        ..FakeWindow::default()
-    });
+    let shell = Arc::new(single_folder());
     *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11), ("zsh", 13)]);
     let colab = window(shell, None);
     let preflight = colab.preflight().await.unwrap();
@@ -417,6 +351,15 @@ async fn bound_driver() -> (crate::native::fake::FakeChromium, NativeDriver) {
     (chromium, driver)
 }
 
+/// A preparation of this window (no restart), of `folder_uri` when given.
+fn prepare_params(folder_uri: Option<&str>) -> PrepareColabEnvironmentParams {
+    PrepareColabEnvironmentParams {
+        window_id: None,
+        folder_uri: folder_uri.map(str::to_owned),
+        restart_mode: None,
+    }
+}
+
 fn single_folder() -> FakeWindow {
     FakeWindow {
         folders: vec![Folder {
@@ -432,11 +375,7 @@ async fn a_single_folder_becomes_a_workspace_after_the_receipt_is_recorded() {
     let (_chromium, driver) = bound_driver().await;
     let shell = Arc::new(single_folder());
     let colab = window(shell.clone(), Some(driver.clone()));
-    let params = PrepareColabEnvironmentParams {
-        window_id: None,
-        folder_uri: None,
-        restart_mode: None,
-    };
+    let params = prepare_params(None);
     let receipt = colab.prepare(&params).await.unwrap();
     assert_eq!(receipt.status, "converting");
     assert!(receipt.converted && !receipt.environment_ready);
@@ -484,14 +423,7 @@ async fn open_work_blocks_the_conversion_and_nothing_changes() {
     });
     *shell.terminals.lock().unwrap() = open_terminals(&[("bash", 11)]);
     let colab = window(shell.clone(), Some(driver));
-    let refused = colab
-        .prepare(&PrepareColabEnvironmentParams {
-            window_id: None,
-            folder_uri: None,
-            restart_mode: None,
-        })
-        .await
-        .unwrap_err();
+    let refused = colab.prepare(&prepare_params(None)).await.unwrap_err();
     assert_eq!(refused.code, ErrorCode::EnvironmentBlocked);
     let blockers = refused.details.unwrap()["blockers"].clone();
     assert_eq!(blockers, json!(["notebooks_open", "terminals_open"]));
@@ -511,11 +443,7 @@ async fn another_folder_than_the_open_one_is_refused() {
     let shell = Arc::new(single_folder());
     let colab = window(shell.clone(), Some(driver));
     let refused = colab
-        .prepare(&PrepareColabEnvironmentParams {
-            window_id: None,
-            folder_uri: Some("file:///work/elsewhere".into()),
-            restart_mode: None,
-        })
+        .prepare(&prepare_params(Some("file:///work/elsewhere")))
         .await
         .unwrap_err();
     assert_eq!(

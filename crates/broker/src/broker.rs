@@ -21,7 +21,6 @@ use mcp_contract::{
     BoxFuture, CallContext, ToolDispatch, ToolName, ToolOutput, ToolRequest, WindowInfo,
 };
 
-use crate::Timings;
 use crate::client::{Call, LoopbackClient};
 use crate::error::BrokerError;
 use crate::peer::{either, error_response, parse_body, read_body};
@@ -34,6 +33,7 @@ use crate::routing::{
     WindowTools,
 };
 use crate::secret::Secret;
+use crate::{CoordinatorConfig, Timings};
 
 /// What the broker knows about a registered peer.
 #[derive(Debug, Clone)]
@@ -66,16 +66,6 @@ pub(crate) struct BrokerState {
     input_schemas: HashMap<&'static str, Map<String, Value>>,
 }
 
-impl std::fmt::Debug for BrokerState {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("BrokerState")
-            .field("owner_id", &self.owner_id)
-            .field("window", &self.window)
-            .finish_non_exhaustive()
-    }
-}
-
 fn window_failure(error: RouteError) -> ToolOutput {
     ToolOutput::failure(error.to_tool_error())
 }
@@ -95,12 +85,11 @@ fn describe_call_failure(error: &BrokerError) -> String {
 }
 
 impl BrokerState {
+    /// The epoch `owner_id` of the process configured by `config`, signing with `secret`.
     pub(crate) fn new(
         owner_id: String,
         secret: Secret,
-        window: WindowInfo,
-        local: Arc<dyn ToolDispatch>,
-        timings: Timings,
+        config: &CoordinatorConfig,
         client: LoopbackClient,
     ) -> BrokerState {
         let input_schemas = catalog::all_tools()
@@ -110,9 +99,9 @@ impl BrokerState {
         BrokerState {
             owner_id,
             secret,
-            window,
-            local,
-            timings,
+            window: config.window.clone(),
+            local: config.local.clone(),
+            timings: config.timings,
             client,
             started: Instant::now(),
             peers: Mutex::new(PeerTable::default()),

@@ -289,9 +289,7 @@ impl Shared {
         let state = Arc::new(BrokerState::new(
             owner_id.clone(),
             secret,
-            self.config.window.clone(),
-            self.config.local.clone(),
-            self.config.timings,
+            &self.config,
             self.client.clone(),
         ));
         let cancel = CancellationToken::new();

@@ -21,7 +21,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::{cargo, root};
+use crate::{cargo, root, stdout_of};
 
 /// The most lines a source file may have before its `#[cfg(test)]`.
 const MAX_LINES_BEFORE_TESTS: usize = 1000;
@@ -476,18 +476,11 @@ const PURE_MODULE_SOURCE: &[&str] = &[
 
 /// `cargo xtask deps`.
 pub(crate) fn deps() -> Result<()> {
-    let output = cargo()
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()
-        .context("cargo metadata")?;
-    if !output.status.success() {
-        bail!(
-            "cargo metadata failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let metadata: Value =
-        serde_json::from_slice(&output.stdout).context("cargo metadata's JSON")?;
+    let stdout = stdout_of(
+        cargo().args(["metadata", "--format-version", "1", "--no-deps"]),
+        "cargo metadata",
+    )?;
+    let metadata: Value = serde_json::from_slice(&stdout).context("cargo metadata's JSON")?;
     let workspace = Workspace::from_metadata(&metadata)?;
     let mut problems = check_edges(&workspace, RULES);
     let architecture = std::fs::read_to_string(root().join("ARCHITECTURE.md"))
@@ -562,19 +555,13 @@ fn check_purity(
     source_forbidden: &[&str],
     problems: &mut Vec<String>,
 ) -> Result<()> {
-    let output = cargo()
-        .args([
+    let stdout = stdout_of(
+        cargo().args([
             "tree", "-p", krate, "-e", "normal", "--prefix", "none", "--format", "{p}",
-        ])
-        .output()
-        .with_context(|| format!("cargo tree -p {krate}"))?;
-    if !output.status.success() {
-        bail!(
-            "cargo tree -p {krate} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    let tree = String::from_utf8_lossy(&output.stdout);
+        ]),
+        &format!("cargo tree -p {krate}"),
+    )?;
+    let tree = String::from_utf8_lossy(&stdout);
     let mut found: Vec<&str> = tree
         .lines()
         .filter_map(|line| line.split_whitespace().next())

@@ -71,6 +71,16 @@ pub(crate) fn run(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
+/// The standard output of `command` (`what` names it in errors), which must succeed: else its
+/// standard error is the error.
+pub(crate) fn stdout_of(command: &mut Command, what: &str) -> Result<Vec<u8>> {
+    let output = command.output().with_context(|| what.to_owned())?;
+    if !output.status.success() {
+        bail!("{what} failed: {}", String::from_utf8_lossy(&output.stderr));
+    }
+    Ok(output.stdout)
+}
+
 pub(crate) fn cargo() -> Command {
     let mut command = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()));
     command.current_dir(root());

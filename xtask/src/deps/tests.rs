@@ -118,6 +118,13 @@ fn workspace(extra: &[FakeDependency<'_>]) -> Workspace {
     Workspace::from_metadata(&metadata(&members)).expect("metadata")
 }
 
+/// The one problem [`check_edges`] finds in `workspace` under [`SMALL_RULES`].
+fn the_one_edge_problem(workspace: &Workspace) -> String {
+    let problems = check_edges(workspace, SMALL_RULES);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    problems[0].clone()
+}
+
 #[test]
 fn the_edges_on_the_list_pass() {
     let workspace = workspace(&[]);
@@ -131,16 +138,9 @@ fn the_edges_on_the_list_pass() {
 #[test]
 fn a_new_workspace_edge_fails_until_the_list_and_the_code_map_name_it() {
     let workspace = workspace(&[("tests", &[], true)]);
-    let problems = check_edges(&workspace, SMALL_RULES);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(
-        problems[0].starts_with("core depends on tests"),
-        "{problems:?}"
-    );
-    assert!(
-        problems[0].contains("ARCHITECTURE.md's code map"),
-        "{problems:?}"
-    );
+    let problem = the_one_edge_problem(&workspace);
+    assert!(problem.starts_with("core depends on tests"), "{problem}");
+    assert!(problem.contains("ARCHITECTURE.md's code map"), "{problem}");
 
     const RULES_WITH_THE_EDGE: [CrateRule; 4] =
         small_rules(&[to("model"), with("kernels", &["remote"]), to("tests")]);
@@ -179,11 +179,10 @@ fn a_code_map_row_naming_more_than_the_list_fails() {
 #[test]
 fn features_and_io_crates_beyond_the_list_fail() {
     let workspace = workspace(&[("hyper", &[], true)]);
-    let problems = check_edges(&workspace, SMALL_RULES);
-    assert_eq!(problems.len(), 1, "{problems:?}");
+    let problem = the_one_edge_problem(&workspace);
     assert!(
-        problems[0].starts_with("core depends on hyper directly"),
-        "{problems:?}"
+        problem.starts_with("core depends on hyper directly"),
+        "{problem}"
     );
 
     let members: Vec<FakeMember<'_>> = vec![
@@ -199,15 +198,11 @@ fn features_and_io_crates_beyond_the_list_fail() {
         ("kernels", "crates/kernels", &[]),
     ];
     let workspace = Workspace::from_metadata(&metadata(&members)).expect("metadata");
-    let problems = check_edges(&workspace, SMALL_RULES);
-    assert_eq!(
-        problems.len(),
-        1,
-        "only the kernels feature is new: {problems:?}"
-    );
+    // Only the kernels feature is new.
+    let problem = the_one_edge_problem(&workspace);
     assert!(
-        problems[0].starts_with("core asks kernels for the features local,"),
-        "{problems:?}"
+        problem.starts_with("core asks kernels for the features local,"),
+        "{problem}"
     );
 }
 
@@ -218,9 +213,11 @@ fn a_crate_without_a_rule_or_a_row_fails() {
         ("stray", "crates/stray", &[]),
     ];
     let workspace = Workspace::from_metadata(&metadata(&members)).expect("metadata");
-    let problems = check_edges(&workspace, SMALL_RULES);
-    assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].starts_with("stray is a workspace crate without a rule"));
+    let problem = the_one_edge_problem(&workspace);
+    assert!(
+        problem.starts_with("stray is a workspace crate without a rule"),
+        "{problem}"
+    );
 
     let rules = [CrateRule {
         name: "stray",

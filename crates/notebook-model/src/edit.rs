@@ -108,6 +108,19 @@ pub enum EditOp {
 }
 
 impl EditOp {
+    /// An insert of a cell of `kind` holding `source` after `anchor`, in the notebook's
+    /// language, with no metadata and a name derived from its content.
+    pub fn insert(anchor: Option<CellRef>, kind: CellKind, source: impl Into<String>) -> EditOp {
+        EditOp::Insert {
+            anchor,
+            kind,
+            source: source.into(),
+            language: None,
+            metadata: None,
+            name: None,
+        }
+    }
+
     /// Short name of the operation for results and messages.
     pub fn verb(&self) -> &'static str {
         match self {

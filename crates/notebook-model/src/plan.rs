@@ -415,14 +415,7 @@ mod tests {
                 target: CellRef::from("c1"),
                 expected_rev: None,
             },
-            EditOp::Insert {
-                anchor: Some(CellRef::from("TOP")),
-                kind: CellKind::Markdown,
-                source: "# T".into(),
-                language: None,
-                metadata: None,
-                name: None,
-            },
+            EditOp::insert(Some(CellRef::from("TOP")), CellKind::Markdown, "# T"),
         ]);
         assert_eq!(fates(&spliced), ["new", "=0", "=2", "=3"]);
         assert_eq!(spliced.deleted(), [1]);

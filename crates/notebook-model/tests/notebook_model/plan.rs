@@ -57,16 +57,8 @@ fn object(value: Value) -> Map<String, Value> {
 
 fn op(count: usize) -> impl Strategy<Value = EditOp> {
     prop_oneof![
-        1 => (kind(), source(), prop::option::of(reference(count))).prop_map(
-            |(kind, source, anchor)| EditOp::Insert {
-                anchor,
-                kind,
-                source,
-                language: None,
-                metadata: None,
-                name: None,
-            }
-        ),
+        1 => (kind(), source(), prop::option::of(reference(count)))
+            .prop_map(|(kind, source, anchor)| EditOp::insert(anchor, kind, source)),
         1 => (reference(count), source(), any::<bool>()).prop_map(|(target, source, tag)| {
             EditOp::Edit {
                 target,

@@ -257,14 +257,9 @@ proptest! {
             let (op, expect_ok): (EditOp, bool) = match &step {
                 Step::Insert { anchor, source, markdown } => {
                     let anchor = anchor.filter(|&index| index < len);
-                    (EditOp::Insert {
-                        anchor: anchor.map(|index| CellRef::Index(index as u64)),
-                        kind: if *markdown { CellKind::Markdown } else { CellKind::Code },
-                        source: source.clone(),
-                        language: None,
-                        metadata: None,
-                        name: None,
-                    }, true)
+                    let kind = if *markdown { CellKind::Markdown } else { CellKind::Code };
+                    let anchor = anchor.map(|index| CellRef::Index(index as u64));
+                    (EditOp::insert(anchor, kind, source.clone()), true)
                 }
                 Step::Edit { target, source, stale } if *target < len => (EditOp::Edit {
                     target: CellRef::Text(model[*target].id.clone()),

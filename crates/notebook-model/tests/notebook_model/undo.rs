@@ -96,14 +96,7 @@ fn ops_of(seeds: &[OpSeed], mut len: usize) -> Vec<EditOp> {
                     Some(CellRef::Index((at % len) as u64))
                 };
                 len += 1;
-                EditOp::Insert {
-                    anchor,
-                    kind: CellKind::Code,
-                    source: text.clone(),
-                    language: None,
-                    metadata: None,
-                    name: None,
-                }
+                EditOp::insert(anchor, CellKind::Code, text.clone())
             }
             _ if len == 0 => continue,
             OpSeed::Edit(at, text, tag, rename) => EditOp::Edit {

@@ -63,6 +63,14 @@ impl PickerRow {
             enabled: true,
         }
     }
+
+    /// A disabled row: shown, but not choosable.
+    pub fn disabled(label: impl Into<String>) -> Self {
+        PickerRow {
+            enabled: false,
+            ..PickerRow::new(label)
+        }
+    }
 }
 
 /// A prompt that needs the user rather than the setup.
@@ -228,10 +236,7 @@ mod tests {
         assert!(!quick_pick("", &["my-alias2"], false).offers_row("my-alias"));
         let disabled = PickerView::QuickPick {
             title: String::new(),
-            rows: vec![PickerRow {
-                label: "my-alias".into(),
-                enabled: false,
-            }],
+            rows: vec![PickerRow::disabled("my-alias")],
             busy: false,
         };
         assert!(!disabled.offers_row("my-alias"));
@@ -260,10 +265,7 @@ mod tests {
         let rows = vec![
             PickerRow::new("Colab"),
             PickerRow::new("Python Environments..."),
-            PickerRow {
-                label: "Existing Jupyter Server...".into(),
-                enabled: false,
-            },
+            PickerRow::disabled("Existing Jupyter Server..."),
         ];
         assert_eq!(find_row(&rows, "Colab"), RowMatch::One);
         assert_eq!(find_row(&rows, "New Colab Server"), RowMatch::Absent);

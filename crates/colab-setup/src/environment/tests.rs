@@ -87,13 +87,19 @@ fn inventory() -> TerminalInventory<&'static str> {
     )
 }
 
+/// The terminals `references` name in the latest inventory, asked for at once.
+fn targets(references: &[&str]) -> Result<Vec<(String, &'static str)>, InventoryRefusal> {
+    let references: Vec<String> = references
+        .iter()
+        .map(|&reference| reference.into())
+        .collect();
+    inventory().targets("inv-1", &references, 1_000)
+}
+
 #[test]
 fn an_inventory_names_its_terminals_in_the_order_asked() {
-    let targets = inventory()
-        .targets("inv-1", &["t2".to_owned(), "t1".to_owned()], 1_000)
-        .unwrap();
     assert_eq!(
-        targets,
+        targets(&["t2", "t1"]).unwrap(),
         [("t2".to_owned(), "colab"), ("t1".to_owned(), "bash")]
     );
 }
@@ -124,9 +130,7 @@ fn an_inventory_lives_sixty_seconds_and_only_while_latest() {
 
 #[test]
 fn one_unknown_reference_closes_nothing() {
-    let refusal = inventory()
-        .targets("inv-1", &["t1".to_owned(), "t9".to_owned()], 1_000)
-        .unwrap_err();
+    let refusal = targets(&["t1", "t9"]).unwrap_err();
     assert_eq!(
         refusal.to_string(),
         "`t9` is not a terminalRef of inventory `inv-1`. Nothing was closed"

@@ -166,11 +166,16 @@ fn not_open(location: &NotebookLocation) -> HostError {
     }
 }
 
-fn host_error(location: &NotebookLocation, action: &'static str, failure: ShellError) -> HostError {
-    let path = location
+/// How a failure names the notebook: its path in the workspace, else its URI.
+fn path_or_uri(location: &NotebookLocation) -> String {
+    location
         .path
         .clone()
-        .unwrap_or_else(|| location.uri.clone());
+        .unwrap_or_else(|| location.uri.clone())
+}
+
+fn host_error(location: &NotebookLocation, action: &'static str, failure: ShellError) -> HostError {
+    let path = path_or_uri(location);
     match failure {
         ShellError::NotFound { .. } => HostError::NotFound {
             reference: location.uri.clone(),
@@ -298,10 +303,7 @@ impl NotebookHost for VsCodeHost {
         let current = self.snapshot(location).await?;
         if current.version != base.version {
             return Err(HostError::ChangedOnDisk {
-                path: location
-                    .path
-                    .clone()
-                    .unwrap_or_else(|| location.uri.clone()),
+                path: path_or_uri(location),
             });
         }
         let base_notebook = convert::notebook_from_snapshot(&current);
@@ -326,10 +328,7 @@ impl NotebookHost for VsCodeHost {
             && path.exists()
         {
             return Err(HostError::AlreadyExists {
-                path: location
-                    .path
-                    .clone()
-                    .unwrap_or_else(|| location.uri.clone()),
+                path: path_or_uri(location),
             });
         }
         let created = self

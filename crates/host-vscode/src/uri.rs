@@ -72,23 +72,25 @@ mod tests {
             "file:///tmp/my%20notebooks/%C3%BCn%C3%AF%20%281%29.ipynb"
         );
         assert_eq!(file_path(&uri).unwrap(), path);
-        assert_eq!(canonical("file:///tmp/my notebooks/ünï (1).ipynb"), uri);
-        assert_eq!(
-            canonical("file://localhost/tmp/a.ipynb"),
-            "file:///tmp/a.ipynb"
-        );
-        assert_eq!(
-            canonical("untitled:Untitled-1.ipynb"),
-            "untitled:Untitled-1.ipynb"
-        );
+        for (given, expected) in [
+            ("file:///tmp/my notebooks/ünï (1).ipynb", uri.as_str()),
+            ("file://localhost/tmp/a.ipynb", "file:///tmp/a.ipynb"),
+            ("untitled:Untitled-1.ipynb", "untitled:Untitled-1.ipynb"),
+        ] {
+            assert_eq!(canonical(given), expected, "{given}");
+        }
     }
 
     #[test]
     fn schemes_are_told_from_paths() {
-        assert!(has_scheme("file:///a.ipynb"));
-        assert!(has_scheme("untitled:x.ipynb"));
-        assert!(!has_scheme("notes/a.ipynb"));
-        assert!(!has_scheme("C:\\a.ipynb"));
+        for (reference, scheme) in [
+            ("file:///a.ipynb", true),
+            ("untitled:x.ipynb", true),
+            ("notes/a.ipynb", false),
+            ("C:\\a.ipynb", false),
+        ] {
+            assert_eq!(has_scheme(reference), scheme, "{reference}");
+        }
         assert_eq!(
             file_path("file:///a/%ZZ.ipynb"),
             None,

@@ -160,33 +160,22 @@ pub(super) fn is_loopback_http(url: &str) -> bool {
 
 /// A runtime Colab assigned: its endpoint, and its proxy URL and token when the answer had
 /// them. Its `Debug` shows no token.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assignment {
     /// Colab's endpoint id of the runtime.
     pub endpoint: String,
     /// The runtime's proxy base URL.
     pub url: Option<String>,
-    proxy_token: Option<String>,
+    /// A `ServerToken`, whose `Debug` is redacted.
+    proxy_token: Option<kernels::ServerToken>,
     /// How long the proxy token lives, as the answer said.
     pub token_expires_in: Option<Duration>,
-}
-
-impl fmt::Debug for Assignment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Assignment")
-            .field("endpoint", &self.endpoint)
-            .field("url", &self.url)
-            .field("token_expires_in", &self.token_expires_in)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Assignment {
     /// The runtime's proxy token, for [`super::runtime_profile`].
     pub fn proxy_token(&self) -> Option<kernels::ServerToken> {
-        self.proxy_token
-            .as_deref()
-            .and_then(kernels::ServerToken::new)
+        self.proxy_token.clone()
     }
 
     fn from_json(value: &Value) -> Option<Assignment> {
@@ -195,7 +184,7 @@ impl Assignment {
         Some(Assignment {
             endpoint: endpoint.to_owned(),
             url: proxy["url"].as_str().map(str::to_owned),
-            proxy_token: proxy["token"].as_str().map(str::to_owned),
+            proxy_token: proxy["token"].as_str().and_then(kernels::ServerToken::new),
             token_expires_in: proxy["tokenExpiresInSeconds"]
                 .as_u64()
                 .map(Duration::from_secs),

@@ -22,6 +22,13 @@ fn display(text: &str, display_id: Option<&str>) -> IopubEvent {
     }
 }
 
+/// An accumulator for one cell, with the default limits but for what `adjust` changes.
+fn one_cell(adjust: impl FnOnce(&mut OutputLimits)) -> OutputAccumulator {
+    let mut limits = OutputLimits::default();
+    adjust(&mut limits);
+    OutputAccumulator::new(1, limits)
+}
+
 fn text_of(outputs: &[Value]) -> Vec<String> {
     outputs
         .iter()
@@ -185,11 +192,7 @@ fn a_stream_flood_stays_within_the_budget() {
 
 #[test]
 fn interleaved_tiny_streams_are_bounded_by_the_output_count() {
-    let limits = OutputLimits {
-        max_outputs_per_cell: 10,
-        ..OutputLimits::default()
-    };
-    let mut accumulator = OutputAccumulator::new(1, limits);
+    let mut accumulator = one_cell(|limits| limits.max_outputs_per_cell = 10);
     for index in 0..10_000 {
         let name = if index % 2 == 0 { "stdout" } else { "stderr" };
         accumulator.apply(0, stream(name, "x"));
@@ -207,11 +210,7 @@ fn interleaved_tiny_streams_are_bounded_by_the_output_count() {
 
 #[test]
 fn a_rich_output_larger_than_the_tail_budget_is_dropped_and_counted() {
-    let limits = OutputLimits {
-        max_rich_bytes_per_cell: 100,
-        ..OutputLimits::default()
-    };
-    let mut accumulator = OutputAccumulator::new(1, limits);
+    let mut accumulator = one_cell(|limits| limits.max_rich_bytes_per_cell = 100);
     accumulator.apply(0, display(&"x".repeat(500), Some("big")));
     assert_eq!(accumulator.display_entries(), 0);
     assert_eq!(

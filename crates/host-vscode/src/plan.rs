@@ -307,14 +307,7 @@ pub(crate) mod tests {
                     target: text("c1"),
                     expected_rev: None,
                 },
-                EditOp::Insert {
-                    anchor: Some(CellRef::Text("TOP".into())),
-                    kind: CellKind::Markdown,
-                    source: "# T".into(),
-                    language: None,
-                    metadata: None,
-                    name: None,
-                },
+                EditOp::insert(Some(text("TOP")), CellKind::Markdown, "# T"),
             ],
         );
         assert!(plan.text_edits.is_empty());
@@ -383,16 +376,8 @@ pub(crate) mod tests {
                 target,
                 expected_rev: None
             }),
-            (proptest::option::of(target.clone()), "[a-z]{1,4}").prop_map(|(anchor, source)| {
-                EditOp::Insert {
-                    anchor,
-                    kind: CellKind::Code,
-                    source,
-                    language: None,
-                    metadata: None,
-                    name: None,
-                }
-            }),
+            (proptest::option::of(target.clone()), "[a-z]{1,4}")
+                .prop_map(|(anchor, source)| EditOp::insert(anchor, CellKind::Code, source)),
             (proptest::collection::vec(target.clone(), 1..3), 0u64..3)
                 .prop_map(|(targets, to_index)| EditOp::Move { targets, to_index }),
             target.prop_map(|target| EditOp::SetOutputs {

@@ -403,16 +403,8 @@ mod tests {
 
     fn op(count: usize) -> impl Strategy<Value = EditOp> {
         prop_oneof![
-            (kind(), source(), prop::option::of(reference(count))).prop_map(
-                |(kind, source, anchor)| EditOp::Insert {
-                    anchor,
-                    kind,
-                    source,
-                    language: None,
-                    metadata: None,
-                    name: None,
-                }
-            ),
+            (kind(), source(), prop::option::of(reference(count)))
+                .prop_map(|(kind, source, anchor)| EditOp::insert(anchor, kind, source)),
             (reference(count), source(), prop::bool::ANY).prop_map(|(target, source, tag)| {
                 EditOp::Edit {
                     target,

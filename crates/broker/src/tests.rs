@@ -728,31 +728,27 @@ async fn registration_and_invocation_need_the_secret() {
         .unwrap();
     assert_eq!(status, 413);
 
-    // The peer's private endpoint wants its own token.
+    // The peer's private endpoint wants its own token: not none, not one for another port.
     let invocation = serde_json::to_vec(&json!({"tool": "list_notebooks"})).unwrap();
     let peer_port = peer.peer_port();
-    let (status, _) = post("/peer/invoke", peer_port, Vec::new(), invocation.clone())
+    let mut answer = Default::default();
+    for (token, expected) in [
+        (None, 403),
+        (Some(secret.peer_token("wb", peer_port + 1)), 403),
+        (Some(secret.peer_token("wb", peer_port)), 200),
+    ] {
+        let headers = token.map(|token| (PEER_TOKEN_HEADER, token)).into_iter();
+        let (status, body) = post(
+            "/peer/invoke",
+            peer_port,
+            headers.collect(),
+            invocation.clone(),
+        )
         .await
         .unwrap();
-    assert_eq!(status, 403);
-    let (status, _) = post(
-        "/peer/invoke",
-        peer_port,
-        vec![(PEER_TOKEN_HEADER, secret.peer_token("wb", peer_port + 1))],
-        invocation.clone(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 403);
-    let (status, answer) = post(
-        "/peer/invoke",
-        peer_port,
-        vec![(PEER_TOKEN_HEADER, secret.peer_token("wb", peer_port))],
-        invocation,
-    )
-    .await
-    .unwrap();
-    assert_eq!(status, 200);
+        assert_eq!(status, expected);
+        answer = body;
+    }
     let answer: Value = serde_json::from_slice(&answer).unwrap();
     assert_eq!(answer["structuredContent"]["windows"][0]["windowId"], "wb");
     peer.stop().await;

@@ -111,23 +111,24 @@ fn references_resolve_with_the_reference_errors() {
             reference: "file:///a/x.ipynb".to_owned()
         })
     );
-    let error = resolve("nb_12", &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), ErrorCode::NotebookRefMalformed);
-    assert!(
-        error
-            .to_tool_error()
-            .message
-            .contains("Malformed notebook reference")
-    );
     let unknown = notebook_ref("w3", "file:///a/x.ipynb");
-    let error = resolve(&unknown, &hosts, "w1").unwrap_err();
-    assert_eq!(error.code(), ErrorCode::NotebookRefUnknown);
-    assert!(
-        error
-            .to_tool_error()
-            .message
-            .contains("unknown, stale, or collides")
-    );
+    for (reference, code, explained) in [
+        (
+            "nb_12",
+            ErrorCode::NotebookRefMalformed,
+            "Malformed notebook reference",
+        ),
+        (
+            &unknown,
+            ErrorCode::NotebookRefUnknown,
+            "unknown, stale, or collides",
+        ),
+    ] {
+        let error = resolve(reference, &hosts, "w1").unwrap_err();
+        assert_eq!(error.code(), code);
+        let message = error.to_tool_error().message;
+        assert!(message.contains(explained), "{message}");
+    }
     // URIs compare case-insensitively.
     assert_eq!(
         resolve("FILE:///B/Y.IPYNB", &hosts, "w1")
@@ -305,6 +306,11 @@ fn serving(window_id: &str, label: &str, tools: &[&str]) -> WindowTools {
     }
 }
 
+/// The window `serving_window` sends `tool` to, failing the test when it refuses.
+fn served_by(tool: &str, destination: Destination<'_>, windows: &[WindowTools]) -> String {
+    serving_window(tool, destination, windows).unwrap_or_else(|error| panic!("{error:?}"))
+}
+
 #[test]
 fn a_tool_the_owner_lacks_is_refused_with_the_windows_that_serve_it() {
     let windows = [
@@ -313,14 +319,10 @@ fn a_tool_the_owner_lacks_is_refused_with_the_windows_that_serve_it() {
         serving("w2", "kernels", &["read_notebook", "run_cells"]),
     ];
     // The owner serves it: the call goes there.
-    assert_eq!(
-        serving_window("read_notebook", Destination::NotebookOwner("w1"), &windows),
-        Ok("w1".to_owned())
-    );
-    assert_eq!(
-        serving_window("run_cells", Destination::NotebookOwner("w2"), &windows),
-        Ok("w2".to_owned())
-    );
+    for (tool, owner) in [("read_notebook", "w1"), ("run_cells", "w2")] {
+        let destination = Destination::NotebookOwner(owner);
+        assert_eq!(served_by(tool, destination, &windows), owner);
+    }
     // It does not: refused, naming the owner and every server by label.
     let error =
         serving_window("run_cells", Destination::NotebookOwner("w1"), &windows).unwrap_err();
@@ -388,13 +390,13 @@ fn calls_nobody_could_serve_better_go_where_they_were_routed() {
     ];
     // No window serves it: it is not listed, and the owner answers unknown_tool.
     assert_eq!(
-        serving_window("no_such_tool", Destination::NotebookOwner("w1"), &windows),
-        Ok("w1".to_owned())
+        served_by("no_such_tool", Destination::NotebookOwner("w1"), &windows),
+        "w1"
     );
     // A window that is not connected: the call reports it.
     assert_eq!(
-        serving_window("run_cells", Destination::Named("w9"), &windows),
-        Ok("w9".to_owned())
+        served_by("run_cells", Destination::Named("w9"), &windows),
+        "w9"
     );
 }
 
@@ -408,14 +410,8 @@ fn the_own_window_hands_a_tool_it_lacks_to_the_window_that_serves_it() {
         serving("w1", "docs", &["read_notebook"]),
         serving("w2", "kernels", &["create_notebook"]),
     ];
-    assert_eq!(
-        serving_window("create_notebook", own(true), &one_server),
-        Ok("w2".to_owned())
-    );
-    assert_eq!(
-        serving_window("read_notebook", own(true), &one_server),
-        Ok("w1".to_owned())
-    );
+    assert_eq!(served_by("create_notebook", own(true), &one_server), "w2");
+    assert_eq!(served_by("read_notebook", own(true), &one_server), "w1");
     let two_servers = [
         serving("w1", "docs", &[]),
         serving("w3", "zeta", &["list_kernels", "create_notebook"]),
@@ -428,10 +424,7 @@ fn the_own_window_hands_a_tool_it_lacks_to_the_window_that_serves_it() {
     assert!(message.contains("`docs` (windowId `w1`)"), "{message}");
     assert!(message.contains("pass one of their windowIds"), "{message}");
     // The caller cannot choose: the first by label.
-    assert_eq!(
-        serving_window("list_kernels", own(false), &two_servers),
-        Ok("w2".to_owned())
-    );
+    assert_eq!(served_by("list_kernels", own(false), &two_servers), "w2");
 }
 
 // ---- properties ----

@@ -84,13 +84,34 @@ pub(crate) fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, T
         failure.details = Some(json!({ "editIndex": position }));
         failure
     };
-    let forbid = |present: bool, field: &str, kinds: &str| {
-        if present {
-            Err(bad(format!("{field} is only used by {kinds} edits")))
-        } else {
-            Ok(())
-        }
+    // Each optional field: its name, whether the edit gives it, and the edit types that use it.
+    let new_code = (
+        "newCode",
+        edit.new_code.is_some(),
+        "insert, edit and replace",
+    );
+    let old_text = ("oldText", edit.old_text.is_some(), "replace");
+    let expected_rev = (
+        "expectedRev",
+        edit.expected_rev.is_some(),
+        "edit, delete and replace",
+    );
+    let metadata = (
+        "metadata",
+        edit.metadata.is_some(),
+        "insert, edit and replace",
+    );
+    let name = ("name", edit.name.is_some(), "insert and edit");
+    // The fields each edit type refuses, checked in this order.
+    let refused = match edit.edit_type {
+        EditType::Insert => vec![old_text, expected_rev],
+        EditType::Edit => vec![old_text],
+        EditType::Delete => vec![new_code, old_text, metadata],
+        EditType::Replace => vec![name],
     };
+    if let Some((field, _, used_by)) = refused.into_iter().find(|(_, given, _)| *given) {
+        return Err(bad(format!("{field} is only used by {used_by} edits")));
+    }
     let target = || {
         edit.cell_id
             .as_ref()
@@ -99,12 +120,6 @@ pub(crate) fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, T
     };
     match edit.edit_type {
         EditType::Insert => {
-            forbid(edit.old_text.is_some(), "oldText", "replace")?;
-            forbid(
-                edit.expected_rev.is_some(),
-                "expectedRev",
-                "edit, delete and replace",
-            )?;
             let source = edit
                 .new_code
                 .clone()
@@ -124,36 +139,19 @@ pub(crate) fn edit_op(position: usize, edit: &CellEditParam) -> Result<EditOp, T
                 name: edit.name.clone(),
             })
         }
-        EditType::Edit => {
-            forbid(edit.old_text.is_some(), "oldText", "replace")?;
-            Ok(EditOp::Edit {
-                target: target()?,
-                expected_rev: edit.expected_rev.clone(),
-                source: edit.new_code.clone(),
-                language: edit.language.clone(),
-                metadata: edit.metadata.clone(),
-                name: edit.name.clone(),
-            })
-        }
-        EditType::Delete => {
-            forbid(
-                edit.new_code.is_some(),
-                "newCode",
-                "insert, edit and replace",
-            )?;
-            forbid(edit.old_text.is_some(), "oldText", "replace")?;
-            forbid(
-                edit.metadata.is_some(),
-                "metadata",
-                "insert, edit and replace",
-            )?;
-            Ok(EditOp::Delete {
-                target: target()?,
-                expected_rev: edit.expected_rev.clone(),
-            })
-        }
+        EditType::Edit => Ok(EditOp::Edit {
+            target: target()?,
+            expected_rev: edit.expected_rev.clone(),
+            source: edit.new_code.clone(),
+            language: edit.language.clone(),
+            metadata: edit.metadata.clone(),
+            name: edit.name.clone(),
+        }),
+        EditType::Delete => Ok(EditOp::Delete {
+            target: target()?,
+            expected_rev: edit.expected_rev.clone(),
+        }),
         EditType::Replace => {
-            forbid(edit.name.is_some(), "name", "insert and edit")?;
             let old_text = edit
                 .old_text
                 .clone()
@@ -422,5 +420,61 @@ impl<H: NotebookHost> Tools<H> {
             cleared: outcome.applied[0].cells.iter().map(edited_cell).collect(),
         };
         to_json(&result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_op;
+    use serde_json::json;
+
+    #[test]
+    fn an_edit_refuses_the_fields_its_type_does_not_use_first_in_field_order() {
+        let refused = |message: &str| Some(format!("edit 3: {message}"));
+        let cases = [
+            (
+                json!({"editType": "insert", "newCode": "x", "oldText": "a"}),
+                refused("oldText is only used by replace edits"),
+            ),
+            (
+                json!({"editType": "insert", "newCode": "x", "expectedRev": "r"}),
+                refused("expectedRev is only used by edit, delete and replace edits"),
+            ),
+            (
+                json!({"editType": "edit", "cellId": "c", "oldText": "a"}),
+                refused("oldText is only used by replace edits"),
+            ),
+            (
+                json!({"editType": "delete", "cellId": "c", "newCode": "x", "oldText": "a"}),
+                refused("newCode is only used by insert, edit and replace edits"),
+            ),
+            (
+                json!({"editType": "delete", "cellId": "c", "oldText": "a", "metadata": {}}),
+                refused("oldText is only used by replace edits"),
+            ),
+            (
+                json!({"editType": "delete", "cellId": "c", "metadata": {}}),
+                refused("metadata is only used by insert, edit and replace edits"),
+            ),
+            (
+                json!({"editType": "replace", "cellId": "c", "oldText": "a", "newCode": "b",
+                       "name": "n"}),
+                refused("name is only used by insert and edit edits"),
+            ),
+            (
+                json!({"editType": "edit", "cellId": "c", "expectedRev": "r", "newCode": "x",
+                       "metadata": {}, "name": "n"}),
+                None,
+            ),
+            (
+                json!({"editType": "delete", "cellId": "c", "expectedRev": "r", "name": "n"}),
+                None,
+            ),
+        ];
+        for (edit, expected) in cases {
+            let param = serde_json::from_value(edit.clone()).expect("a valid edit parameter");
+            let message = edit_op(3, &param).err().map(|failure| failure.message);
+            assert_eq!(message, expected, "{edit}");
+        }
     }
 }

@@ -181,12 +181,25 @@ fn error_output(content: &Value) -> ErrorOutput {
     }
 }
 
-fn str_field(content: &Value, key: &str) -> String {
+/// `content[key]` as `as_type` reads it (`Value::as_str`, `Value::as_object`), owned; empty
+/// when it is missing or of another type.
+fn owned_field<T: ToOwned + ?Sized>(
+    content: &Value,
+    key: &str,
+    as_type: fn(&Value) -> Option<&T>,
+) -> T::Owned
+where
+    T::Owned: Default,
+{
     content
         .get(key)
-        .and_then(Value::as_str)
+        .and_then(as_type)
+        .map(T::to_owned)
         .unwrap_or_default()
-        .to_owned()
+}
+
+fn str_field(content: &Value, key: &str) -> String {
+    owned_field(content, key, Value::as_str)
 }
 
 fn count_field(content: &Value) -> Option<u64> {
@@ -194,11 +207,7 @@ fn count_field(content: &Value) -> Option<u64> {
 }
 
 fn object_field(content: &Value, key: &str) -> JsonObject {
-    content
-        .get(key)
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
+    owned_field(content, key, Value::as_object)
 }
 
 fn display_id(content: &Value) -> Option<String> {

@@ -5,7 +5,7 @@ use anyhow::{Result, anyhow};
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use super::report::{ContextRow, Figure, Line};
+use super::report::{ContextRow, Figure, Line, rounded};
 
 const OURS: RGBColor = RGBColor(31, 119, 180);
 const PEER: RGBColor = RGBColor(255, 127, 14);
@@ -190,11 +190,5 @@ fn panel(
 }
 
 fn format_value(value: f64) -> String {
-    if value >= 100.0 {
-        format!(" {value:.0}")
-    } else if value >= 1.0 {
-        format!(" {value:.1}")
-    } else {
-        format!(" {value:.2}")
-    }
+    format!(" {}", rounded(value, 1.0))
 }

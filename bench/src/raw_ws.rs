@@ -1,8 +1,10 @@
 //! The floor of a remote kernel round trip: a minimal kernel WebSocket client, written apart
-//! from the `kernels` crate, that sends one `execute_request` and waits for its `execute_reply`
-//! and its `idle` status, in the JSON or the v1 binary protocol, over plain TCP or TLS. What
-//! the server and the kernel cost is all it measures; our client's figure against it is our
-//! overhead. It acknowledges at once, as our client does (`kernels::QuickAckStream`).
+//! from the `kernels` crate's client, that sends one `execute_request` and waits for its
+//! `execute_reply` and its `idle` status, in the JSON or the v1 binary protocol, over plain TCP
+//! or TLS. What the server and the kernel cost is all it measures; our client's figure against
+//! it is our overhead. It acknowledges at once, as our client does (`kernels::QuickAckStream`),
+//! and lays out and splits v1 frames with the same pure functions (`kernels::encode_v1`,
+//! `kernels::split_v1`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -93,7 +95,7 @@ impl RawKernel {
         let content = json!({"code": code, "silent": false, "store_history": true,
                              "user_expressions": {}, "allow_stdin": false, "stop_on_error": true});
         let message = if self.v1 {
-            Message::binary(v1_frame(
+            Message::binary(kernels::encode_v1(
                 "shell",
                 &[
                     header.to_string().into_bytes(),
@@ -126,14 +128,14 @@ impl RawKernel {
                     )
                 }
                 Message::Binary(bytes) if self.v1 => {
-                    let (channel, parts) = split_v1(&bytes).context("a v1 frame")?;
+                    let (channel, parts) = kernels::split_v1(&bytes).context("a v1 frame")?;
                     let part = |index: usize| -> Value {
                         parts
                             .get(index)
                             .and_then(|part| serde_json::from_slice(part).ok())
                             .unwrap_or(Value::Null)
                     };
-                    (channel, part(0), part(1), part(3))
+                    (channel.to_owned(), part(0), part(1), part(3))
                 }
                 _ => continue,
             };
@@ -148,40 +150,4 @@ impl RawKernel {
         }
         Ok(())
     }
-}
-
-/// A v1 frame: the number of offsets, the offsets (little-endian u64), the channel, the parts.
-fn v1_frame(channel: &str, parts: &[Vec<u8>]) -> Vec<u8> {
-    let count = parts.len() + 2;
-    let mut offsets = vec![8 * (1 + count)];
-    offsets.push(offsets[0] + channel.len());
-    for part in parts {
-        offsets.push(offsets[offsets.len() - 1] + part.len());
-    }
-    let mut frame = Vec::with_capacity(offsets[offsets.len() - 1]);
-    frame.extend_from_slice(&(count as u64).to_le_bytes());
-    for offset in &offsets {
-        frame.extend_from_slice(&(*offset as u64).to_le_bytes());
-    }
-    frame.extend_from_slice(channel.as_bytes());
-    for part in parts {
-        frame.extend_from_slice(part);
-    }
-    frame
-}
-
-fn split_v1(frame: &[u8]) -> Option<(String, Vec<&[u8]>)> {
-    let read = |at: usize| -> Option<usize> {
-        Some(u64::from_le_bytes(frame.get(at..at + 8)?.try_into().ok()?) as usize)
-    };
-    let count = read(0)?;
-    let offsets: Vec<usize> = (0..count)
-        .map(|i| read(8 * (1 + i)))
-        .collect::<Option<_>>()?;
-    let channel = std::str::from_utf8(frame.get(offsets[0]..*offsets.get(1)?)?).ok()?;
-    let parts = offsets[1..]
-        .windows(2)
-        .map(|pair| frame.get(pair[0]..pair[1]))
-        .collect::<Option<Vec<_>>>()?;
-    Some((channel.to_owned(), parts))
 }

@@ -40,14 +40,19 @@ impl Summary {
 }
 
 fn format_millis(duration: Duration) -> String {
-    let millis = duration.as_secs_f64() * 1000.0;
-    if millis >= 100.0 {
-        format!("{millis:.0} ms")
-    } else if millis >= 10.0 {
-        format!("{millis:.1} ms")
+    format!("{} ms", rounded(duration.as_secs_f64() * 1000.0, 10.0))
+}
+
+/// `value` with no decimals from 100 on, one from `one_decimal_from` on, two below it.
+pub(crate) fn rounded(value: f64, one_decimal_from: f64) -> String {
+    let decimals = if value >= 100.0 {
+        0
+    } else if value >= one_decimal_from {
+        1
     } else {
-        format!("{millis:.2} ms")
-    }
+        2
+    };
+    format!("{value:.decimals$}")
 }
 
 /// One measured figure, or why there is none.
@@ -474,6 +479,15 @@ mod tests {
         let encoded = encode(&header);
         assert_eq!(image_size(&encoded), Some((640, 480)));
         assert_eq!(image_tokens(&encoded), 410);
+    }
+
+    #[test]
+    fn milliseconds_lose_decimals_as_they_grow() {
+        for (micros, shown) in [(123_456, "123 ms"), (12_345, "12.3 ms"), (1_234, "1.23 ms")] {
+            assert_eq!(format_millis(Duration::from_micros(micros)), shown);
+        }
+        assert_eq!(rounded(0.5, 1.0), "0.50");
+        assert_eq!(rounded(5.26, 1.0), "5.3");
     }
 
     fn encode(bytes: &[u8]) -> String {

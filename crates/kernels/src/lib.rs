@@ -67,7 +67,7 @@ pub use remote::{
     HttpFailure, HttpRequest, JupyterHubConfig, KernelRequestAnswer, QuickAckStream,
     REMOTE_SPEC_PREFIX, RefreshCredential, RemoteConfig, RemoteKernel, RemoteProvider,
     ServerAnswer, ServerClient, ServerToken, ServerUrl, ServerWebSocket, TlsTrust, encode_path,
-    encode_segment,
+    encode_segment, encode_v1, split_v1,
 };
 pub use spec::{Discovery, InterruptMode, KernelSpecInfo, SpecPreference, SpecSource};
 pub use status::{KernelInfo, KernelStatus, ProcessExit};

@@ -149,7 +149,7 @@ fn encode_json_binary(message: &[u8], buffers: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Lays out a v1 frame: offsets, channel, parts.
-pub(crate) fn encode_v1(channel: &str, parts: &[Vec<u8>]) -> Vec<u8> {
+pub fn encode_v1(channel: &str, parts: &[Vec<u8>]) -> Vec<u8> {
     // The offsets: the channel's start, then each part's start, then the end.
     let count = parts.len() + 2;
     let mut offsets = Vec::with_capacity(count);
@@ -172,7 +172,7 @@ pub(crate) fn encode_v1(channel: &str, parts: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Splits a v1 frame into its channel and parts.
-pub(crate) fn split_v1(frame: &[u8]) -> Option<(&str, Vec<&[u8]>)> {
+pub fn split_v1(frame: &[u8]) -> Option<(&str, Vec<&[u8]>)> {
     let read_u64 = |at: usize| -> Option<usize> {
         let bytes: [u8; 8] = frame.get(at..at.checked_add(8)?)?.try_into().ok()?;
         usize::try_from(u64::from_le_bytes(bytes)).ok()

@@ -44,6 +44,7 @@ use self::connection::{
 };
 pub use self::contents::Contents;
 use self::frames::{Outgoing, Protocol};
+pub use self::frames::{encode_v1, split_v1};
 pub use self::http_client::{HttpAnswer, HttpClient, HttpFailure, HttpRequest};
 use self::hub_client::JupyterHub;
 pub use self::hub_client::JupyterHubConfig;

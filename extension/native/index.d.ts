@@ -50,19 +50,17 @@ export interface CreateRequest {
   cells: Array<JsCellData>
 }
 
-/** A live cell. `kind` is `NotebookCellKind`: 1 markup, 2 code. */
+/** A live cell: its data, and where it lives. */
 export interface JsCell {
-  kind: number
-  languageId: string
-  source: string
-  metadata: any
-  outputs: Array<JsOutput>
-  executionSummary?: JsExecutionSummary
+  data: JsCellData
   /** The fragment of the cell document's URI. */
   fragment: string
 }
 
-/** New cell data (`NotebookCellData`). `kind` as in [`JsCell`]. */
+/**
+ * A cell's content (`NotebookCellData`), of a new cell or a live one. `kind` is
+ * `NotebookCellKind`: 1 markup, 2 code.
+ */
 export interface JsCellData {
   kind: number
   languageId: string

@@ -63,19 +63,21 @@ export class Shell {
       isDirty: document.isDirty,
       metadata: document.metadata ?? {},
       cells: document.getCells().map((cell) => ({
-        kind: cell.kind,
-        languageId: cell.document.languageId,
-        source: cell.document.getText(),
-        metadata: cell.metadata ?? {},
-        outputs: cell.outputs.map(toJsOutput),
-        executionSummary: cell.executionSummary
-          ? {
-              executionOrder: cell.executionSummary.executionOrder,
-              success: cell.executionSummary.success,
-              startTime: cell.executionSummary.timing?.startTime,
-              endTime: cell.executionSummary.timing?.endTime,
-            }
-          : undefined,
+        data: {
+          kind: cell.kind,
+          languageId: cell.document.languageId,
+          source: cell.document.getText(),
+          metadata: cell.metadata ?? {},
+          outputs: cell.outputs.map(toJsOutput),
+          executionSummary: cell.executionSummary
+            ? {
+                executionOrder: cell.executionSummary.executionOrder,
+                success: cell.executionSummary.success,
+                startTime: cell.executionSummary.timing?.startTime,
+                endTime: cell.executionSummary.timing?.endTime,
+              }
+            : undefined,
+        },
         fragment: cell.document.uri.fragment,
       })),
       canWriteOutputs: this.controller.isSelectedFor(document),

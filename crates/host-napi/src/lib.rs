@@ -84,15 +84,10 @@ pub struct JsExecutionSummary {
     pub end_time: Option<f64>,
 }
 
-/// A live cell. `kind` is `NotebookCellKind`: 1 markup, 2 code.
+/// A live cell: its data, and where it lives.
 #[napi(object)]
 pub struct JsCell {
-    pub kind: u32,
-    pub language_id: String,
-    pub source: String,
-    pub metadata: Value,
-    pub outputs: Vec<JsOutput>,
-    pub execution_summary: Option<JsExecutionSummary>,
+    pub data: JsCellData,
     /// The fragment of the cell document's URI.
     pub fragment: String,
 }
@@ -110,7 +105,8 @@ pub struct JsSnapshot {
     pub can_write_outputs: bool,
 }
 
-/// New cell data (`NotebookCellData`). `kind` as in [`JsCell`].
+/// A cell's content (`NotebookCellData`), of a new cell or a live one. `kind` is
+/// `NotebookCellKind`: 1 markup, 2 code.
 #[napi(object)]
 pub struct JsCellData {
     pub kind: u32,
@@ -741,18 +737,24 @@ impl From<JsSnapshot> for Snapshot {
                 .cells
                 .into_iter()
                 .map(|cell| CellSnapshot {
-                    data: CellData {
-                        kind: kind_from_js(cell.kind),
-                        language_id: cell.language_id,
-                        source: cell.source,
-                        metadata: cell.metadata,
-                        outputs: cell.outputs.into_iter().map(OutputData::from).collect(),
-                        execution_summary: cell.execution_summary.map(ExecutionSummary::from),
-                    },
+                    data: CellData::from(cell.data),
                     fragment: cell.fragment,
                 })
                 .collect(),
             can_write_outputs: snapshot.can_write_outputs,
+        }
+    }
+}
+
+impl From<JsCellData> for CellData {
+    fn from(cell: JsCellData) -> CellData {
+        CellData {
+            kind: kind_from_js(cell.kind),
+            language_id: cell.language_id,
+            source: cell.source,
+            metadata: cell.metadata,
+            outputs: cell.outputs.into_iter().map(OutputData::from).collect(),
+            execution_summary: cell.execution_summary.map(ExecutionSummary::from),
         }
     }
 }

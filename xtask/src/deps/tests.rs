@@ -118,10 +118,12 @@ fn workspace(extra: &[FakeDependency<'_>]) -> Workspace {
     Workspace::from_metadata(&metadata(&members)).expect("metadata")
 }
 
-/// The one problem [`check_edges`] finds in `workspace` under [`SMALL_RULES`].
-fn the_one_edge_problem(workspace: &Workspace) -> String {
+/// Checks that [`check_edges`] finds one problem in `workspace` under [`SMALL_RULES`], starting
+/// with `start`; the problem.
+fn one_edge_problem(workspace: &Workspace, start: &str) -> String {
     let problems = check_edges(workspace, SMALL_RULES);
     assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].starts_with(start), "{problems:?}");
     problems[0].clone()
 }
 
@@ -138,8 +140,7 @@ fn the_edges_on_the_list_pass() {
 #[test]
 fn a_new_workspace_edge_fails_until_the_list_and_the_code_map_name_it() {
     let workspace = workspace(&[("tests", &[], true)]);
-    let problem = the_one_edge_problem(&workspace);
-    assert!(problem.starts_with("core depends on tests"), "{problem}");
+    let problem = one_edge_problem(&workspace, "core depends on tests");
     assert!(problem.contains("ARCHITECTURE.md's code map"), "{problem}");
 
     const RULES_WITH_THE_EDGE: [CrateRule; 4] =
@@ -179,11 +180,7 @@ fn a_code_map_row_naming_more_than_the_list_fails() {
 #[test]
 fn features_and_io_crates_beyond_the_list_fail() {
     let workspace = workspace(&[("hyper", &[], true)]);
-    let problem = the_one_edge_problem(&workspace);
-    assert!(
-        problem.starts_with("core depends on hyper directly"),
-        "{problem}"
-    );
+    one_edge_problem(&workspace, "core depends on hyper directly");
 
     let members: Vec<FakeMember<'_>> = vec![
         ("model", "crates/model", &[]),
@@ -199,11 +196,7 @@ fn features_and_io_crates_beyond_the_list_fail() {
     ];
     let workspace = Workspace::from_metadata(&metadata(&members)).expect("metadata");
     // Only the kernels feature is new.
-    let problem = the_one_edge_problem(&workspace);
-    assert!(
-        problem.starts_with("core asks kernels for the features local,"),
-        "{problem}"
-    );
+    one_edge_problem(&workspace, "core asks kernels for the features local,");
 }
 
 #[test]
@@ -213,11 +206,7 @@ fn a_crate_without_a_rule_or_a_row_fails() {
         ("stray", "crates/stray", &[]),
     ];
     let workspace = Workspace::from_metadata(&metadata(&members)).expect("metadata");
-    let problem = the_one_edge_problem(&workspace);
-    assert!(
-        problem.starts_with("stray is a workspace crate without a rule"),
-        "{problem}"
-    );
+    one_edge_problem(&workspace, "stray is a workspace crate without a rule");
 
     let rules = [CrateRule {
         name: "stray",

@@ -2,8 +2,11 @@
 //! of every path is also checked against the invariants of the fuzz check. Snapshots show the
 //! commands a host sees and the receipts a client gets; bless them with `UPDATE_EXPECT=1`.
 
+use std::collections::BTreeSet;
+
 use expect_test::{Expect, expect};
 use proptest::prelude::*;
+use serde_json::{Map, Value, json};
 
 use super::*;
 use crate::check::SetupChecker;
@@ -148,20 +151,61 @@ fn steps(checker: &SetupChecker) -> String {
         .join(" → ")
 }
 
-fn receipt(checker: &SetupChecker) -> String {
+/// Whether a receipt field has the value every setup in these tests starts with, whatever its
+/// route: its id, notebook and times, and each of its flags false.
+fn is_fresh(key: &str, value: &Value) -> bool {
+    match key {
+        "setupId" => value == "setup_lfls_000007",
+        "notebookRef" => value == "nb.ipynb",
+        "startedAtMs" => value == START,
+        "deadlineAtMs" => value == START + 300_000,
+        _ => value == false,
+    }
+}
+
+/// The whole receipt in wire order, the proof's checks on one line.
+fn full_receipt(checker: &SetupChecker) -> String {
     crate::fixtures::receipt_snapshot(&checker.setup.receipt())
 }
 
-/// The receipt without its verification, for snapshots where the check is not the point.
-fn receipt_brief(checker: &SetupChecker) -> String {
-    let mut value = serde_json::to_value(checker.setup.receipt()).unwrap();
-    if let Some(verification) = value.get_mut("verification") {
-        *verification = serde_json::json!(format!(
+/// The receipt's fields, in alphabetical order, with the verification shown only as whether it
+/// verified: its receipt is the check's own (see the probe's tests).
+fn receipt_fields(checker: &SetupChecker) -> Map<String, Value> {
+    let Value::Object(mut fields) = serde_json::to_value(checker.setup.receipt()).unwrap() else {
+        panic!("a receipt is an object");
+    };
+    if let Some(verification) = fields.get_mut("verification") {
+        *verification = json!(format!(
             "verified: {}",
             verification["verified"].as_bool().unwrap()
         ));
     }
-    serde_json::to_string_pretty(&value).unwrap()
+    fields
+}
+
+/// The receipt's fields that are not [`is_fresh`], so that a snapshot shows what its test is
+/// about.
+fn receipt(checker: &SetupChecker) -> String {
+    let mut fields = receipt_fields(checker);
+    fields.retain(|key, value| !is_fresh(key, value));
+    serde_json::to_string_pretty(&fields).unwrap()
+}
+
+/// What changed in the receipt since `before` ([`receipt_fields`]), one field a line.
+fn receipt_changes(before: &Map<String, Value>, checker: &SetupChecker) -> String {
+    let after = receipt_fields(checker);
+    let keys: BTreeSet<&String> = before.keys().chain(after.keys()).collect();
+    let shown = |value: Option<&Value>| value.map_or("(absent)".to_owned(), Value::to_string);
+    keys.into_iter()
+        .filter(|&key| before.get(key) != after.get(key))
+        .map(|key| {
+            format!(
+                "{key}: {} → {}\n",
+                shown(before.get(key)),
+                shown(after.get(key))
+            )
+        })
+        .collect()
 }
 
 fn assert_snapshot(actual: &str, expected: Expect) {
@@ -194,7 +238,7 @@ fn standalone_sessions_file_happy_path() {
     let mut checker = checker(sessions_route(), sim);
     drive(&mut checker);
     assert_snapshot(
-        &receipt(&checker),
+        &full_receipt(&checker),
         expect![[r#"
             {
               "setupId": "setup_lfls_000007",
@@ -228,6 +272,7 @@ fn standalone_sessions_file_happy_path() {
             ("kc1-abcdef01-1".to_owned(), "R".to_owned())
         ]
     );
+    let awaiting = receipt_fields(&checker);
     select(&mut checker, "kc1-abcdef01-0").unwrap();
     drive(&mut checker);
     assert_snapshot(
@@ -245,41 +290,20 @@ fn standalone_sessions_file_happy_path() {
     "#]],
     );
     assert_snapshot(
-        &receipt(&checker),
+        &receipt_changes(&awaiting, &checker),
         expect![[r#"
-            {
-              "setupId": "setup_lfls_000007",
-              "notebookRef": "nb.ipynb",
-              "route": "sessions_file",
-              "status": "ready",
-              "stage": "complete",
-              "sessionName": "cpu-session",
-              "serverCreated": false,
-              "serverMayRemain": false,
-              "runtimeReleased": false,
-              "startupCellRetained": false,
-              "cleanupPending": false,
-              "ready": true,
-              "kernelLabel": "Python 3 (ipykernel)",
-              "startedAtMs": 1000000,
-              "deadlineAtMs": 1300000,
-              "finishedAtMs": 1000900,
-              "verification": {
-                "verified": true,
-                "root": "https://8080-sim.prod.colab.dev/",
-                "probePath": "/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt",
-                "timestampMs": 1000400,
-                "finishedAtMs": 1000900,
-                "pid": 4242,
-                "pythonVersion": "3.12.11",
-                "system": "Linux",
-                "checks": "kernel_writes_probe passed; kernel_diagnostics passed; file_service_reads_nonce passed; kernel_removes_probe passed; kernel_confirms_absence passed; file_service_confirms_absence passed",
-                "cleanup": "confirmed",
-                "settled": true,
-                "identity": "the simulated runtime's (release tags agree)"
-              }
-            }"#]],
+            actionRequired: {"code":"select_kernel_choice","message":"call list_setup_kernels, then select_setup_kernel with one kernelChoiceId from that listing; no kernel is chosen by default"} → (absent)
+            finishedAtMs: (absent) → 1000900
+            kernelChoices: {"choices":[{"kernelChoiceId":"kc1-abcdef01-0","label":"Python 3 (ipykernel)"},{"kernelChoiceId":"kc1-abcdef01-1","label":"R"}],"listedAtMs":1000200,"listing":1} → (absent)
+            kernelLabel: (absent) → "Python 3 (ipykernel)"
+            ready: false → true
+            stage: "awaiting_kernel_selection" → "complete"
+            status: "awaiting_kernel_selection" → "ready"
+            verification: (absent) → "verified: true"
+        "#]],
     );
+    let verification = checker.setup.receipt().verification;
+    assert_eq!(verification, Some(checker.setup.check().unwrap().receipt()));
     assert!(checker.setup.is_settled());
 }
 
@@ -303,29 +327,20 @@ fn picker_happy_path_walks_every_provider_step() {
         ],
     );
     assert_snapshot(
-        &receipt_brief(&checker),
+        &receipt(&checker),
         expect![[r#"
-        {
-          "actionRequired": {
-            "code": "select_kernel_choice",
-            "message": "call list_setup_kernels, then select_setup_kernel with one kernelChoiceId from that listing; no kernel is chosen by default"
-          },
-          "cleanupPending": false,
-          "deadlineAtMs": 1300000,
-          "notebookRef": "nb.ipynb",
-          "providerStep": "kernel_selection",
-          "ready": false,
-          "route": "picker",
-          "runtimeReleased": false,
-          "serverAlias": "mc01ab001",
-          "serverCreated": true,
-          "serverMayRemain": false,
-          "setupId": "setup_lfls_000007",
-          "stage": "awaiting_kernel_selection",
-          "startedAtMs": 1000000,
-          "startupCellRetained": false,
-          "status": "awaiting_kernel_selection"
-        }"#]],
+            {
+              "actionRequired": {
+                "code": "select_kernel_choice",
+                "message": "call list_setup_kernels, then select_setup_kernel with one kernelChoiceId from that listing; no kernel is chosen by default"
+              },
+              "providerStep": "kernel_selection",
+              "route": "picker",
+              "serverAlias": "mc01ab001",
+              "serverCreated": true,
+              "stage": "awaiting_kernel_selection",
+              "status": "awaiting_kernel_selection"
+            }"#]],
     );
     let choices = list(&mut checker, [1, 2, 3, 4]);
     select(&mut checker, &choices[0].0).unwrap();
@@ -371,26 +386,17 @@ fn picker_happy_path_walks_every_provider_step() {
         c35 check confirm_absent stat_file colab://mc01ab001/content/jupyter-mcp-check-5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e.txt (+11000 ms)
     "#]],
     );
-    // The proof's receipt is the check's own (see the sessions-file path and the probe's tests).
     assert_snapshot(
-        &receipt_brief(&checker),
+        &receipt(&checker),
         expect![[r#"
             {
-              "cleanupPending": false,
-              "deadlineAtMs": 1300000,
               "finishedAtMs": 1006100,
               "kernelLabel": "Python 3 (ipykernel)",
-              "notebookRef": "nb.ipynb",
               "ready": true,
               "route": "picker",
-              "runtimeReleased": false,
               "serverAlias": "mc01ab001",
               "serverCreated": true,
-              "serverMayRemain": false,
-              "setupId": "setup_lfls_000007",
               "stage": "complete",
-              "startedAtMs": 1000000,
-              "startupCellRetained": false,
               "status": "ready",
               "verification": "verified: true"
             }"#]],
@@ -441,27 +447,18 @@ fn an_exact_alias_reuses_only_that_server() {
     "#]],
     );
     assert_snapshot(
-        &receipt_brief(&checker),
+        &receipt(&checker),
         expect![[r#"
-        {
-          "cleanupPending": false,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1001800,
-          "kernelLabel": "Python 3 (ipykernel)",
-          "notebookRef": "nb.ipynb",
-          "ready": true,
-          "route": "picker",
-          "runtimeReleased": false,
-          "serverAlias": "m0123abcd",
-          "serverCreated": false,
-          "serverMayRemain": false,
-          "setupId": "setup_lfls_000007",
-          "stage": "complete",
-          "startedAtMs": 1000000,
-          "startupCellRetained": false,
-          "status": "ready",
-          "verification": "verified: true"
-        }"#]],
+            {
+              "finishedAtMs": 1001800,
+              "kernelLabel": "Python 3 (ipykernel)",
+              "ready": true,
+              "route": "picker",
+              "serverAlias": "m0123abcd",
+              "stage": "complete",
+              "status": "ready",
+              "verification": "verified: true"
+            }"#]],
     );
     assert_eq!(checker.sim.picker_servers.len(), 3, "no server was created");
 }
@@ -495,30 +492,20 @@ fn an_unknown_alias_is_refused_and_creates_nothing() {
     assert_snapshot(
         &receipt(&checker),
         expect![[r#"
-        {
-          "setupId": "setup_lfls_000007",
-          "notebookRef": "nb.ipynb",
-          "route": "picker",
-          "status": "failed",
-          "stage": "acquiring_server",
-          "providerStep": "server_selection",
-          "failedStage": "acquiring_server",
-          "failedProviderStep": "server_selection",
-          "serverAlias": "m0123abcd",
-          "serverCreated": false,
-          "serverMayRemain": false,
-          "runtimeReleased": false,
-          "startupCellRetained": false,
-          "cleanupPending": false,
-          "ready": false,
-          "error": {
-            "code": "alias_unknown",
-            "message": "no live server is named exactly \"m0123abcd\"; nothing was created (reuse never falls back to a new server)"
-          },
-          "startedAtMs": 1000000,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1000700
-        }"#]],
+            {
+              "error": {
+                "code": "alias_unknown",
+                "message": "no live server is named exactly \"m0123abcd\"; nothing was created (reuse never falls back to a new server)"
+              },
+              "failedProviderStep": "server_selection",
+              "failedStage": "acquiring_server",
+              "finishedAtMs": 1000700,
+              "providerStep": "server_selection",
+              "route": "picker",
+              "serverAlias": "m0123abcd",
+              "stage": "acquiring_server",
+              "status": "failed"
+            }"#]],
     );
     assert_eq!(checker.sim.picker_servers.len(), 2);
 }
@@ -617,29 +604,22 @@ fn cancel_mid_assignment_releases_the_runtime_once_it_is_confirmed() {
     assert_snapshot(
         &receipt(&checker),
         expect![[r#"
-        {
-          "setupId": "setup_lfls_000007",
-          "notebookRef": "nb.ipynb",
-          "route": "tunnel",
-          "status": "cancelled",
-          "stage": "acquiring_server",
-          "providerStep": "assignment_request",
-          "serverAlias": "mc01ab001",
-          "serverCreated": false,
-          "serverMayRemain": true,
-          "runtimeReleased": false,
-          "startupCellRetained": false,
-          "cleanupPending": true,
-          "ready": false,
-          "error": {
-            "code": "cancelled",
-            "message": "the setup was cancelled"
-          },
-          "startedAtMs": 1000000,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1001000
-        }"#]],
+            {
+              "cleanupPending": true,
+              "error": {
+                "code": "cancelled",
+                "message": "the setup was cancelled"
+              },
+              "finishedAtMs": 1001000,
+              "providerStep": "assignment_request",
+              "route": "tunnel",
+              "serverAlias": "mc01ab001",
+              "serverMayRemain": true,
+              "stage": "acquiring_server",
+              "status": "cancelled"
+            }"#]],
     );
+    let cancelled = receipt_fields(&checker);
     // The assignment request answers late: it did create a runtime, which is ours to release.
     checker.reply(
         create,
@@ -657,30 +637,13 @@ fn cancel_mid_assignment_releases_the_runtime_once_it_is_confirmed() {
     "#]],
     );
     assert_snapshot(
-        &receipt(&checker),
+        &receipt_changes(&cancelled, &checker),
         expect![[r#"
-        {
-          "setupId": "setup_lfls_000007",
-          "notebookRef": "nb.ipynb",
-          "route": "tunnel",
-          "status": "cancelled",
-          "stage": "acquiring_server",
-          "providerStep": "assignment_request",
-          "serverAlias": "mc01ab001",
-          "serverCreated": true,
-          "serverMayRemain": false,
-          "runtimeReleased": true,
-          "startupCellRetained": false,
-          "cleanupPending": false,
-          "ready": false,
-          "error": {
-            "code": "cancelled",
-            "message": "the setup was cancelled"
-          },
-          "startedAtMs": 1000000,
-          "deadlineAtMs": 1300000,
-          "finishedAtMs": 1001000
-        }"#]],
+            cleanupPending: true → false
+            runtimeReleased: false → true
+            serverCreated: false → true
+            serverMayRemain: true → false
+        "#]],
     );
     assert_eq!(checker.sim.released, ["8080-m-abc.prod.colab.dev"]);
 }
@@ -755,32 +718,24 @@ fn the_deadline_includes_time_awaiting_a_choice() {
     );
     drive(&mut checker);
     assert_snapshot(
-        &receipt_brief(&checker),
+        &receipt(&checker),
         expect![[r#"
-        {
-          "cleanupPending": false,
-          "deadlineAtMs": 1300000,
-          "error": {
-            "code": "deadline_exceeded",
-            "message": "the setup did not finish within 300000 ms (stage awaiting_kernel_selection, waiting for select_kernel_choice); start it again"
-          },
-          "failedProviderStep": "kernel_selection",
-          "failedStage": "awaiting_kernel_selection",
-          "finishedAtMs": 1300000,
-          "notebookRef": "nb.ipynb",
-          "providerStep": "kernel_selection",
-          "ready": false,
-          "route": "picker",
-          "runtimeReleased": false,
-          "serverAlias": "mc01ab001",
-          "serverCreated": true,
-          "serverMayRemain": true,
-          "setupId": "setup_lfls_000007",
-          "stage": "awaiting_kernel_selection",
-          "startedAtMs": 1000000,
-          "startupCellRetained": false,
-          "status": "failed"
-        }"#]],
+            {
+              "error": {
+                "code": "deadline_exceeded",
+                "message": "the setup did not finish within 300000 ms (stage awaiting_kernel_selection, waiting for select_kernel_choice); start it again"
+              },
+              "failedProviderStep": "kernel_selection",
+              "failedStage": "awaiting_kernel_selection",
+              "finishedAtMs": 1300000,
+              "providerStep": "kernel_selection",
+              "route": "picker",
+              "serverAlias": "mc01ab001",
+              "serverCreated": true,
+              "serverMayRemain": true,
+              "stage": "awaiting_kernel_selection",
+              "status": "failed"
+            }"#]],
     );
     assert!(matches!(
         checker.dispatched.last().unwrap().kind,
@@ -978,59 +933,53 @@ fn picker_surprises_stop_the_setup_at_their_step() {
         busy: false,
     };
 
-    // Only suggested local kernels: never accepted as a default.
-    let local_only = observe_with(
-        quick_pick(&["Python 3.11.7 (.venv)"]),
-        ProviderStep::KernelPicker,
-    );
-    assert_eq!(
-        failing_step(SimHost::default(), &local_only),
-        ("picker_unexpected", Some("kernel_picker"))
-    );
-    // The source picker comes back without an empty prompt in between.
-    let handoff_without_prompt = observe_with(
-        quick_pick(&["Python Environments...", "Colab"]),
-        ProviderStep::ServerPrompt,
-    );
-    assert_eq!(
-        failing_step(SimHost::default(), &handoff_without_prompt),
-        ("picker_unexpected", Some("provider_handoff"))
-    );
-    // No CPU row: a GPU is never chosen in its place.
-    let gpu_only = observe_with(
-        quick_pick(&["T4 GPU", "v5e-1 TPU"]),
-        ProviderStep::AcceleratorSelection,
-    );
-    assert_eq!(
-        failing_step(SimHost::default(), &gpu_only),
-        ("picker_unexpected", Some("accelerator_selection"))
-    );
-    // The alias box does not name Colab CPU.
-    let wrong_prompt = observe_with(
-        PickerView::InputBox {
-            title: "Alias your server".into(),
-            prompt: "Colab T4 GPU".into(),
-            value: String::new(),
-        },
-        ProviderStep::RuntimeVersionSelection,
-    );
-    assert_eq!(
-        failing_step(SimHost::default(), &wrong_prompt),
-        ("alias_prompt_mismatch", Some("alias_input"))
-    );
-    // The kernel list does not show the alias.
-    let unnamed = observe_with(
-        PickerView::QuickPick {
-            title: "Select a kernel from Colab CPU".into(),
-            rows: vec![PickerRow::new("Python 3 (ipykernel)")],
-            busy: false,
-        },
-        ProviderStep::KernelSelection,
-    );
-    assert_eq!(
-        failing_step(SimHost::default(), &unnamed),
-        ("alias_not_confirmed", Some("kernel_selection"))
-    );
+    for (view, at, expected) in [
+        // Only suggested local kernels: never accepted as a default.
+        (
+            quick_pick(&["Python 3.11.7 (.venv)"]),
+            ProviderStep::KernelPicker,
+            ("picker_unexpected", Some("kernel_picker")),
+        ),
+        // The source picker comes back without an empty prompt in between.
+        (
+            quick_pick(&["Python Environments...", "Colab"]),
+            ProviderStep::ServerPrompt,
+            ("picker_unexpected", Some("provider_handoff")),
+        ),
+        // No CPU row: a GPU is never chosen in its place.
+        (
+            quick_pick(&["T4 GPU", "v5e-1 TPU"]),
+            ProviderStep::AcceleratorSelection,
+            ("picker_unexpected", Some("accelerator_selection")),
+        ),
+        // The alias box does not name Colab CPU.
+        (
+            PickerView::InputBox {
+                title: "Alias your server".into(),
+                prompt: "Colab T4 GPU".into(),
+                value: String::new(),
+            },
+            ProviderStep::RuntimeVersionSelection,
+            ("alias_prompt_mismatch", Some("alias_input")),
+        ),
+        // The kernel list does not show the alias.
+        (
+            PickerView::QuickPick {
+                title: "Select a kernel from Colab CPU".into(),
+                rows: vec![PickerRow::new("Python 3 (ipykernel)")],
+                busy: false,
+            },
+            ProviderStep::KernelSelection,
+            ("alias_not_confirmed", Some("kernel_selection")),
+        ),
+    ] {
+        let script = observe_with(view.clone(), at);
+        assert_eq!(
+            failing_step(SimHost::default(), &script),
+            expected,
+            "{view:?} at {at:?}"
+        );
+    }
     // The typed alias reads back differently.
     let readback = |checker: &mut SetupChecker| {
         let typed = checker.pending.values().find_map(|command| {

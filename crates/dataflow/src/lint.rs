@@ -75,24 +75,39 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// A finding at `line` of the cell at `cell`, about no name in particular.
     pub(crate) fn new(
         code: LintCode,
         cell: usize,
         cell_id: &str,
-        line: Option<u32>,
-        name: Option<&str>,
-        related_cell: Option<usize>,
+        line: u32,
         message: String,
     ) -> Self {
         Finding {
             code,
             cell,
             cell_id: cell_id.to_owned(),
-            line,
+            line: Some(line),
             column: None,
-            name: name.map(str::to_owned),
-            related_cell,
+            name: None,
+            related_cell: None,
             message,
+        }
+    }
+
+    /// The same finding about `name`.
+    pub(crate) fn about(self, name: &str) -> Self {
+        Finding {
+            name: Some(name.to_owned()),
+            ..self
+        }
+    }
+
+    /// The same finding with `cell` as the other cell involved.
+    pub(crate) fn related_to(self, cell: usize) -> Self {
+        Finding {
+            related_cell: Some(cell),
+            ..self
         }
     }
 }
@@ -121,9 +136,10 @@ pub(crate) fn cell_findings(
             | AnalysisErrorKind::TooDeeplyNested
             | AnalysisErrorKind::ParserFailure => (LintCode::AnalysisFailed, error.message.clone()),
         };
-        let mut finding = Finding::new(code, index, cell_id, Some(error.line), None, None, message);
-        finding.column = Some(error.column);
-        findings.push(finding);
+        findings.push(Finding {
+            column: Some(error.column),
+            ..Finding::new(code, index, cell_id, error.line, message)
+        });
         return;
     }
     for wildcard in &analysis.wildcards {
@@ -145,15 +161,7 @@ pub(crate) fn cell_findings(
                 ),
             ),
         };
-        findings.push(Finding::new(
-            code,
-            index,
-            cell_id,
-            Some(wildcard.line),
-            None,
-            None,
-            message,
-        ));
+        findings.push(Finding::new(code, index, cell_id, wildcard.line, message));
     }
     for definition in &analysis.defines {
         let name = definition.name.as_str();
@@ -181,14 +189,6 @@ pub(crate) fn cell_findings(
                 format!("`{name}` is defined but neither this cell nor any cell below uses it"),
             )
         };
-        findings.push(Finding::new(
-            code,
-            index,
-            cell_id,
-            Some(definition.line),
-            Some(name),
-            None,
-            message,
-        ));
+        findings.push(Finding::new(code, index, cell_id, definition.line, message).about(name));
     }
 }

@@ -379,18 +379,14 @@ impl Dataflow {
             .iter()
             .any(|deletion| deletion.name == used.name);
         deleted.then(|| {
-            Finding::new(
-                LintCode::DeletedAbove,
-                index,
-                &self.cells[index].id,
-                Some(used.line),
-                Some(&used.name),
-                Some(writer),
-                format!(
-                    "`{}` is used here but cell `{}` above deletes it",
-                    used.name, self.cells[writer].id
-                ),
-            )
+            let message = format!(
+                "`{}` is used here but cell `{}` above deletes it",
+                used.name, self.cells[writer].id
+            );
+            let cell_id = &self.cells[index].id;
+            Finding::new(LintCode::DeletedAbove, index, cell_id, used.line, message)
+                .about(&used.name)
+                .related_to(writer)
         })
     }
 
@@ -402,30 +398,24 @@ impl Dataflow {
         let cell_id = &self.cells[index].id;
         match later {
             Some(_) if used.deferred => None,
-            Some(definer) => Some(Finding::new(
-                LintCode::DefinedBelow,
-                index,
-                cell_id,
-                Some(used.line),
-                Some(name),
-                Some(definer),
-                format!(
+            Some(definer) => {
+                let message = format!(
                     "`{name}` is used here but only defined below, in cell `{}`: the notebook \
                      only works when run out of order",
                     self.cells[definer].id
-                ),
-            )),
-            None => Some(Finding::new(
-                LintCode::UndefinedName,
-                index,
-                cell_id,
-                Some(used.line),
-                Some(name),
-                None,
-                format!(
+                );
+                let finding =
+                    Finding::new(LintCode::DefinedBelow, index, cell_id, used.line, message);
+                Some(finding.about(name).related_to(definer))
+            }
+            None => {
+                let message = format!(
                     "`{name}` is used here but no cell above defines it and it is not a builtin"
-                ),
-            )),
+                );
+                let finding =
+                    Finding::new(LintCode::UndefinedName, index, cell_id, used.line, message);
+                Some(finding.about(name))
+            }
         }
     }
 }

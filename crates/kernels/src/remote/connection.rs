@@ -48,7 +48,7 @@ use super::frames::{
 };
 use super::hub::status_suggests_stopped;
 use super::hub_client::JupyterHub;
-use super::server::{Placed, Rest, kernel_path, unreachable_error};
+use super::server::{Placed, Rest, kernel_path, unreachable_error, within};
 use crate::error::Error;
 use crate::execute::ExecuteEvent;
 use crate::router::Router;
@@ -246,12 +246,7 @@ pub(crate) async fn handshake(
                 other => unreachable_error(url, operation, Box::new(other)),
             })
     };
-    tokio::time::timeout(timeout, attempt)
-        .await
-        .map_err(|_| Error::Timeout {
-            operation,
-            after: timeout,
-        })?
+    within(timeout, operation, attempt).await?
 }
 
 async fn connect(params: &LinkParams, offer_binary: bool) -> Result<Link, LinkFailure> {

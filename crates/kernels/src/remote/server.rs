@@ -373,6 +373,17 @@ impl Transport {
     }
 }
 
+/// What `work` yields, or [`Error::Timeout`] for `operation` once `after` has passed.
+pub(crate) async fn within<F: Future>(
+    after: Duration,
+    operation: &'static str,
+    work: F,
+) -> Result<F::Output> {
+    tokio::time::timeout(after, work)
+        .await
+        .map_err(|_| Error::Timeout { operation, after })
+}
+
 /// An error reaching `url`: a certificate problem says so and names the option that fixes it.
 pub(crate) fn unreachable_error(
     url: &ServerUrl,
@@ -437,21 +448,13 @@ pub(crate) struct KernelSpecsModel {
     pub kernelspecs: std::collections::BTreeMap<String, KernelSpecModel>,
 }
 
-/// The REST client of one server (or of a hub's API).
-#[derive(Clone)]
+/// The REST client of one server (or of a hub's API). Its derived `Debug` shows no secret:
+/// the URL's and the transport's leave them out.
+#[derive(Debug, Clone)]
 pub(crate) struct Rest {
     pub transport: Arc<Transport>,
     pub url: ServerUrl,
     pub timeout: Duration,
-}
-
-impl fmt::Debug for Rest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Rest")
-            .field("url", &self.url)
-            .field("transport", &self.transport)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Rest {
@@ -519,14 +522,13 @@ impl Rest {
                 "text/event-stream",
                 operation,
             )?;
-            let response =
-                tokio::time::timeout(self.timeout, self.transport.client.request(request))
-                    .await
-                    .map_err(|_| Error::Timeout {
-                        operation,
-                        after: self.timeout,
-                    })?
-                    .map_err(|source| unreachable_error(&self.url, operation, Box::new(source)))?;
+            let response = within(
+                self.timeout,
+                operation,
+                self.transport.client.request(request),
+            )
+            .await?
+            .map_err(|source| unreachable_error(&self.url, operation, Box::new(source)))?;
             let status = response.status();
             if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN)
                 && !retried
@@ -593,12 +595,7 @@ impl Rest {
                 .to_bytes();
             Ok::<_, Error>(Answer { status, body })
         };
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .map_err(|_| Error::Timeout {
-                operation,
-                after: timeout,
-            })?
+        within(timeout, operation, exchange).await?
     }
 
     /// Sends one request and reads the JSON answer (`Null` for an empty body or a failure

@@ -111,6 +111,12 @@ impl ScriptedKernels {
         self.inner.log.lock().expect("log lock").clone()
     }
 
+    /// The code sent since the log held `start` entries (a length of [`ScriptedKernels::log`]
+    /// taken before).
+    pub fn log_since(&self, start: usize) -> Vec<String> {
+        self.inner.log.lock().expect("log lock")[start..].to_vec()
+    }
+
     /// How many kernels were started.
     pub fn starts(&self) -> u64 {
         self.inner.starts.load(Ordering::Relaxed)

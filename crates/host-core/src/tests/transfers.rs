@@ -75,7 +75,9 @@ async fn a_timed_out_step_quarantines_the_kernel_until_a_restart_settles_it() {
         after.text
     );
     assert!(
-        world.kernels.log()[steps_before..]
+        world
+            .kernels
+            .log_since(steps_before)
             .iter()
             .any(|code| is_transfer(code)),
         "the new kernel got the transfer's first step"

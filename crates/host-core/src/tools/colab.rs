@@ -419,16 +419,36 @@ fn hex(bytes: &[u8]) -> String {
 /// The marker of the kernel programs' one result line.
 const CONTENTS_MARKER: &str = "__JUPYTER_MCP_CONTENTS__";
 
-/// Hashes the upload the file service wrote to `TEMP`, then promotes it to `DEST` atomically:
-/// `os.replace` with `OVERWRITE`, else a hard link that fails when `DEST` exists.
-const PROMOTE_PROGRAM: &str = r#"import hashlib, json, os
+/// A kernel program: `$body`, the lines of a `try:` block, between the start every program
+/// shares (its imports, `result`, and `sha256_of`: a file's SHA-256 read in 1 MiB blocks) and
+/// its end (a failure's exception class as the reason, then the result line after
+/// [`CONTENTS_MARKER`]).
+macro_rules! kernel_program {
+    ($body:literal) => {
+        concat!(
+            r#"import hashlib, json, os
 result = {}
-try:
+def sha256_of(path):
     digest = hashlib.sha256()
-    with open(TEMP, "rb") as handle:
+    with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    if digest.hexdigest() != SHA:
+    return digest.hexdigest()
+try:
+"#,
+            $body,
+            r#"except Exception as error:
+    result["reason"] = "kernel-side " + type(error).__name__
+print("__JUPYTER_MCP_CONTENTS__" + json.dumps(result))
+"#
+        )
+    };
+}
+
+/// Hashes the upload the file service wrote to `TEMP`, then promotes it to `DEST` atomically:
+/// `os.replace` with `OVERWRITE`, else a hard link that fails when `DEST` exists.
+const PROMOTE_PROGRAM: &str = kernel_program!(
+    r#"    if sha256_of(TEMP) != SHA:
         result["reason"] = "the kernel's SHA-256 of the uploaded bytes differs from the host's"
     elif OVERWRITE:
         os.replace(TEMP, DEST)
@@ -441,25 +461,15 @@ try:
         else:
             os.remove(TEMP)
             result["promoted"] = True
-except Exception as error:
-    result["reason"] = "kernel-side " + type(error).__name__
-print("__JUPYTER_MCP_CONTENTS__" + json.dumps(result))
-"#;
+"#
+);
 
 /// The kernel's SHA-256 and size of `PATH`.
-const HASH_PROGRAM: &str = r#"import hashlib, json, os
-result = {}
-try:
-    digest = hashlib.sha256()
-    with open(PATH, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    result["sha256"] = digest.hexdigest()
+const HASH_PROGRAM: &str = kernel_program!(
+    r#"    result["sha256"] = sha256_of(PATH)
     result["size"] = os.path.getsize(PATH)
-except Exception as error:
-    result["reason"] = "kernel-side " + type(error).__name__
-print("__JUPYTER_MCP_CONTENTS__" + json.dumps(result))
-"#;
+"#
+);
 
 /// Runs one of the programs above on `kernel` and parses its result line.
 async fn kernel_json(kernel: &crate::kernel::SharedSession, code: String) -> Result<Value, String> {

@@ -25,7 +25,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde_json::json;
+use serde::Serialize;
 
 use crate::names::Nonce;
 
@@ -36,7 +36,8 @@ pub(crate) const KERNEL_PROGRAM: &str = include_str!("kernel_body.py");
 pub const REQUEST_TAG: &str = "# jupyter-mcp-transfer-request";
 
 /// How a chunk's bytes travel inside the base64 literal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ChunkEncoding {
     /// The bytes as they are.
     Raw,
@@ -54,14 +55,17 @@ impl ChunkEncoding {
     }
 }
 
-/// A chunk prepared for the wire.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A chunk prepared for the wire. Its wire JSON is `{"bytes":N,"encoding":E}`; the bytes
+/// travel apart, as a base64 literal or a binary buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EncodedChunk {
     /// How `encoded` relates to the original bytes.
     pub encoding: ChunkEncoding,
     /// The original length.
+    #[serde(rename = "bytes")]
     pub raw_len: u64,
     /// The bytes that get base64-encoded into the request.
+    #[serde(skip)]
     pub encoded: Vec<u8>,
 }
 
@@ -128,12 +132,15 @@ pub(crate) fn zlib_compress(raw: &[u8]) -> Vec<u8> {
     compressed
 }
 
-/// What one kernel step does.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What one kernel step does. Its wire JSON (`REQUEST`) names the operation as `op` in snake
+/// case, and paths and sizes by their short wire names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum KernelOperation {
     /// Upload: create `temp_path` exclusively (it must not exist). Receipt `{"kind":"init"}`.
     CreateTemp {
         /// `<kernelPath>.jupyter-mcp-<nonce>.part`.
+        #[serde(rename = "temp")]
         temp_path: String,
     },
     /// Upload: append consecutive chunks, checking that the file's end is at `offset` first.
@@ -141,6 +148,7 @@ pub enum KernelOperation {
     /// the number of chunks).
     AppendChunks {
         /// The temp file.
+        #[serde(rename = "temp")]
         temp_path: String,
         /// Where the first chunk starts.
         offset: u64,
@@ -154,8 +162,10 @@ pub enum KernelOperation {
     /// failed, `{"kind":"error","type":NAME,"committed":true}`.
     PromoteTemp {
         /// The temp file.
+        #[serde(rename = "temp")]
         temp_path: String,
         /// The destination (`kernelPath`).
+        #[serde(rename = "destination")]
         destination_path: String,
         /// Expected size.
         bytes: u64,
@@ -168,11 +178,13 @@ pub enum KernelOperation {
     /// Receipt `{"kind":"clean","removed":BOOL}`.
     RemoveTemp {
         /// The temp file.
+        #[serde(rename = "temp")]
         temp_path: String,
     },
     /// Download: stat the source and require a regular file. Receipt `{"kind":"meta","bytes":N}`.
     InspectSource {
         /// The source (`kernelPath`).
+        #[serde(rename = "source")]
         source_path: String,
     },
     /// Download: read exactly `len` bytes at `offset` as consecutive chunks of `chunk_size`
@@ -183,20 +195,25 @@ pub enum KernelOperation {
     /// step's `display_data` message.
     ReadChunks {
         /// The source.
+        #[serde(rename = "source")]
         source_path: String,
         /// Where to read.
         offset: u64,
         /// How much to read in all (at most [`crate::CHUNKS_PER_REQUEST`] chunks).
+        #[serde(rename = "bytes")]
         len: u64,
         /// The size of each chunk but the last.
+        #[serde(rename = "chunk")]
         chunk_size: u64,
         /// The kernel may send the chunks as the binary buffers of one `display_data` message,
         /// naming each by index in the receipt (`"buffer":I` instead of `"data"`).
+        #[serde(rename = "buffers")]
         reply_buffers: bool,
     },
     /// Download: hash the whole source independently. Receipt `{"kind":"done","bytes":N,"sha256":HEX}`.
     HashSource {
         /// The source.
+        #[serde(rename = "source")]
         source_path: String,
     },
 }
@@ -219,61 +236,7 @@ impl KernelOperation {
 
     /// The JSON that travels as `REQUEST`: the wire form of this operation, without payload.
     pub fn wire_json(&self) -> serde_json::Value {
-        match self {
-            KernelOperation::CreateTemp { temp_path } => {
-                json!({"op": "create_temp", "temp": temp_path})
-            }
-            KernelOperation::AppendChunks {
-                temp_path,
-                offset,
-                chunks,
-            } => json!({
-                "op": "append_chunks",
-                "temp": temp_path,
-                "offset": offset,
-                "chunks": chunks
-                    .iter()
-                    .map(|chunk| json!({"bytes": chunk.raw_len, "encoding": chunk.encoding.as_str()}))
-                    .collect::<Vec<_>>(),
-            }),
-            KernelOperation::PromoteTemp {
-                temp_path,
-                destination_path,
-                bytes,
-                sha256,
-                overwrite,
-            } => json!({
-                "op": "promote_temp",
-                "temp": temp_path,
-                "destination": destination_path,
-                "bytes": bytes,
-                "sha256": sha256,
-                "overwrite": overwrite,
-            }),
-            KernelOperation::RemoveTemp { temp_path } => {
-                json!({"op": "remove_temp", "temp": temp_path})
-            }
-            KernelOperation::InspectSource { source_path } => {
-                json!({"op": "inspect_source", "source": source_path})
-            }
-            KernelOperation::ReadChunks {
-                source_path,
-                offset,
-                len,
-                chunk_size,
-                reply_buffers,
-            } => json!({
-                "op": "read_chunks",
-                "source": source_path,
-                "offset": offset,
-                "bytes": len,
-                "chunk": chunk_size,
-                "buffers": reply_buffers,
-            }),
-            KernelOperation::HashSource { source_path } => {
-                json!({"op": "hash_source", "source": source_path})
-            }
-        }
+        serde_json::to_value(self).expect("a kernel operation is plain data")
     }
 }
 

@@ -74,17 +74,11 @@ impl WindowKernels {
         WindowKernels { local, jupyter }
     }
 
-    /// Whether the Jupyter extension runs this notebook's cells.
-    async fn editor_serves(&self, location: &NotebookLocation) -> bool {
-        self.local.is_none() || self.jupyter.serves(&location.uri).await
-    }
-
-    fn local(&self) -> Result<&ManagedKernels, KernelError> {
-        self.local
-            .as_ref()
-            .ok_or_else(|| KernelError::NotSupported {
-                message: "local kernels are off in this window (jupyterMcp.kernels)".to_owned(),
-            })
+    /// Our local kernels when they run this notebook's cells; `None` when the Jupyter extension
+    /// does (always when local kernels are off in this window, `jupyterMcp.kernels`).
+    async fn local_serving(&self, location: &NotebookLocation) -> Option<&ManagedKernels> {
+        let local = self.local.as_ref()?;
+        (!self.jupyter.serves(&location.uri).await).then_some(local)
     }
 }
 
@@ -104,15 +98,9 @@ impl NotebookKernels for WindowKernels {
 
     fn lookup<'a>(&'a self, location: &'a NotebookLocation) -> BoxFuture<'a, KernelLookup> {
         Box::pin(async move {
-            if self.editor_serves(location).await {
-                self.jupyter.lookup(location).await
-            } else {
-                match self.local() {
-                    Ok(local) => local.lookup(location).await,
-                    Err(failure) => KernelLookup::Absent {
-                        reason: failure.to_string(),
-                    },
-                }
+            match self.local_serving(location).await {
+                Some(local) => local.lookup(location).await,
+                None => self.jupyter.lookup(location).await,
             }
         })
     }
@@ -123,28 +111,28 @@ impl NotebookKernels for WindowKernels {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<SharedSession, KernelError>> {
         Box::pin(async move {
-            if self.editor_serves(location).await {
-                // The editor starts its kernel when the first cell runs; the session follows it.
-                // Without a kernel chosen, that run would open VS Code's kernel picker and wait
-                // for a person: the caller hears at once what to do instead.
-                return match self.jupyter.lookup(location).await {
-                    KernelLookup::Running(session) => Ok(session),
-                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. }
-                        if self.jupyter.chosen(&location.uri) =>
-                    {
-                        Ok(self
-                            .jupyter
-                            .session(&location.uri, &JupyterKernel::default())
-                            as SharedSession)
-                    }
-                    KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => {
-                        Err(KernelError::NoKernel {
-                            message: NO_KERNEL_CHOSEN.to_owned(),
-                        })
-                    }
-                };
+            if let Some(local) = self.local_serving(location).await {
+                return local.start(location, preference).await;
             }
-            self.local()?.start(location, preference).await
+            // The editor starts its kernel when the first cell runs; the session follows it.
+            // Without a kernel chosen, that run would open VS Code's kernel picker and wait for a
+            // person: the caller hears at once what to do instead.
+            match self.jupyter.lookup(location).await {
+                KernelLookup::Running(session) => Ok(session),
+                KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. }
+                    if self.jupyter.chosen(&location.uri) =>
+                {
+                    Ok(self
+                        .jupyter
+                        .session(&location.uri, &JupyterKernel::default())
+                        as SharedSession)
+                }
+                KernelLookup::Absent { .. } | KernelLookup::Unobserved { .. } => {
+                    Err(KernelError::NoKernel {
+                        message: NO_KERNEL_CHOSEN.to_owned(),
+                    })
+                }
+            }
         })
     }
 
@@ -154,25 +142,25 @@ impl NotebookKernels for WindowKernels {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<KernelListing, KernelError>> {
         Box::pin(async move {
-            if self.editor_serves(location).await {
-                let kernels = self
-                    .jupyter
-                    .list(location)
-                    .await
-                    .map_err(host_failure)?
-                    .into_iter()
-                    .map(|choice| KernelOption {
-                        choice,
-                        record: None,
-                    })
-                    .collect();
-                return Ok(KernelListing {
-                    kernels,
-                    selected: None,
-                    hint: None,
-                });
+            if let Some(local) = self.local_serving(location).await {
+                return local.list(location, preference).await;
             }
-            self.local()?.list(location, preference).await
+            let kernels = self
+                .jupyter
+                .list(location)
+                .await
+                .map_err(host_failure)?
+                .into_iter()
+                .map(|choice| KernelOption {
+                    choice,
+                    record: None,
+                })
+                .collect();
+            Ok(KernelListing {
+                kernels,
+                selected: None,
+                hint: None,
+            })
         })
     }
 
@@ -182,8 +170,8 @@ impl NotebookKernels for WindowKernels {
         kernel_id: String,
     ) -> BoxFuture<'a, Result<KernelSelection, KernelError>> {
         Box::pin(async move {
-            if !self.editor_serves(location).await {
-                return self.local()?.select(location, kernel_id).await;
+            if let Some(local) = self.local_serving(location).await {
+                return local.select(location, kernel_id).await;
             }
             let offered = self.jupyter.list(location).await.map_err(host_failure)?;
             let Some(kernel) = offered.iter().find(|kernel| kernel.id == kernel_id) else {
@@ -210,8 +198,8 @@ impl NotebookKernels for WindowKernels {
         preference: KernelPreference,
     ) -> BoxFuture<'a, Result<Configured, KernelError>> {
         Box::pin(async move {
-            if !self.editor_serves(location).await {
-                return self.local()?.configure(location, preference).await;
+            if let Some(local) = self.local_serving(location).await {
+                return local.configure(location, preference).await;
             }
             let detail = self
                 .jupyter
@@ -251,8 +239,8 @@ impl NotebookKernels for WindowKernels {
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
         Box::pin(async move {
-            if !self.editor_serves(location).await {
-                return self.local()?.restart(location).await;
+            if let Some(local) = self.local_serving(location).await {
+                return local.restart(location).await;
             }
             // Nothing is sent when the Jupyter extension reports no kernel: its command would
             // start one, or ask a person which.
@@ -275,8 +263,8 @@ impl NotebookKernels for WindowKernels {
         location: &'a NotebookLocation,
     ) -> BoxFuture<'a, Result<RequestOutcome, KernelError>> {
         Box::pin(async move {
-            if !self.editor_serves(location).await {
-                return self.local()?.interrupt(location).await;
+            if let Some(local) = self.local_serving(location).await {
+                return local.interrupt(location).await;
             }
             if self.jupyter.lookup(location).await.session().is_none() {
                 return Ok(RequestOutcome::NotRunning);

@@ -156,14 +156,18 @@ async fn next_event(handle: &mut ExecuteHandle) -> ExecuteEvent {
 /// could land in that compile, where IPython fails to format the traceback and sends no `error`.
 const SLEEPER: &str = "import time\nprint('sleeping', flush=True) or time.sleep(60)";
 
-/// Waits for the marker: an interrupt sent earlier may hit ipykernel's own code instead of the
-/// user's.
-async fn wait_until_sleeping(handle: &mut ExecuteHandle) {
+/// Runs [`SLEEPER`] on `kernel` and returns its handle once the marker has come: an interrupt
+/// sent earlier may hit ipykernel's own code instead of the user's.
+async fn start_sleeping(kernel: &dyn KernelHandle) -> ExecuteHandle {
+    let mut handle = kernel
+        .execute(SLEEPER, ExecuteOptions::default())
+        .await
+        .unwrap();
     loop {
-        if let ExecuteEvent::Stream { text, .. } = next_event(handle).await
+        if let ExecuteEvent::Stream { text, .. } = next_event(&mut handle).await
             && text.contains("sleeping")
         {
-            return;
+            return handle;
         }
     }
 }
@@ -290,11 +294,7 @@ async fn discovery_finds_a_jupyter_path_kernelspec_and_a_project_venv() {
 
     // Message-mode interrupts go over the control channel and are answered.
     let message_mode = provider.start(kernelspec, &notebook_dir).await.unwrap();
-    let mut sleeper = message_mode
-        .execute(SLEEPER, ExecuteOptions::default())
-        .await
-        .unwrap();
-    wait_until_sleeping(&mut sleeper).await;
+    let sleeper = start_sleeping(&*message_mode).await;
     message_mode.interrupt().await.unwrap();
     let rest = events_of(sleeper).await;
     assert!(rest.iter().any(
@@ -460,11 +460,7 @@ async fn execute_reports_every_output_kind_in_order() {
 async fn interrupt_stops_a_long_sleep() {
     let fixture = Fixture::new();
     let kernel = fixture.start().await;
-    let mut handle = kernel
-        .execute(SLEEPER, ExecuteOptions::default())
-        .await
-        .unwrap();
-    wait_until_sleeping(&mut handle).await;
+    let handle = start_sleeping(&*kernel).await;
     let started = Instant::now();
     kernel.interrupt().await.unwrap();
     let rest = timeout(Duration::from_secs(10), handle.collect_events())
@@ -511,11 +507,7 @@ async fn restart_bumps_the_epoch_and_forgets_variables() {
     let before = kernel.epoch();
     let old_pid = kernel.process_id().unwrap();
 
-    let mut sleeper = kernel
-        .execute(SLEEPER, ExecuteOptions::default())
-        .await
-        .unwrap();
-    wait_until_sleeping(&mut sleeper).await;
+    let sleeper = start_sleeping(&*kernel).await;
     kernel.restart().await.unwrap();
     assert_eq!(
         kinds(&events_of(sleeper).await).last(),

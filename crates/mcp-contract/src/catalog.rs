@@ -48,35 +48,29 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-const READ: Annotations = Annotations {
-    read_only: true,
-    destructive: false,
-    idempotent: true,
-    open_world: false,
-};
+/// A plain write; the other kinds say how they differ from it.
 const WRITE: Annotations = Annotations {
     read_only: false,
     destructive: false,
     idempotent: false,
     open_world: false,
 };
+const READ: Annotations = Annotations {
+    read_only: true,
+    idempotent: true,
+    ..WRITE
+};
 const DESTRUCTIVE: Annotations = Annotations {
-    read_only: false,
     destructive: true,
-    idempotent: false,
-    open_world: false,
+    ..WRITE
 };
 const IDEMPOTENT_WRITE: Annotations = Annotations {
-    read_only: false,
-    destructive: false,
     idempotent: true,
-    open_world: false,
+    ..WRITE
 };
 const EXECUTE: Annotations = Annotations {
-    read_only: false,
-    destructive: false,
-    idempotent: false,
     open_world: true,
+    ..WRITE
 };
 
 /// One tool of the contract.
@@ -102,13 +96,8 @@ pub struct ToolSpec {
 
 /// The schema of a tool's arguments: strings bounded (see [`MAX_NAME_CHARS`]).
 fn schema_object<T: JsonSchema>() -> Map<String, Value> {
-    let mut root = Value::Object(result_schema::<T>());
     // The root is an object: this bounds the strings of its properties.
-    bound_strings("", &mut root);
-    let Value::Object(map) = root else {
-        unreachable!("still the object it was")
-    };
-    map
+    rewritten(result_schema::<T>(), |root| bound_strings("", root))
 }
 
 /// The schema of a tool's `structuredContent`: what the server sends is not bounded, so no
@@ -135,23 +124,28 @@ fn result_schema<T: JsonSchema>() -> Map<String, Value> {
 /// is its other branch. The schema the server checks arguments against
 /// ([`ToolSpec::input_schema`]) keeps the full types, so nothing it accepts changes.
 pub fn portable_input_schema(spec: &ToolSpec) -> Map<String, Value> {
-    let mut schema = Value::Object((spec.input_schema)());
-    make_portable(&mut schema);
-    match schema {
-        Value::Object(map) => map,
-        _ => unreachable!("still an object"),
-    }
+    rewritten((spec.input_schema)(), make_portable)
 }
 
 /// The output schema as published in `tools/list`: a nullable value is written as `anyOf` a
 /// single type and `null` instead of a `type` array, which single-type dialects read. What it
 /// accepts is unchanged.
 pub fn portable_output_schema(spec: &ToolSpec) -> Map<String, Value> {
-    let mut schema = Value::Object((spec.output_schema)());
-    split_type_unions(&mut schema);
-    match schema {
+    rewritten((spec.output_schema)(), split_type_unions)
+}
+
+/// `schema` after `rewrite`, which keeps an object an object.
+fn rewritten(schema: Map<String, Value>, rewrite: fn(&mut Value)) -> Map<String, Value> {
+    let mut schema = Value::Object(schema);
+    rewrite(&mut schema);
+    into_object(schema)
+}
+
+/// The map of `value`, which is a JSON object by construction.
+fn into_object(value: Value) -> Map<String, Value> {
+    match value {
         Value::Object(map) => map,
-        _ => unreachable!("still an object"),
+        other => unreachable!("not a JSON object: {other}"),
     }
 }
 
@@ -323,7 +317,7 @@ fn bound_strings(key: &str, schema: &mut Value) {
 /// The output schema of the execution tools: a receipt, described loosely because its cells carry
 /// free-form output text.
 fn receipt_schema() -> Map<String, Value> {
-    let value = serde_json::json!({
+    into_object(serde_json::json!({
         "type": "object",
         "description": "An execution receipt",
         "properties": {
@@ -337,17 +331,13 @@ fn receipt_schema() -> Map<String, Value> {
             "notebookCommandPending": {"type": "boolean"}
         },
         "required": ["executionId", "status", "cells"]
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("a JSON object literal"),
-    }
+    }))
 }
 
 /// A Colab setup receipt (`colab_setup::SetupReceipt`, written by hand: that crate sits beside
 /// this one).
 fn setup_receipt_schema() -> Map<String, Value> {
-    let value = serde_json::json!({
+    into_object(serde_json::json!({
         "type": "object",
         "description": "A Colab setup receipt",
         "properties": {
@@ -372,16 +362,12 @@ fn setup_receipt_schema() -> Map<String, Value> {
             }
         },
         "required": ["setupId", "status", "stage", "ready"]
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("a literal object"),
-    }
+    }))
 }
 
 /// A `check_colab` receipt (`colab_setup::CheckReceipt`, written by hand like the setup's).
 fn check_receipt_schema() -> Map<String, Value> {
-    let value = serde_json::json!({
+    into_object(serde_json::json!({
         "type": "object",
         "description": "A check_colab receipt: verified only when the kernel's nonce was read back through the file service and the probe is gone both ways",
         "properties": {
@@ -400,11 +386,7 @@ fn check_receipt_schema() -> Map<String, Value> {
             "error": {"type": "object"}
         },
         "required": ["verified", "root", "probePath", "checks", "cleanup", "identity"]
-    });
-    match value {
-        Value::Object(map) => map,
-        _ => unreachable!("a literal object"),
-    }
+    }))
 }
 
 /// `configure_kernel`: the started kernel, or a Colab setup receipt.

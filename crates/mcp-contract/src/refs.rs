@@ -33,9 +33,14 @@ pub fn file_uri(path: &std::path::Path) -> String {
 
 /// `text` with every byte but the unreserved ones and `/` percent-encoded.
 pub fn encode_uri_path(text: &str) -> String {
+    percent_encode(text, keep_in_uri)
+}
+
+/// `text` with every byte that `keep` refuses percent-encoded.
+pub(crate) fn percent_encode(text: &str, keep: fn(u8) -> bool) -> String {
     let mut encoded = String::with_capacity(text.len());
     for byte in text.bytes() {
-        if keep_in_uri(byte) {
+        if keep(byte) {
             encoded.push(byte as char);
         } else {
             encoded.push_str(&format!("%{byte:02X}"));

@@ -97,15 +97,7 @@ fn keep(byte: u8) -> bool {
 }
 
 fn encode(text: &str) -> String {
-    let mut encoded = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if keep(byte) {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    encoded
+    crate::refs::percent_encode(text, keep)
 }
 
 impl ResourceUri {

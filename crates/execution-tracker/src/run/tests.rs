@@ -49,6 +49,11 @@ fn stdout(text: &str) -> IopubEvent {
     }
 }
 
+/// The host could not look the kernel up at `now`.
+fn lookup_failed(run: &mut Run, now: u64) -> Vec<RunAction> {
+    run.on_observation(KernelObservation::LookupFailed, now)
+}
+
 /// Starts the run and dispatches cell 0.
 fn dispatched(count: usize) -> Run {
     let mut run = new_run(count);
@@ -441,11 +446,18 @@ fn a_dispatch_that_could_not_be_sent_fails_the_run() {
         "another position"
     );
     let actions = run.on_dispatch_failed(0, 125);
-    assert!(matches!(
-        actions[0],
-        RunAction::PersistCellOutputs { position: 0, .. }
-    ));
-    assert_eq!(actions[1], finished(RunStatus::Failed));
+    assert!(
+        matches!(
+            &actions[..],
+            [
+                RunAction::PersistCellOutputs { position: 0, .. },
+                RunAction::Finished {
+                    status: RunStatus::Failed
+                }
+            ]
+        ),
+        "persist, then finish: {actions:?}"
+    );
     assert_ended(
         &run,
         RunStatus::Failed,
@@ -602,12 +614,12 @@ fn invalidation_before_start_leaves_every_cell_not_run() {
 fn three_consecutive_failed_observations_end_tracking() {
     let mut run = dispatched(2);
     run.on_kernel_busy(0, 125);
-    run.on_observation(KernelObservation::LookupFailed, 130);
+    lookup_failed(&mut run, 130);
     run.on_observation(KernelObservation::Status(KernelStatus::Unknown), 131);
     run.on_observation(KernelObservation::Status(KernelStatus::Busy), 132);
     assert!(!run.is_terminal(), "a good observation resets the count");
-    run.on_observation(KernelObservation::LookupFailed, 133);
-    run.on_observation(KernelObservation::LookupFailed, 134);
+    lookup_failed(&mut run, 133);
+    lookup_failed(&mut run, 134);
     assert!(!run.is_terminal());
     let actions = run.on_observation(KernelObservation::Status(KernelStatus::Unknown), 135);
     assert_eq!(actions.last(), Some(&finished(RunStatus::Unavailable)));
@@ -618,10 +630,7 @@ fn three_consecutive_failed_observations_end_tracking() {
         run.command_pending(),
         "an unreachable kernel may still run the request"
     );
-    assert!(
-        run.on_observation(KernelObservation::LookupFailed, 136)
-            .is_empty()
-    );
+    assert!(lookup_failed(&mut run, 136).is_empty());
 }
 
 #[test]
@@ -635,17 +644,14 @@ fn a_dead_status_observation_is_a_death() {
 #[test]
 fn the_next_cell_waits_for_a_good_observation() {
     let mut run = dispatched(2);
-    run.on_observation(KernelObservation::LookupFailed, 125);
+    lookup_failed(&mut run, 125);
     let actions = complete(&mut run, 0, 130);
     assert_eq!(
         actions.len(),
         1,
         "persist only, no verification yet: {actions:?}"
     );
-    assert!(
-        run.on_observation(KernelObservation::LookupFailed, 131)
-            .is_empty()
-    );
+    assert!(lookup_failed(&mut run, 131).is_empty());
     let actions = run.on_observation(KernelObservation::Status(KernelStatus::Idle), 132);
     assert_eq!(
         actions,
@@ -660,7 +666,7 @@ fn the_next_cell_waits_for_a_good_observation() {
 #[test]
 fn a_failed_first_lookup_blocks_the_first_dispatch() {
     let mut run = new_run(1);
-    run.on_observation(KernelObservation::LookupFailed, 101);
+    lookup_failed(&mut run, 101);
     assert!(run.start(110).is_empty());
     assert_eq!(
         run.on_observation(KernelObservation::Status(KernelStatus::Idle), 111)
@@ -670,7 +676,7 @@ fn a_failed_first_lookup_blocks_the_first_dispatch() {
 
     let mut run = new_run(1);
     for now in 101..104 {
-        run.on_observation(KernelObservation::LookupFailed, now);
+        lookup_failed(&mut run, now);
     }
     assert_ended(
         &run,

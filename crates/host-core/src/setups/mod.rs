@@ -133,6 +133,12 @@ impl<H: NotebookHost> Tools<H> {
         })
     }
 
+    /// The notebook a call about one of its setups names, on a host with a Colab source.
+    async fn setup_notebook(&self, notebook_ref: &str) -> Result<NotebookLocation, ToolError> {
+        self.colab_for_setup()?;
+        self.resolve(notebook_ref).await
+    }
+
     /// Refuses `operation` on the notebook `reference` names while a setup of it is unsettled.
     /// Calls without a notebook, or naming one that cannot be resolved, pass (the tool reports
     /// its own error).
@@ -275,9 +281,8 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         params: KernelSetupParams,
     ) -> crate::tools::ToolResult {
-        self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_POLL_WAIT_MS)?;
-        let location = self.resolve(&params.notebook_ref).await?;
+        let location = self.setup_notebook(&params.notebook_ref).await?;
         let version = self.read_setup(&location, &params.setup_id, |setup| Ok(setup.version()))?;
         self.wait_setup(&location, &params.setup_id, wait, move |setup| {
             setup.version() != version
@@ -290,8 +295,7 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         params: KernelSetupParams,
     ) -> crate::tools::ToolResult {
-        self.colab_for_setup()?;
-        let location = self.resolve(&params.notebook_ref).await?;
+        let location = self.setup_notebook(&params.notebook_ref).await?;
         self.advance_setup(
             &location,
             &params.setup_id,
@@ -313,9 +317,8 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         params: SelectSetupKernelParams,
     ) -> crate::tools::ToolResult {
-        self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
-        let location = self.resolve(&params.notebook_ref).await?;
+        let location = self.setup_notebook(&params.notebook_ref).await?;
         // Refuse an id the latest listing does not hold before the machine sees it.
         self.read_setup(&location, &params.setup_id, |setup| {
             let listing = setup
@@ -346,8 +349,7 @@ impl<H: NotebookHost> Tools<H> {
         &self,
         params: KernelSetupParams,
     ) -> crate::tools::ToolResult {
-        self.colab_for_setup()?;
-        let location = self.resolve(&params.notebook_ref).await?;
+        let location = self.setup_notebook(&params.notebook_ref).await?;
         self.advance_setup(&location, &params.setup_id, SetupEvent::Cancel)?;
         // Answer once the cancellation's own cleanup settled, or after a few seconds with
         // `cleanupPending` for the caller to follow.

@@ -735,6 +735,15 @@ impl Client {
         .await
     }
 
+    /// `create_notebook` at `path` with `title`.
+    pub async fn create_notebook(&self, path: &str, title: &str) -> Call {
+        self.call(
+            "create_notebook",
+            serde_json::json!({"path": path, "title": title}),
+        )
+        .await
+    }
+
     /// `interrupt_kernels` or `restart_kernels` (`tool`) for one notebook; its result.
     pub async fn kernel_action(&self, tool: &str, notebook_ref: &str) -> Value {
         self.call(tool, serde_json::json!({"notebookRefs": [notebook_ref]}))

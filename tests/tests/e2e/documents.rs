@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 
+use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::{
     Call, Client, HttpServer, cell_texts, example_root, nbformat_problems, strings_of,
 };
@@ -19,22 +21,24 @@ async fn start() -> (tempfile::TempDir, HttpServer, Client) {
     (root, server, client)
 }
 
-async fn outline(client: &Client, notebook: &str) -> Vec<Value> {
-    let read = client
-        .call("read_notebook", json!({"notebookRef": notebook}))
-        .await
-        .ok();
-    read["cells"].as_array().unwrap().clone()
+/// The test notebook's calls through `client`.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NOTEBOOK,
+        patience: Duration::from_secs(60),
+    }
 }
 
 /// `edit_cells` on the test notebook with `edits`.
 async fn edit_cells(client: &Client, edits: Value) -> Call {
-    client
-        .call(
-            "edit_cells",
-            json!({"notebookRef": NOTEBOOK, "edits": edits}),
-        )
-        .await
+    on(client).call("edit_cells", json!({"edits": edits})).await
+}
+
+/// `export_notebook` of the test notebook as `format`, written to `output_path`.
+async fn export_to(nb: &NotebookRuns<'_>, format: &str, output_path: &str) -> Call {
+    let arguments = json!({"format": format, "outputPath": output_path});
+    nb.call("export_notebook", arguments).await
 }
 
 fn by_name<'a>(cells: &'a [Value], name: &str) -> &'a Value {
@@ -176,7 +180,8 @@ async fn listing_refs_and_unreadable_notebooks() {
 #[tokio::test]
 async fn read_views_and_cell_references() {
     let (_root, _server, client) = start().await;
-    let cells = outline(&client, NOTEBOOK).await;
+    let nb = on(&client);
+    let cells = client.outline_cells(NOTEBOOK).await;
     assert_eq!(cells.len(), 6);
     let squares = by_name(&cells, "squares");
     for field in [
@@ -206,41 +211,29 @@ async fn read_views_and_cell_references() {
         json!("index:2"),
         json!("2"),
     ] {
-        let read = client
-            .call(
+        let read = nb
+            .ok(
                 "read_notebook",
-                json!({"notebookRef": NOTEBOOK, "cellIds": [reference], "view": "source"}),
+                json!({"cellIds": [reference], "view": "source"}),
             )
-            .await
-            .ok();
+            .await;
         assert_eq!(read["cells"][0]["name"], "squares", "{reference}");
         assert_eq!(read["cellCount"], 6);
     }
-    let ends = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": NOTEBOOK, "cellIds": ["TOP", "bottom"]}),
-        )
-        .await
-        .ok();
+    let ends = nb
+        .ok("read_notebook", json!({"cellIds": ["TOP", "bottom"]}))
+        .await;
     assert_eq!(ends["cells"][0]["index"], 0);
     assert_eq!(ends["cells"][1]["index"], 5);
 
-    let slice = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": NOTEBOOK, "cellIds": ["slow-loop"], "view": "source",
-                   "startLine": 4, "endLine": 5, "maxSourceChars": 12}),
-        )
-        .await
-        .ok();
+    let slice = nb.ok("read_notebook", json!({"cellIds": ["slow-loop"], "view": "source", "startLine": 4, "endLine": 5, "maxSourceChars": 12})).await;
     assert_eq!(slice["cells"][0]["source"], "for step in ");
     assert_eq!(slice["cells"][0]["sourceTruncated"], true);
 
-    let beyond = client
+    let beyond = nb
         .call(
             "read_notebook",
-            json!({"notebookRef": NOTEBOOK, "cellIds": [1], "view": "source", "startLine": 1, "endLine": 9}),
+            json!({"cellIds": [1], "view": "source", "startLine": 1, "endLine": 9}),
         )
         .await;
     assert_eq!(beyond.error_code(), "source_range");
@@ -250,20 +243,12 @@ async fn read_views_and_cell_references() {
         (json!("no-such-cell"), "cell_not_found"),
         (json!(""), "invalid_cell_ref"),
     ] {
-        let read = client
-            .call(
-                "read_notebook",
-                json!({"notebookRef": NOTEBOOK, "cellIds": [reference]}),
-            )
+        let read = nb
+            .call("read_notebook", json!({"cellIds": [reference]}))
             .await;
         assert_eq!(read.error_code(), code, "{reference}");
     }
-    let negative = client
-        .call(
-            "read_notebook",
-            json!({"notebookRef": NOTEBOOK, "cellIds": [-1]}),
-        )
-        .await;
+    let negative = nb.call("read_notebook", json!({"cellIds": [-1]})).await;
     assert_eq!(negative.error_code(), "invalid_arguments");
 }
 
@@ -316,7 +301,7 @@ async fn edits_are_one_transaction_with_revisions() {
     let path = root.path().join(NOTEBOOK);
     let before_bytes = std::fs::read(&path).unwrap();
     let before_cells: HashMap<String, String> = cell_texts(&path).into_iter().collect();
-    let cells = outline(&client, NOTEBOOK).await;
+    let cells = client.outline_cells(NOTEBOOK).await;
     let squares = by_name(&cells, "squares").clone();
     let total = by_name(&cells, "total").clone();
 
@@ -421,9 +406,23 @@ async fn edits_are_one_transaction_with_revisions() {
     assert!(nbformat_problems(&[path]).is_empty());
 }
 
+/// Calls each `(tool, arguments)` and checks that it failed with `code`.
+async fn assert_each_refused(client: &Client, calls: &[(&str, Value)], code: &str) {
+    for (tool, arguments) in calls {
+        let call = client.call(tool, arguments.clone()).await;
+        assert_eq!(
+            call.error_code(),
+            code,
+            "{tool} {arguments}: {}",
+            call.text()
+        );
+    }
+}
+
 #[tokio::test]
 async fn bad_arguments_are_refused_without_side_effects() {
     let (root, _server, client) = start().await;
+    let nb = on(&client);
     let path = root.path().join(NOTEBOOK);
     let before = std::fs::read(&path).unwrap();
     let cases = [
@@ -456,15 +455,7 @@ async fn bad_arguments_are_refused_without_side_effects() {
         ),
         ("save_notebooks", json!({"notebookRefs": NOTEBOOK})),
     ];
-    for (tool, arguments) in cases {
-        let call = client.call(tool, arguments.clone()).await;
-        assert_eq!(
-            call.error_code(),
-            "invalid_arguments",
-            "{tool} {arguments}: {}",
-            call.text()
-        );
-    }
+    assert_each_refused(&client, &cases, "invalid_arguments").await;
     let invalid_values = [
         ("edit_cells", json!({"notebookRef": NOTEBOOK, "edits": []})),
         (
@@ -485,30 +476,15 @@ async fn bad_arguments_are_refused_without_side_effects() {
         ),
         ("open_notebooks", json!({"uris": []})),
     ];
-    for (tool, arguments) in invalid_values {
-        let call = client.call(tool, arguments.clone()).await;
-        assert_eq!(
-            call.error_code(),
-            "invalid_argument",
-            "{tool} {arguments}: {}",
-            call.text()
-        );
-    }
+    assert_each_refused(&client, &invalid_values, "invalid_argument").await;
     assert_eq!(
-        client
-            .call(
-                "search_cells",
-                json!({"notebookRef": NOTEBOOK, "query": "(", "regex": true})
-            )
+        nb.call("search_cells", json!({"query": "(", "regex": true}))
             .await
             .error_code(),
         "invalid_regex"
     );
     assert_eq!(
-        client
-            .call("read_cells", json!({"notebookRef": NOTEBOOK}))
-            .await
-            .error_code(),
+        nb.call("read_cells", json!({})).await.error_code(),
         "unknown_tool"
     );
     let retired = client.call("read_cells", json!({})).await;
@@ -523,13 +499,12 @@ async fn bad_arguments_are_refused_without_side_effects() {
         "unknown_tool"
     );
     // Stringified values from buggy clients are understood.
-    let coerced = client
-        .call(
+    let coerced = nb
+        .ok(
             "read_notebook",
-            json!({"notebookRef": NOTEBOOK, "cellIds": "[1, \"total\"]", "maxSourceChars": "5", "view": "source"}),
+            json!({"cellIds": "[1, \"total\"]", "maxSourceChars": "5", "view": "source"}),
         )
-        .await
-        .ok();
+        .await;
     assert_eq!(coerced["cells"][0]["source"], "# Par");
     assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was written");
 }
@@ -552,6 +527,7 @@ async fn paths_outside_the_root_are_refused() {
         .unwrap();
     let server = HttpServer::start(&root, &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
+    let nb = on(&client);
     let outside_uri = format!("file://{}", outer.path().join("outside.ipynb").display());
     for reference in [
         "../outside.ipynb".to_owned(),
@@ -565,16 +541,9 @@ async fn paths_outside_the_root_are_refused() {
             .await;
         assert_eq!(read.error_code(), "path_outside_root", "{reference}");
     }
-    let created = client
-        .call("create_notebook", json!({"title": "x", "path": "../evil"}))
-        .await;
+    let created = client.create_notebook("../evil", "x").await;
     assert_eq!(created.error_code(), "path_outside_root");
-    let exported = client
-        .call(
-            "export_notebook",
-            json!({"notebookRef": NOTEBOOK, "format": "python", "outputPath": "../evil.py"}),
-        )
-        .await;
+    let exported = export_to(&nb, "python", "../evil.py").await;
     assert_eq!(exported.error_code(), "path_outside_root");
     assert!(!outer.path().join("evil.ipynb").exists() && !outer.path().join("evil.py").exists());
     let listed = client.call("list_notebooks", json!({})).await.ok();
@@ -590,7 +559,7 @@ async fn paths_outside_the_root_are_refused() {
 async fn a_change_on_disk_is_never_overwritten() {
     let (root, _server, client) = start().await;
     let path = root.path().join(NOTEBOOK);
-    let cells = outline(&client, NOTEBOOK).await;
+    let cells = client.outline_cells(NOTEBOOK).await;
     let total = by_name(&cells, "total").clone();
     // Someone edits the file in another editor.
     let human = std::fs::read_to_string(&path)
@@ -630,41 +599,32 @@ async fn moves_clears_search_and_exports() {
     .unwrap();
     let server = HttpServer::start(root.path(), &[]).unwrap();
     let client = Client::http(&server.url).await.unwrap();
+    let nb = on(&client);
 
-    let moved = client
-        .call(
+    let moved = nb
+        .ok(
             "move_cells",
-            json!({"notebookRef": NOTEBOOK, "cellIds": ["total", "parameters"], "toIndex": 0}),
+            json!({"cellIds": ["total", "parameters"], "toIndex": 0}),
         )
-        .await
-        .ok();
+        .await;
     assert_eq!(moved["moved"][0]["index"], 0);
-    let names: Vec<String> = outline(&client, NOTEBOOK)
-        .await
-        .iter()
-        .map(|cell| cell["name"].as_str().unwrap().to_owned())
-        .collect();
+    let outline = Value::from(client.outline_cells(NOTEBOOK).await);
+    let names = strings_of(&outline, "name");
     assert_eq!(names[..3], ["total", "parameters", "getting-started"]);
     for (cell_ids, to_index, code) in [
         (json!([0, 0]), 0, "duplicate_cell"),
         (json!([0]), 6, "index_out_of_range"),
     ] {
-        let call = client
+        let call = nb
             .call(
                 "move_cells",
-                json!({"notebookRef": NOTEBOOK, "cellIds": cell_ids, "toIndex": to_index}),
+                json!({"cellIds": cell_ids, "toIndex": to_index}),
             )
             .await;
         assert_eq!(call.error_code(), code);
     }
 
-    let found = client
-        .call(
-            "search_cells",
-            json!({"notebookRef": NOTEBOOK, "query": "SQUARES"}),
-        )
-        .await
-        .ok();
+    let found = nb.ok("search_cells", json!({"query": "SQUARES"})).await;
     let places: Vec<&str> = found["cells"]
         .as_array()
         .unwrap()
@@ -676,27 +636,19 @@ async fn moves_clears_search_and_exports() {
         places.contains(&"source") && places.contains(&"name"),
         "{places:?}"
     );
-    let in_output = client
-        .call(
-            "search_cells",
-            json!({"notebookRef": NOTEBOOK, "query": "[0, 1, 4]"}),
-        )
-        .await
-        .ok();
+    let in_output = nb.ok("search_cells", json!({"query": "[0, 1, 4]"})).await;
     assert_eq!(in_output["cells"][0]["matches"][0]["in"], "output");
-    let regex = client
-        .call("search_cells", json!({"notebookRef": NOTEBOOK, "query": "range\\(\\w+\\)", "regex": true, "caseSensitive": true}))
-        .await
-        .ok();
+    let regex = nb
+        .ok(
+            "search_cells",
+            json!({"query": "range\\(\\w+\\)", "regex": true, "caseSensitive": true}),
+        )
+        .await;
     assert_eq!(regex["totalMatches"], 2, "range(n) and range(3)");
 
-    let cleared = client
-        .call(
-            "clear_cell_outputs",
-            json!({"notebookRef": NOTEBOOK, "cellIds": ["squares"]}),
-        )
-        .await
-        .ok();
+    let cleared = nb
+        .ok("clear_cell_outputs", json!({"cellIds": ["squares"]}))
+        .await;
     assert_eq!(cleared["cleared"][0]["name"], "squares");
     let on_disk =
         notebook_model::Notebook::parse(&std::fs::read(root.path().join(NOTEBOOK)).unwrap())
@@ -715,34 +667,17 @@ async fn moves_clears_search_and_exports() {
         ("python", "# %%\n# Squares"),
         ("markdown", "```python\n# Squares"),
     ] {
-        let exported = client
-            .call(
-                "export_notebook",
-                json!({"notebookRef": NOTEBOOK, "format": format}),
-            )
-            .await
-            .ok();
+        let exported = nb.ok("export_notebook", json!({"format": format})).await;
         let content = exported["content"].as_str().unwrap();
         assert!(content.contains(squares), "{format}: {content}");
     }
-    let html = client
-        .call(
-            "export_notebook",
-            json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}),
-        )
-        .await
-        .ok();
+    let html = export_to(&nb, "html", "exports/page.html").await.ok();
     assert!(html["content"].is_null());
     let written = std::fs::read_to_string(root.path().join("exports/page.html")).unwrap();
     assert!(
         written.starts_with("<!DOCTYPE html>") && written.contains("&quot;total = {total}&quot;")
     );
-    let again = client
-        .call(
-            "export_notebook",
-            json!({"notebookRef": NOTEBOOK, "format": "html", "outputPath": "exports/page.html"}),
-        )
-        .await;
+    let again = export_to(&nb, "html", "exports/page.html").await;
     assert_eq!(again.error_code(), "already_exists");
     assert!(nbformat_problems(&[root.path().join(NOTEBOOK)]).is_empty());
 }
@@ -750,23 +685,16 @@ async fn moves_clears_search_and_exports() {
 #[tokio::test]
 async fn create_save_and_undo() {
     let (root, _server, client) = start().await;
+    let nb = on(&client);
     let created = client
-        .call(
-            "create_notebook",
-            json!({"title": "Model training", "path": "work/train"}),
-        )
+        .create_notebook("work/train", "Model training")
         .await
         .ok();
     assert_eq!(created["path"], "work/train.ipynb");
     assert_eq!(created["cells"][0]["name"], "model-training");
     let path: PathBuf = root.path().join("work/train.ipynb");
     assert!(nbformat_problems(std::slice::from_ref(&path)).is_empty());
-    let again = client
-        .call(
-            "create_notebook",
-            json!({"title": "Other", "path": "work/train.ipynb"}),
-        )
-        .await;
+    let again = client.create_notebook("work/train.ipynb", "Other").await;
     assert_eq!(again.error_code(), "already_exists");
     let default_path = client.call("create_notebook", json!({})).await.ok();
     assert_eq!(default_path["path"], "new-notebook.ipynb");
@@ -774,7 +702,7 @@ async fn create_save_and_undo() {
     // Undo restores the previous notebook change by change: this canonical file byte for byte.
     let notebook_path = root.path().join(NOTEBOOK);
     let original = std::fs::read(&notebook_path).unwrap();
-    let cells = outline(&client, NOTEBOOK).await;
+    let cells = client.outline_cells(NOTEBOOK).await;
     let parameters = by_name(&cells, "parameters").clone();
     edit_cells(&client, json!([
                 {"editType": "edit", "cellId": "parameters", "expectedRev": parameters["rev"], "newCode": "# Parameters\nn = 20"}
@@ -788,47 +716,25 @@ async fn create_save_and_undo() {
     .await
     .ok();
     let after_second = std::fs::read(&notebook_path).unwrap();
-    client
-        .call(
-            "move_cells",
-            json!({"notebookRef": NOTEBOOK, "cellIds": [5], "toIndex": 0}),
-        )
-        .await
-        .ok();
+    nb.ok("move_cells", json!({"cellIds": [5], "toIndex": 0}))
+        .await;
     // A change that changes nothing is not a step to undo.
-    client
-        .call(
-            "clear_cell_outputs",
-            json!({"notebookRef": NOTEBOOK, "cellIds": [1]}),
-        )
-        .await
-        .ok();
-    let undone = client
-        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
-        .await
-        .ok();
+    nb.ok("clear_cell_outputs", json!({"cellIds": [1]})).await;
+    let undone = nb.ok("undo_last", json!({})).await;
     assert!(undone["undid"].as_str().unwrap().starts_with("move_cells"));
     assert_eq!(std::fs::read(&notebook_path).unwrap(), after_second);
-    let undone = client
-        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
-        .await
-        .ok();
+    let undone = nb.ok("undo_last", json!({})).await;
     assert!(undone["undid"].as_str().unwrap().starts_with("edit_cells"));
     assert_eq!(undone["changedCells"], json!(["end"]));
     assert_eq!(std::fs::read(&notebook_path).unwrap(), after_first);
-    let undone = client
-        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
-        .await
-        .ok();
+    let undone = nb.ok("undo_last", json!({})).await;
     assert_eq!(undone["changedCells"], json!(["parameters"]));
     assert_eq!(
         std::fs::read(&notebook_path).unwrap(),
         original,
         "byte for byte"
     );
-    let nothing = client
-        .call("undo_last", json!({"notebookRef": NOTEBOOK}))
-        .await;
+    let nothing = nb.call("undo_last", json!({})).await;
     assert_eq!(nothing.error_code(), "nothing_to_undo");
 
     // save writes the canonical form of a hand-formatted file.
@@ -855,10 +761,8 @@ async fn create_save_and_undo() {
 #[tokio::test]
 async fn kernel_info_without_a_kernel() {
     let (_root, _server, client) = start().await;
-    let info = client
-        .call("get_kernel_info", json!({"notebookRef": NOTEBOOK}))
-        .await
-        .ok();
+    let nb = on(&client);
+    let info = nb.ok("get_kernel_info", json!({})).await;
     assert_eq!(info["kernel"]["language"], "python");
     assert!(info["kernel"]["label"].is_null());
     assert!(info["kernel"]["runtimeReason"].is_string());
@@ -870,7 +774,7 @@ async fn stdio_transport_serves_the_same_tools() {
     let cache = tempfile::tempdir().unwrap();
     let client = Client::stdio(root.path(), cache.path()).await.unwrap();
     assert_eq!(client.server_info().unwrap().0, "jupyter-mcp");
-    let cells = outline(&client, NOTEBOOK).await;
+    let cells = client.outline_cells(NOTEBOOK).await;
     let parameters = by_name(&cells, "parameters").clone();
     edit_cells(&client, json!([
                 {"editType": "edit", "cellId": 1, "expectedRev": parameters["rev"], "newCode": "# Parameters\nn = 3"}

@@ -18,8 +18,8 @@ use jupyter_mcp_tests::collab::{CollabServer, Peer, shared_server};
 use jupyter_mcp_tests::kernel_server::{KernelServer, ServerKind};
 use jupyter_mcp_tests::messages::messages_stand_in;
 use jupyter_mcp_tests::{
-    Client, HttpServer, is_terminal, link_venv, random_bytes, sha256_hex, workspace_binary,
-    workspace_root, write_code_notebook,
+    Client, HttpServer, is_terminal, link_venv, random_bytes, sha256_hex, strings_of,
+    workspace_binary, workspace_root, write_code_notebook,
 };
 use serde_json::{Value, json};
 
@@ -169,13 +169,7 @@ impl Fixture {
         command.envs(env.iter().copied());
         let client = Client::stdio_command(command).await.unwrap();
         let notebook = NOTEBOOK.to_owned();
-        let created = client
-            .call(
-                "create_notebook",
-                json!({"path": notebook, "title": "Parity"}),
-            )
-            .await
-            .ok();
+        let created = client.create_notebook(&notebook, "Parity").await.ok();
         let rev = created["cells"][1]["rev"].clone();
         let mut edits = vec![json!({"editType": "edit", "cellId": 1,
                                     "expectedRev": rev, "newCode": sources[0]})];
@@ -449,14 +443,8 @@ async fn summaries_come_from_the_model_and_are_not_asked_again(host: Host) {
     let fixture = Fixture::start(host, &CHAIN, &env).await;
     let first = fixture.call("summarize_cells", json!({})).await;
     assert_eq!(first["modelRequests"], 1, "{first}");
-    assert!(
-        first["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|cell| cell["source"] == "model"),
-        "{first}"
-    );
+    let sources = strings_of(&first["cells"], "source");
+    assert!(sources.iter().all(|source| *source == "model"), "{first}");
     let again = fixture.call("summarize_cells", json!({})).await;
     assert_eq!(again["modelRequests"], 0, "{again}");
     assert_eq!(received.lock().unwrap().len(), 1, "asked the model once");

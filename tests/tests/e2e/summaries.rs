@@ -65,13 +65,7 @@ async fn with_a_key_summaries_are_batched_and_cached_by_content() {
         .ok();
     assert_eq!(first["model"], "claude-haiku-4-5");
     assert_eq!(first["modelRequests"], 1, "six cells go in one batch");
-    assert!(
-        first["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|cell| cell["source"] == "model")
-    );
+    assert_eq!(strings_of(&first["cells"], "source"), ["model"; 6]);
     {
         let requests = received.lock().unwrap();
         assert_eq!(requests.len(), 1);
@@ -101,13 +95,7 @@ async fn with_a_key_summaries_are_batched_and_cached_by_content() {
         .await
         .ok();
     assert_eq!(again["modelRequests"], 0);
-    assert!(
-        again["cells"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|cell| cell["source"] == "cached")
-    );
+    assert_eq!(strings_of(&again["cells"], "source"), ["cached"; 6]);
     let rev = outline["cells"][1]["rev"].clone();
     client
         .call(

@@ -45,14 +45,7 @@ pub struct JupyterHost {
     uri_prefix: String,
 }
 
-impl std::fmt::Debug for JupyterHost {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("JupyterHost")
-            .field("window", &self.window)
-            .finish_non_exhaustive()
-    }
-}
+kernels::debug_fields!(JupyterHost { window });
 
 /// A failure of the server as a host error about `location`.
 pub(crate) fn host_error(location: &NotebookLocation, failure: JupyterError) -> HostError {

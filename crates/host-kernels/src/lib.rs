@@ -54,14 +54,7 @@ pub struct ManagedKernels {
     features: SessionFeatures,
 }
 
-impl std::fmt::Debug for ManagedKernels {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("ManagedKernels")
-            .field("root", &self.root)
-            .finish_non_exhaustive()
-    }
-}
+kernels::debug_fields!(ManagedKernels { root });
 
 const NOT_RUNNING: &str =
     "no kernel is running for this notebook; run_cells or configure_kernel starts one";

@@ -181,15 +181,7 @@ impl StandaloneHost {
     }
 }
 
-impl std::fmt::Debug for StandaloneHost {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("StandaloneHost")
-            .field("files", &self.files)
-            .field("kernels", &self.kernels.is_some())
-            .finish()
-    }
-}
+kernels::debug_fields!(StandaloneHost { files, kernels });
 
 /// The standalone host's documents.
 #[derive(Debug)]

@@ -217,15 +217,7 @@ pub struct ExecuteHandle {
 /// marker) instead of queueing without bound when the reader is slower than the kernel.
 pub(crate) type StreamBacklog = std::sync::Arc<std::sync::atomic::AtomicUsize>;
 
-impl std::fmt::Debug for ExecuteHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExecuteHandle")
-            .field("msg_id", &self.msg_id)
-            .field("epoch", &self.epoch)
-            .field("finished", &self.finished)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(ExecuteHandle { msg_id, epoch, finished });
 
 impl ExecuteHandle {
     /// Wraps a channel of events. Providers create handles this way; the channel's sender

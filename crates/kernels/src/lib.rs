@@ -23,6 +23,7 @@
 
 #![deny(unsafe_code)]
 
+mod debug;
 mod discovery;
 mod error;
 mod execute;

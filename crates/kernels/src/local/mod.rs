@@ -168,14 +168,7 @@ struct Shared {
     pid: AtomicU32,
 }
 
-impl std::fmt::Debug for Generation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Generation")
-            .field("epoch", &self.epoch)
-            .field("pid", &self.pid)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Generation { epoch, pid });
 
 impl LocalKernel {
     async fn start(

@@ -25,13 +25,7 @@ pub struct HttpClient {
     connect_timeout: Duration,
 }
 
-impl std::fmt::Debug for HttpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClient")
-            .field("connect_timeout", &self.connect_timeout)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(HttpClient { connect_timeout });
 
 /// A whole answer.
 #[derive(Debug, Clone)]

@@ -209,13 +209,7 @@ struct CredentialState {
     loaded: bool,
 }
 
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Credential")
-            .field("source", &self.source)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Credential { source });
 
 /// A credential and the generation it belongs to.
 pub(crate) type Current = (Option<ServerToken>, u64);

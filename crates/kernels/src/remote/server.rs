@@ -229,14 +229,7 @@ pub(crate) struct Transport {
     pub kernel_requests: Option<Arc<dyn super::profile::AnswerKernelRequest>>,
 }
 
-impl fmt::Debug for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Transport")
-            .field("credential", &self.credential)
-            .field("placements", &self.placements)
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_fields!(Transport { credential, placements });
 
 /// The credential and the headers of one request, for REST or the WebSocket.
 pub(crate) struct Placed {

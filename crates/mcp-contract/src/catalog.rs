@@ -291,15 +291,8 @@ fn bound_strings(key: &str, schema: &mut Value) {
         map.entry("maxLength")
             .or_insert(Value::from(MAX_NAME_CHARS));
     }
-    for alternatives in ["anyOf", "oneOf"] {
-        for alternative in map
-            .get_mut(alternatives)
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
-            bound_strings(key, alternative);
-        }
+    for alternative in crate::coerce::branches_mut(map) {
+        bound_strings(key, alternative);
     }
     if let Some(items) = map.get_mut("items") {
         bound_strings(key, items);

@@ -14,14 +14,28 @@ fn schema_types(schema: &Map<String, Value>) -> Vec<&str> {
         Some(Value::Array(many)) => types.extend(many.iter().filter_map(Value::as_str)),
         _ => {}
     }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(alternatives)) = schema.get(key) {
-            for alternative in alternatives.iter().filter_map(Value::as_object) {
-                types.extend(schema_types(alternative));
-            }
-        }
+    for alternative in branches(schema) {
+        types.extend(schema_types(alternative));
     }
     types
+}
+
+/// The `anyOf` and `oneOf` alternatives of `schema` (not theirs).
+fn branches(schema: &Map<String, Value>) -> impl Iterator<Item = &Map<String, Value>> {
+    ["anyOf", "oneOf"]
+        .into_iter()
+        .filter_map(|key| schema.get(key)?.as_array())
+        .flatten()
+        .filter_map(Value::as_object)
+}
+
+/// The `anyOf` and `oneOf` alternatives of `schema` (not theirs), to change.
+pub(crate) fn branches_mut(schema: &mut Map<String, Value>) -> impl Iterator<Item = &mut Value> {
+    schema
+        .iter_mut()
+        .filter(|(key, _)| *key == "anyOf" || *key == "oneOf")
+        .filter_map(|(_, alternatives)| alternatives.as_array_mut())
+        .flatten()
 }
 
 fn coerce_string(text: &str, types: &[&str]) -> Option<Value> {
@@ -64,12 +78,7 @@ pub fn coerce(value: &mut Value, schema: &Map<String, Value>) {
     {
         *value = coerced;
     }
-    let alternatives: Vec<&Map<String, Value>> = ["anyOf", "oneOf"]
-        .iter()
-        .filter_map(|key| schema.get(*key)?.as_array())
-        .flatten()
-        .filter_map(Value::as_object)
-        .collect();
+    let alternatives: Vec<&Map<String, Value>> = branches(schema).collect();
     match value {
         Value::Object(object) => {
             let mut property_schemas: Vec<&Map<String, Value>> = vec![schema];
@@ -161,16 +170,8 @@ fn has_type(value: &Value, types: &[&str]) -> bool {
 /// The schemas that may describe a value: `schema` and its `anyOf`/`oneOf` alternatives.
 fn alternatives(schema: &Map<String, Value>) -> Vec<&Map<String, Value>> {
     let mut all = vec![schema];
-    for key in ["anyOf", "oneOf"] {
-        for alternative in schema
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_object)
-        {
-            all.extend(alternatives(alternative));
-        }
+    for alternative in branches(schema) {
+        all.extend(alternatives(alternative));
     }
     all
 }
@@ -791,80 +792,59 @@ mod properties {
             ("get_execution", GET_EXECUTION),
             ("edit_cells", EDIT_CELLS),
         ] {
-            let schema = schema_of(tool);
-            let mut keys: Vec<&str> = schema["properties"]
-                .as_object()
-                .expect("properties")
-                .keys()
-                .map(String::as_str)
-                .collect();
-            keys.sort_unstable();
-            let mut ours: Vec<&str> = fields.iter().map(|field| field.key).collect();
-            ours.sort_unstable();
-            assert_eq!(keys, ours, "{tool}");
+            let schema = Value::Object(schema_of(tool));
+            assert_eq!(keys_of(&schema["properties"]), field_keys(fields), "{tool}");
         }
         let edit_schema = &schema_of("edit_cells")["properties"]["edits"]["items"]["properties"];
-        let mut keys: Vec<&str> = edit_schema
+        assert_eq!(keys_of(edit_schema), field_keys(EDIT));
+    }
+
+    /// The keys of a schema's `properties`, sorted.
+    fn keys_of(properties: &Value) -> Vec<&str> {
+        let mut keys: Vec<&str> = properties
             .as_object()
-            .expect("edit properties")
+            .expect("properties")
             .keys()
             .map(String::as_str)
             .collect();
         keys.sort_unstable();
-        let mut ours: Vec<&str> = EDIT.iter().map(|field| field.key).collect();
-        ours.sort_unstable();
-        assert_eq!(keys, ours);
+        keys
+    }
+
+    /// The keys of `fields`, sorted.
+    fn field_keys(fields: &[Field]) -> Vec<&'static str> {
+        let mut keys: Vec<&str> = fields.iter().map(|field| field.key).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// One property test per tool, each checking [`check_tool`] on that tool's arguments.
+    macro_rules! tool_argument_tests {
+        ($($test:ident: $params:ty = ($tool:literal, $fields:ident);)*) => {
+            proptest! {
+                $(
+                    #[test]
+                    fn $test(
+                        arguments in object_of($fields),
+                        choices in choices(),
+                        unknown in unknown_key(),
+                        spoilt in any::<prop::sample::Index>(),
+                    ) {
+                        check_tool::<$params>($tool, $fields, arguments, choices, &unknown, spoilt)?;
+                    }
+                )*
+            }
+        };
+    }
+
+    tool_argument_tests! {
+        read_notebook_arguments: ReadNotebookParams = ("read_notebook", READ_NOTEBOOK);
+        run_cells_arguments: RunCellsParams = ("run_cells", RUN_CELLS);
+        get_execution_arguments: GetExecutionParams = ("get_execution", GET_EXECUTION);
+        edit_cells_arguments: EditCellsParams = ("edit_cells", EDIT_CELLS);
     }
 
     proptest! {
-        #[test]
-        fn read_notebook_arguments(
-            arguments in object_of(READ_NOTEBOOK),
-            choices in choices(),
-            unknown in unknown_key(),
-            spoilt in any::<prop::sample::Index>(),
-        ) {
-            check_tool::<ReadNotebookParams>(
-                "read_notebook", READ_NOTEBOOK, arguments, choices, &unknown, spoilt,
-            )?;
-        }
-
-        #[test]
-        fn run_cells_arguments(
-            arguments in object_of(RUN_CELLS),
-            choices in choices(),
-            unknown in unknown_key(),
-            spoilt in any::<prop::sample::Index>(),
-        ) {
-            check_tool::<RunCellsParams>(
-                "run_cells", RUN_CELLS, arguments, choices, &unknown, spoilt,
-            )?;
-        }
-
-        #[test]
-        fn get_execution_arguments(
-            arguments in object_of(GET_EXECUTION),
-            choices in choices(),
-            unknown in unknown_key(),
-            spoilt in any::<prop::sample::Index>(),
-        ) {
-            check_tool::<GetExecutionParams>(
-                "get_execution", GET_EXECUTION, arguments, choices, &unknown, spoilt,
-            )?;
-        }
-
-        #[test]
-        fn edit_cells_arguments(
-            arguments in object_of(EDIT_CELLS),
-            choices in choices(),
-            unknown in unknown_key(),
-            spoilt in any::<prop::sample::Index>(),
-        ) {
-            check_tool::<EditCellsParams>(
-                "edit_cells", EDIT_CELLS, arguments, choices, &unknown, spoilt,
-            )?;
-        }
-
         /// An unknown key inside one edit is refused and named too.
         #[test]
         fn an_unknown_key_inside_an_edit_is_named(

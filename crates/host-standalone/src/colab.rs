@@ -23,6 +23,7 @@ pub mod tunnel;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use host_core::colab::{ServiceFile, UploadChunk};
 use serde::Deserialize;
 
 pub mod slot;
@@ -563,11 +564,10 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn file_size<'a>(
         &'a self,
-        root: &'a colab_setup::FileServiceRoot,
-        path: &'a str,
+        file: ServiceFile<'a>,
     ) -> host_core::BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
-            let model = self.contents_of(root).await?.stat(path).await;
+            let model = self.contents_of(file.root).await?.stat(file.path).await;
             match model.map_err(file_service_error)? {
                 Some(model) => Ok(model["size"].as_u64()),
                 None => Ok(None),
@@ -577,19 +577,20 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn write_chunk<'a>(
         &'a self,
-        root: &'a colab_setup::FileServiceRoot,
-        path: &'a str,
-        chunk: u32,
-        last: bool,
-        bytes: Vec<u8>,
+        file: ServiceFile<'a>,
+        chunk: UploadChunk,
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             // Jupyter's chunked save: 1 starts the file, later ones append, -1 appends and
             // closes it (a one-chunk file is a single -1 into a fresh temporary name).
-            let number: i64 = if last { -1 } else { i64::from(chunk) };
-            let contents = self.contents_of(root).await?;
+            let number: i64 = if chunk.last {
+                -1
+            } else {
+                i64::from(chunk.number)
+            };
+            let contents = self.contents_of(file.root).await?;
             contents
-                .save_chunk(path, number, &bytes)
+                .save_chunk(file.path, number, &chunk.bytes)
                 .await
                 .map_err(file_service_error)
         })
@@ -597,11 +598,14 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn read_file<'a>(
         &'a self,
-        root: &'a colab_setup::FileServiceRoot,
-        path: &'a str,
+        file: ServiceFile<'a>,
     ) -> host_core::BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            let bytes = self.contents_of(root).await?.read_file(path).await;
+            let bytes = self
+                .contents_of(file.root)
+                .await?
+                .read_file(file.path)
+                .await;
             bytes
                 .map_err(file_service_error)?
                 .ok_or_else(|| "the file service answered HTTP 404".to_owned())
@@ -610,12 +614,11 @@ impl host_core::colab::ColabRuntimes for RuntimeFiles {
 
     fn delete_file<'a>(
         &'a self,
-        root: &'a colab_setup::FileServiceRoot,
-        path: &'a str,
+        file: ServiceFile<'a>,
     ) -> host_core::BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let contents = self.contents_of(root).await?;
-            contents.delete(path).await.map_err(file_service_error)
+            let contents = self.contents_of(file.root).await?;
+            contents.delete(file.path).await.map_err(file_service_error)
         })
     }
 }

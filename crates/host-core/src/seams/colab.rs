@@ -10,6 +10,27 @@ use serde_json::Value;
 
 use super::location::NotebookLocation;
 
+/// A file behind a runtime's file service: the root the call goes through and the file's path
+/// relative to it (e.g. `content/data.bin`).
+#[derive(Debug, Clone, Copy)]
+pub struct ServiceFile<'a> {
+    /// The file-service root.
+    pub root: &'a FileServiceRoot,
+    /// The path under `root`, without a leading `/`.
+    pub path: &'a str,
+}
+
+/// One chunk of a chunked upload.
+#[derive(Debug, Clone)]
+pub struct UploadChunk {
+    /// 1 creates (or replaces) the file, later ones append.
+    pub number: u32,
+    /// The last chunk closes the file.
+    pub last: bool,
+    /// The chunk's bytes.
+    pub bytes: Vec<u8>,
+}
+
 /// A host's Colab runtime, for the Colab tools. Listed tools depend on it being present.
 pub trait ColabRuntimes: Send + Sync + 'static {
     /// The file-service roots registered now (the runtime's Contents API in the standalone
@@ -21,39 +42,24 @@ pub trait ColabRuntimes: Send + Sync + 'static {
     /// [`CheckCommandKind::ExecuteKernel`].
     fn perform_check<'a>(&'a self, command: &'a CheckCommandKind) -> BoxFuture<'a, CheckReply>;
 
-    /// The size of the file at `path` (relative to `root`, e.g. `content/data.bin`) through
-    /// the file service behind `root`: `None` when it has none there. `Err` says why it could
-    /// not tell (a `root` that is not registered now is refused, never served by another one).
-    fn file_size<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<Option<u64>, String>>;
+    /// The size of `file` through the file service behind its root: `None` when it has none
+    /// there. `Err` says why it could not tell (a root that is not registered now is refused,
+    /// never served by another one).
+    fn file_size<'a>(&'a self, file: ServiceFile<'a>)
+    -> BoxFuture<'a, Result<Option<u64>, String>>;
 
-    /// Writes one chunk of a chunked upload to `path` under `root`: `chunk` 1 creates (or
-    /// replaces) the file, later ones append, `last` closes it.
+    /// Writes one chunk of a chunked upload to `file`.
     fn write_chunk<'a>(
         &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-        chunk: u32,
-        last: bool,
-        bytes: Vec<u8>,
+        file: ServiceFile<'a>,
+        chunk: UploadChunk,
     ) -> BoxFuture<'a, Result<(), String>>;
 
-    /// Reads the whole file at `path` under `root`.
-    fn read_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>>;
+    /// Reads the whole of `file`.
+    fn read_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<Vec<u8>, String>>;
 
-    /// Deletes the file at `path` under `root`; a missing file counts as deleted.
-    fn delete_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    /// Deletes `file`; a missing file counts as deleted.
+    fn delete_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<(), String>>;
 
     /// The route `configure_kernel` with `runtime: "colab"` takes on this host, reusing the
     /// server `alias` names when given. `Err` says why the request cannot be served here (for

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::World;
 use crate::BoxFuture;
-use crate::colab::ColabRuntimes;
+use crate::colab::{ColabRuntimes, ServiceFile, UploadChunk};
 use crate::testing::MemoryHost;
 
 /// A tunnel-like source: a set of assigned aliases; `create` either assigns at once or waits
@@ -46,38 +46,23 @@ impl ColabRuntimes for ScriptedTunnel {
         Box::pin(async { CheckReply::ServiceUnavailable })
     }
 
-    fn file_size<'a>(
-        &'a self,
-        _: &'a FileServiceRoot,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<Option<u64>, String>> {
+    fn file_size<'a>(&'a self, _: ServiceFile<'a>) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
     fn write_chunk<'a>(
         &'a self,
-        _: &'a FileServiceRoot,
-        _: &'a str,
-        _: u32,
-        _: bool,
-        _: Vec<u8>,
+        _: ServiceFile<'a>,
+        _: UploadChunk,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
-    fn read_file<'a>(
-        &'a self,
-        _: &'a FileServiceRoot,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(&'a self, _: ServiceFile<'a>) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 
-    fn delete_file<'a>(
-        &'a self,
-        _: &'a FileServiceRoot,
-        _: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(&'a self, _: ServiceFile<'a>) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async { Err("scripted".to_owned()) })
     }
 

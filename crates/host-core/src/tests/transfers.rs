@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::World;
 use crate::BoxFuture;
-use crate::colab::ColabRuntimes;
+use crate::colab::{ColabRuntimes, ServiceFile, UploadChunk};
 use crate::kernel::ExecuteOptions;
 use crate::testing::{MemoryFiles, MemoryHost};
 
@@ -204,52 +204,53 @@ impl ColabRuntimes for FakeRuntime {
 
     fn file_size<'a>(
         &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
+        file: ServiceFile<'a>,
     ) -> BoxFuture<'a, Result<Option<u64>, String>> {
-        self.called(format!("stat {}{path}", root.uri()));
-        let size = self.file_len(&format!("/{path}")).map(|len| len as u64);
+        self.called(format!("stat {}{}", file.root.uri(), file.path));
+        let size = self
+            .file_len(&format!("/{}", file.path))
+            .map(|len| len as u64);
         Box::pin(async move { Ok(size) })
     }
 
     fn write_chunk<'a>(
         &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-        chunk: u32,
-        last: bool,
-        bytes: Vec<u8>,
+        file: ServiceFile<'a>,
+        chunk: UploadChunk,
     ) -> BoxFuture<'a, Result<(), String>> {
-        self.called(format!("write {}{path}", root.uri()));
+        self.called(format!("write {}{}", file.root.uri(), file.path));
         let mut uploads = self.uploads.lock().unwrap();
-        if chunk <= 1 {
-            uploads.insert(path.to_owned(), Vec::new());
+        if chunk.number <= 1 {
+            uploads.insert(file.path.to_owned(), Vec::new());
         }
-        uploads.get_mut(path).unwrap().extend(bytes);
-        if last {
-            let whole = uploads.remove(path).unwrap();
-            self.files.lock().unwrap().insert(format!("/{path}"), whole);
+        uploads.get_mut(file.path).unwrap().extend(chunk.bytes);
+        if chunk.last {
+            let whole = uploads.remove(file.path).unwrap();
+            self.files
+                .lock()
+                .unwrap()
+                .insert(format!("/{}", file.path), whole);
         }
         Box::pin(async { Ok(()) })
     }
 
-    fn read_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
-        self.called(format!("read {}{path}", root.uri()));
-        let bytes = self.files.lock().unwrap().get(&format!("/{path}")).cloned();
+    fn read_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        self.called(format!("read {}{}", file.root.uri(), file.path));
+        let bytes = self
+            .files
+            .lock()
+            .unwrap()
+            .get(&format!("/{}", file.path))
+            .cloned();
         Box::pin(async move { bytes.ok_or_else(|| "missing".to_owned()) })
     }
 
-    fn delete_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
-        self.called(format!("delete {}{path}", root.uri()));
-        self.files.lock().unwrap().remove(&format!("/{path}"));
+    fn delete_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<(), String>> {
+        self.called(format!("delete {}{}", file.root.uri(), file.path));
+        self.files
+            .lock()
+            .unwrap()
+            .remove(&format!("/{}", file.path));
         Box::pin(async { Ok(()) })
     }
 

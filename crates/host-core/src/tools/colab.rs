@@ -19,7 +19,7 @@ use mcp_contract::{ErrorCode, ToolError, ToolName};
 use serde_json::Value;
 use sha2::Digest as _;
 
-use crate::colab::SharedColab;
+use crate::colab::{ServiceFile, SharedColab, UploadChunk};
 use crate::failure::error;
 use crate::host::NotebookHost;
 use crate::kernel::{ExecuteOptions, KernelLookup, KernelStatus, collect};
@@ -184,7 +184,13 @@ impl<H: NotebookHost> Tools<H> {
         let root = explicit.clone().unwrap_or(proven);
         let size = match direction {
             transfer::Direction::Upload => Some(files.open(host_path).await?.size()),
-            transfer::Direction::Download => match colab.file_size(&root, &service_path).await {
+            transfer::Direction::Download => match colab
+                .file_size(ServiceFile {
+                    root: &root,
+                    path: &service_path,
+                })
+                .await
+            {
                 Ok(size) => size,
                 Err(reason) => {
                     return Err(error(
@@ -259,6 +265,10 @@ impl<H: NotebookHost> Tools<H> {
                 // The bytes land next to the destination under a temporary name, and the kernel
                 // promotes them once its hash matches ours.
                 let temp = format!("{service_path}.jupyter-mcp-{nonce}.part");
+                let temp_file = ServiceFile {
+                    root: &root,
+                    path: &temp,
+                };
                 let mut hasher = sha2::Sha256::new();
                 let (mut offset, mut chunk) = (0u64, 1u32);
                 loop {
@@ -269,8 +279,13 @@ impl<H: NotebookHost> Tools<H> {
                     offset += bytes.len() as u64;
                     let last = offset >= size;
                     hasher.update(&bytes);
-                    if let Err(reason) = colab.write_chunk(&root, &temp, chunk, last, bytes).await {
-                        let _ = colab.delete_file(&root, &temp).await;
+                    let upload = UploadChunk {
+                        number: chunk,
+                        last,
+                        bytes,
+                    };
+                    if let Err(reason) = colab.write_chunk(temp_file, upload).await {
+                        let _ = colab.delete_file(temp_file).await;
                         return Err(failed("write", reason));
                     }
                     if last {
@@ -288,7 +303,7 @@ impl<H: NotebookHost> Tools<H> {
                     overwrite = if overwrite { "True" } else { "False" },
                 );
                 let answer = kernel_json(kernel, code).await;
-                let _ = colab.delete_file(&root, &temp).await;
+                let _ = colab.delete_file(temp_file).await;
                 let answer = answer.map_err(|reason| failed("promote", reason))?;
                 if answer["promoted"] != true {
                     return Err(failed(
@@ -326,7 +341,10 @@ impl<H: NotebookHost> Tools<H> {
                     return Err(crate::transfer_tools::too_large(direction, size, max_bytes));
                 }
                 let bytes = colab
-                    .read_file(&root, &service_path)
+                    .read_file(ServiceFile {
+                        root: &root,
+                        path: &service_path,
+                    })
                     .await
                     .map_err(|reason| failed("read", reason))?;
                 let sha256 = hex(&sha2::Sha256::digest(&bytes));

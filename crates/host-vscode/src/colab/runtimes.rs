@@ -6,7 +6,7 @@ use colab_setup::{
     CheckCommandKind, CheckReply, CommandKind, Failure, FileServiceRoot, PickerView, Reply, Route,
     ServerAlias,
 };
-use host_core::colab::ColabRuntimes;
+use host_core::colab::{ColabRuntimes, ServiceFile, UploadChunk};
 use host_core::{BoxFuture, NotebookLocation};
 use serde_json::{Value, json};
 
@@ -45,11 +45,10 @@ impl ColabRuntimes for WindowColab {
 
     fn file_size<'a>(
         &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
+        file: ServiceFile<'a>,
     ) -> BoxFuture<'a, Result<Option<u64>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(root, path)?;
+            let uri = self.file_uri(file.root, file.path)?;
             let reply = self.fs(FsAction::Stat, uri, None).await?;
             match (reply.exists, reply.error_name) {
                 (true, None) => Ok(reply.size),
@@ -61,30 +60,27 @@ impl ColabRuntimes for WindowColab {
 
     fn write_chunk<'a>(
         &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-        chunk: u32,
-        last: bool,
-        bytes: Vec<u8>,
+        file: ServiceFile<'a>,
+        chunk: UploadChunk,
     ) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(root, path)?;
+            let uri = self.file_uri(file.root, file.path)?;
             let whole = {
                 let mut uploads = self
                     .uploads
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner());
-                if chunk <= 1 {
-                    uploads.insert(path.to_owned(), Vec::new());
+                if chunk.number <= 1 {
+                    uploads.insert(file.path.to_owned(), Vec::new());
                 }
                 let buffer = uploads
-                    .get_mut(path)
+                    .get_mut(file.path)
                     .ok_or("a chunk arrived for an upload that was not started")?;
-                buffer.extend_from_slice(&bytes);
-                if !last {
+                buffer.extend_from_slice(&chunk.bytes);
+                if !chunk.last {
                     return Ok(());
                 }
-                uploads.remove(path).unwrap_or_default()
+                uploads.remove(file.path).unwrap_or_default()
             };
             let reply = self.fs(FsAction::Write, uri, Some(&whole)).await?;
             match reply.error_name {
@@ -94,13 +90,9 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn read_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+    fn read_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
-            let uri = self.file_uri(root, path)?;
+            let uri = self.file_uri(file.root, file.path)?;
             let reply = self.fs(FsAction::Read, uri, None).await?;
             if let Some(name) = reply.error_name {
                 return Err(name);
@@ -111,13 +103,9 @@ impl ColabRuntimes for WindowColab {
         })
     }
 
-    fn delete_file<'a>(
-        &'a self,
-        root: &'a FileServiceRoot,
-        path: &'a str,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    fn delete_file<'a>(&'a self, file: ServiceFile<'a>) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            let uri = self.file_uri(root, path)?;
+            let uri = self.file_uri(file.root, file.path)?;
             let reply = self.fs(FsAction::Delete, uri, None).await?;
             match reply.error_name.as_deref() {
                 None | Some("FileNotFound" | "EntryNotFound") => Ok(()),

@@ -5,7 +5,6 @@
 //! `ws://` or `wss://`), rustls with the same trust and certificate errors as remote kernels,
 //! and the token in a header, re-read from its file when the server refuses it.
 
-use std::fmt;
 use std::time::Duration;
 
 use crate::error::JupyterError;
@@ -21,15 +20,8 @@ pub struct ServerConnection {
     client: kernels::ServerClient,
 }
 
-impl fmt::Debug for ServerConnection {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The profile's `Debug` redacts the credential.
-        formatter
-            .debug_struct("ServerConnection")
-            .field("profile", &self.profile)
-            .finish_non_exhaustive()
-    }
-}
+// The profile's `Debug` redacts the credential.
+kernels::debug_fields!(ServerConnection { profile });
 
 impl ServerConnection {
     /// The server at `url` (`http(s)://host:port/base/`; the remote-kernel client's rules, no

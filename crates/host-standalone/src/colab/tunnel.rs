@@ -18,7 +18,6 @@
 //! proxy tokens.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
@@ -103,13 +102,7 @@ pub struct ColabTunnel {
     known: Mutex<BTreeMap<String, Assignment>>,
 }
 
-impl fmt::Debug for ColabTunnel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ColabTunnel")
-            .field("base", &self.base)
-            .finish_non_exhaustive()
-    }
-}
+kernels::debug_fields!(ColabTunnel { base });
 
 impl ColabTunnel {
     /// A client as `config` says. Reads nothing yet: credentials are read at the first call.

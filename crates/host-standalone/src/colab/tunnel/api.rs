@@ -2,7 +2,6 @@
 //! the answers of the assign, unassign and token endpoints and what they decide, and the
 //! replies colab-setup expects. No HTTP here: [`super::ColabTunnel`] sends the requests.
 
-use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -91,13 +90,7 @@ pub struct AdcCredentials {
     pub token_uri: String,
 }
 
-impl fmt::Debug for AdcCredentials {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AdcCredentials")
-            .field("token_uri", &self.token_uri)
-            .finish_non_exhaustive()
-    }
-}
+kernels::debug_fields!(AdcCredentials { token_uri });
 
 #[derive(Deserialize)]
 pub(super) struct AdcFile {

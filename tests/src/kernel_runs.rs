@@ -34,6 +34,14 @@ impl NotebookRuns<'_> {
         self.ok("run_cells", arguments).await
     }
 
+    /// `get_execution` of run `execution_id` with its outputs, waiting up to `wait_ms`: the
+    /// receipt.
+    pub async fn execution(&self, execution_id: &str, wait_ms: u64) -> Value {
+        let arguments =
+            json!({"executionId": execution_id, "waitMs": wait_ms, "includeOutputs": true});
+        self.ok("get_execution", arguments).await
+    }
+
     /// Follows the notebook's latest run until `done` holds for its receipt; panics after the
     /// patience.
     pub async fn follow(&self, done: impl Fn(&Value) -> bool) -> Value {

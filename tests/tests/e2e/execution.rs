@@ -72,13 +72,7 @@ async fn a_long_cell_keeps_running_after_the_wait() {
     let running = follow(&client, |receipt| output_of(receipt, 0).contains("started")).await;
     assert_eq!(running["executionId"], execution_id.as_str());
     // get_execution follows it to the end.
-    let finished = client
-        .call(
-            "get_execution",
-            json!({"notebookRef": NB, "executionId": execution_id, "waitMs": 30000, "includeOutputs": true}),
-        )
-        .await
-        .ok();
+    let finished = on(&client).execution(&execution_id, 30000).await;
     assert_eq!(finished["status"], "completed", "{finished}");
     assert!(finished.get("waitTimedOut").is_none());
     assert_eq!(finished["cells"][0]["state"], "completed");

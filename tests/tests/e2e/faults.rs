@@ -15,12 +15,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use jupyter_mcp_tests::kernel_runs::NotebookRuns;
 use jupyter_mcp_tests::{
-    Client, HttpServer, example_root, nbformat_problems, peak_rss_bytes, write_code_notebook,
+    Client, HttpServer, example_root, is_terminal, nbformat_problems, peak_rss_bytes,
+    write_code_notebook,
 };
 use serde_json::{Value, json};
 
 const NB: &str = "faults.ipynb";
+
+/// The test notebook's runs through `client`, followed for ten minutes at most.
+fn on(client: &Client) -> NotebookRuns<'_> {
+    NotebookRuns {
+        client,
+        notebook: NB,
+        patience: Duration::from_secs(600),
+    }
+}
 
 /// A small deterministic generator for kill delays (the seed is printed so a run can be repeated
 /// with `JUPYTER_MCP_FAULT_SEED`).
@@ -333,9 +344,7 @@ async fn a_read_only_folder_is_refused_and_left_alone() {
     let client = Client::http(&server.url).await.unwrap();
     let rev = rev_of(&client, "c0").await;
     let call = client.call("edit_cells", edit(&rev, "v1")).await;
-    assert_eq!(call.error_code(), "io_error", "{}", call.text());
-    let message = call.error()["message"].as_str().unwrap().to_owned();
-    assert!(message.contains("read-only"), "{message}");
+    call.assert_refused("io_error", "read-only");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let created = client
         .call("create_notebook", json!({"path": "new.ipynb"}))
@@ -382,9 +391,7 @@ async fn disk_full(snapshots_inside: bool) {
     let rev = rev_of(&client, "c0").await;
 
     let call = client.call("edit_cells", edit(&rev, "v1")).await;
-    assert_eq!(call.error_code(), "io_error", "{}", call.text());
-    let message = call.error()["message"].as_str().unwrap().to_owned();
-    assert!(message.contains("disk is full"), "{message}");
+    call.assert_refused("io_error", "disk is full");
     assert_eq!(
         std::fs::read(&visible_path).unwrap(),
         before,
@@ -459,17 +466,8 @@ async fn a_flood_of_output_keeps_memory_bounded_and_the_notebook_valid() {
     let execution_id = first["executionId"].as_str().unwrap().to_owned();
     let deadline = Instant::now() + Duration::from_secs(600);
     let receipt = loop {
-        let receipt = client
-            .call(
-                "get_execution",
-                json!({"notebookRef": NB, "executionId": execution_id, "waitMs": 5000, "includeOutputs": true}),
-            )
-            .await
-            .ok();
-        if matches!(
-            receipt["status"].as_str(),
-            Some("completed" | "failed" | "unavailable")
-        ) {
+        let receipt = on(&client).execution(&execution_id, 5000).await;
+        if is_terminal(&receipt) {
             break receipt;
         }
         assert!(

@@ -277,20 +277,16 @@ async fn a_figure_comes_back_as_an_image_and_a_frame_inspects_as_csv() {
         .await;
     assert_eq!(figure.images().len(), 1);
     assert_eq!(figure.ok()["format"], "image");
-    let missing = client
-        .call(
-            "inspect_variable",
-            json!({"notebookRef": NB, "name": "nope"}),
-        )
-        .await;
-    assert_eq!(missing.error_code(), "variable_not_found");
-    let hostile = client
-        .call(
-            "inspect_variable",
-            json!({"notebookRef": NB, "name": "__import__('os').getcwd()"}),
-        )
-        .await;
-    assert_eq!(hostile.error_code(), "invalid_argument");
+    // A missing name, and an expression rather than a name.
+    for (name, code) in [
+        ("nope", "variable_not_found"),
+        ("__import__('os').getcwd()", "invalid_argument"),
+    ] {
+        let inspected = client
+            .call("inspect_variable", json!({"notebookRef": NB, "name": name}))
+            .await;
+        assert_eq!(inspected.error_code(), code, "{name}");
+    }
 
     // The kernel's namespace and history did not change.
     let probe = "print(len(In), sorted(name for name in globals() if not name.startswith('_')))";

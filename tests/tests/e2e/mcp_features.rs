@@ -16,14 +16,15 @@ use serde_json::{Value, json};
 /// A 2×2 red PNG (base64), saved as a cell's output.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==";
 
-fn notebook(cells: Value) -> String {
-    json!({
+/// Writes `root/name`: a notebook of `cells`.
+fn write_notebook(root: &Path, name: &str, cells: &[Value]) {
+    let notebook = json!({
         "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
                      "language_info": {"name": "python"}},
         "cells": cells,
-    })
-    .to_string()
+    });
+    std::fs::write(root.join(name), notebook.to_string()).unwrap();
 }
 
 fn code(id: &str, source: &str, outputs: Value) -> Value {
@@ -35,50 +36,29 @@ fn code(id: &str, source: &str, outputs: Value) -> Value {
 fn prepare(root: &Path) -> String {
     jupyter_mcp_tests::link_venv(root);
     let counter = root.join("count.txt");
-    std::fs::write(
-        root.join("tasks.ipynb"),
-        notebook(json!([
+    let count = format!("open({:?}, 'a').write('x')", counter.display().to_string());
+    write_notebook(
+        root,
+        "tasks.ipynb",
+        &[
             code("quick", "print('done')", json!([])),
             code(
                 "slow",
                 "import time\nprint('sleeping', flush=True) or time.sleep(60)",
-                json!([])
-            ),
-            code(
-                "count",
-                &format!("open({:?}, 'a').write('x')", counter.display().to_string()),
                 json!([]),
             ),
-        ])),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("plot.ipynb"),
-        notebook(json!([code(
-            "figure",
-            "plot()",
-            json!([{"output_type": "display_data", "metadata": {},
-                    "data": {"image/png": PNG, "text/plain": "<Figure size 2x2>"}}])
-        )])),
-    )
-    .unwrap();
+            code("count", &count, json!([])),
+        ],
+    );
+    let figure = json!([{"output_type": "display_data", "metadata": {},
+                         "data": {"image/png": PNG, "text/plain": "<Figure size 2x2>"}}]);
+    write_notebook(root, "plot.ipynb", &[code("figure", "plot()", figure)]);
     let log: String = (0..40_000)
         .map(|line| format!("step {line:06}: loss {:.6}\n", 1.0 / (line as f64 + 1.0)))
         .collect();
-    std::fs::write(
-        root.join("log.ipynb"),
-        notebook(json!([code(
-            "log",
-            "train()",
-            json!([{"output_type": "stream", "name": "stdout", "text": log}])
-        )])),
-    )
-    .unwrap();
-    std::fs::write(
-        root.join("watched.ipynb"),
-        notebook(json!([code("w", "x = 1\n", json!([]))])),
-    )
-    .unwrap();
+    let stream = json!([{"output_type": "stream", "name": "stdout", "text": log}]);
+    write_notebook(root, "log.ipynb", &[code("log", "train()", stream)]);
+    write_notebook(root, "watched.ipynb", &[code("w", "x = 1\n", json!([]))]);
     log
 }
 

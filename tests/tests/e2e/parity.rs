@@ -459,20 +459,15 @@ async fn a_10_mib_file_goes_to_the_kernel_and_back_unchanged(host: Host) {
     std::fs::write(fixture.files_root.join("payload.bin"), &bytes).unwrap();
     let kernel_dir = tempfile::tempdir().unwrap();
     let kernel_path = kernel_dir.path().join("payload.bin");
-    let up = fixture
-        .call(
-            "upload_file",
-            json!({"hostPath": "payload.bin", "kernelPath": kernel_path}),
-        )
-        .await;
-    assert_eq!(up["sha256"], digest, "{up}");
-    let down = fixture
-        .call(
-            "download_file",
-            json!({"hostPath": "back/payload.bin", "kernelPath": kernel_path}),
-        )
-        .await;
-    assert_eq!(down["sha256"], digest, "{down}");
+    // Up, then back down to another host path.
+    for (tool, host_path) in [
+        ("upload_file", "payload.bin"),
+        ("download_file", "back/payload.bin"),
+    ] {
+        let arguments = json!({"hostPath": host_path, "kernelPath": kernel_path});
+        let moved = fixture.call(tool, arguments).await;
+        assert_eq!(moved["sha256"], digest, "{tool}: {moved}");
+    }
     let back = std::fs::read(fixture.files_root.join("back/payload.bin")).unwrap();
     assert_eq!(sha256_hex(&back), digest);
 }

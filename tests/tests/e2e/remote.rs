@@ -132,13 +132,8 @@ async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
     let running = runs
         .follow(|receipt| output_of(receipt, 1).contains("tick 0"))
         .await;
-    let finished = client
-        .call(
-            "get_execution",
-            json!({"notebookRef": NB, "executionId": running["executionId"], "waitMs": 60000, "includeOutputs": true}),
-        )
-        .await
-        .ok();
+    let execution_id = running["executionId"].as_str().unwrap();
+    let finished = runs.execution(execution_id, 60000).await;
     assert_eq!(finished["status"], "completed", "{finished}");
     let ticks = output_of(&finished, 1);
     assert_eq!(

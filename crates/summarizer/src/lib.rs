@@ -65,15 +65,8 @@ pub struct AnthropicConfig {
     pub model: String,
 }
 
-impl std::fmt::Debug for AnthropicConfig {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("AnthropicConfig")
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .finish_non_exhaustive()
-    }
-}
+// Without the key.
+kernels::debug_fields!(AnthropicConfig { base_url, model });
 
 impl AnthropicConfig {
     /// From the process environment; see [`AnthropicConfig::from_variables`].

@@ -286,36 +286,17 @@ impl HttpBody for Prefixed {
 mod tests {
     use super::*;
 
+    /// An event stream of `frames`, which then ends or, `then_pending`, stays open.
     fn stream_of(frames: Vec<&'static str>, then_pending: bool) -> Response<Body> {
-        struct Frames {
-            frames: std::collections::VecDeque<&'static str>,
-            then_pending: bool,
-        }
-        impl HttpBody for Frames {
-            type Data = Bytes;
-            type Error = Infallible;
-            fn poll_frame(
-                mut self: Pin<&mut Self>,
-                _: &mut Context<'_>,
-            ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-                match self.frames.pop_front() {
-                    Some(frame) => Poll::Ready(Some(Ok(Frame::data(Bytes::from(frame))))),
-                    None if self.then_pending => Poll::Pending,
-                    None => Poll::Ready(None),
-                }
-            }
-        }
+        use futures::stream::{self, StreamExt};
+        let frames = stream::iter(frames)
+            .map(|frame| Ok::<_, Infallible>(Frame::data(Bytes::from(frame))))
+            .chain(stream::iter(then_pending.then(stream::pending)).flatten());
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
             .header("mcp-session-id", "s1")
-            .body(
-                Frames {
-                    frames: frames.into(),
-                    then_pending,
-                }
-                .boxed(),
-            )
+            .body(BodyExt::boxed(http_body_util::StreamBody::new(frames)))
             .unwrap()
     }
 

@@ -319,6 +319,7 @@ impl JupyterMcpServer {
         };
         tool_reply(
             self.dispatch
+                .tools()
                 .call(&name, arguments, host_core_context())
                 .await,
         )

@@ -11,7 +11,7 @@ use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, To
 use mcp_contract::ToolRequest;
 use mcp_contract::catalog::{ToolName, ToolSpec};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::host::VsCodeHost;
@@ -34,17 +34,6 @@ impl VsCodeDispatch {
         &self.tools
     }
 
-    /// Runs one tool call (the host saves before changes and runs when configured, once the
-    /// call's arguments were checked: `VsCodeHost::before_change`).
-    pub async fn call(
-        &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
-        context: CallContext,
-    ) -> ToolOutput {
-        self.tools.call(name, arguments, context).await
-    }
-
     /// Runs cells of a notebook for the extension's notebook controller (the user pressed Run):
     /// a tracked run of exactly these cells, waited for to its end.
     pub async fn run_cells_for_controller(&self, uri: &str, cells: &[u32]) -> ToolOutput {
@@ -55,23 +44,25 @@ impl VsCodeDispatch {
             "waitMs": 365u64 * 24 * 3600 * 1000,
             "includeOutputs": false,
         });
-        self.call(
-            ToolName::RunCells.as_str(),
-            arguments.as_object().cloned(),
-            CallContext::default(),
-        )
-        .await
+        self.tools
+            .call(
+                ToolName::RunCells.as_str(),
+                arguments.as_object().cloned(),
+                CallContext::default(),
+            )
+            .await
     }
 
     /// Interrupts the notebook's kernel for the controller.
     pub async fn interrupt_for_controller(&self, uri: &str) -> ToolOutput {
         let arguments = json!({ "notebookRefs": [uri] });
-        self.call(
-            ToolName::InterruptKernels.as_str(),
-            arguments.as_object().cloned(),
-            CallContext::default(),
-        )
-        .await
+        self.tools
+            .call(
+                ToolName::InterruptKernels.as_str(),
+                arguments.as_object().cloned(),
+                CallContext::default(),
+            )
+            .await
     }
 
     /// The shell reports that a notebook changed or closed.
@@ -92,10 +83,7 @@ impl ToolDispatch for VsCodeDispatch {
     }
 
     fn dispatch(&self, request: ToolRequest) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            self.call(&request.name, request.arguments, request.context)
-                .await
-        })
+        self.tools.dispatch(request)
     }
 }
 

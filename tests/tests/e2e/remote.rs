@@ -84,6 +84,16 @@ fn tls_server(root: &Path, ca: &TestCa) -> KernelServer {
     server
 }
 
+/// `jupyter-mcp` on `root` using `server` (over TLS) and trusting the certificates `ca` issued,
+/// and a client of it.
+async fn serve_trusting(root: &Path, server: &KernelServer, ca: &TestCa) -> (HttpServer, Client) {
+    let ca_file = ca.ca_file();
+    let extra = ["--kernel-server-ca", ca_file.to_str().unwrap()];
+    let mcp = serve_against(root, server, &server.url(), &extra);
+    let client = Client::http(&mcp.url).await.unwrap();
+    (mcp, client)
+}
+
 /// The notebook's runs through `client`, followed for two minutes at most.
 fn on(client: &Client) -> NotebookRuns<'_> {
     NotebookRuns {
@@ -105,17 +115,15 @@ fn printed_folder(output: &str) -> PathBuf {
 const PRINT_CWD: &str = "import os\nprint('cwd=' + os.getcwd(), flush=True)";
 const TICKS: &str =
     "import time\nfor i in range(4):\n    print('tick', i, flush=True)\n    time.sleep(0.4)";
+/// A cell whose value is 42, which the scenarios look for in its output.
+const ANSWER: &str = "answer = 6 * 7\nanswer";
 // One statement, so an interrupt sent on the marker cannot land in IPython's compile of the
 // next one (see `kernels`' SLEEPER).
 const SLEEP: &str = "import time\nprint('sleeping', flush=True) or time.sleep(120)";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cells_run_on_a_jupyter_server_kernel_in_the_notebook_folder() {
-    let setup = setup(
-        ServerKind::JupyterServer,
-        &[PRINT_CWD, TICKS, "x = 41 + 1\nx"],
-    )
-    .await;
+    let setup = setup(ServerKind::JupyterServer, &[PRINT_CWD, TICKS, ANSWER]).await;
     let client = &setup.client;
     let runs = on(client);
     let (listed, python) = runs.listed_kernel("remote:python3").await;
@@ -207,7 +215,7 @@ async fn interrupt_restart_and_a_crash_on_a_jupyter_server() {
 async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
     let root = notebook_root(&[
         "import time\nfor i in range(30):\n    print('line', i, flush=True)\n    time.sleep(0.1)",
-        "y = 7 * 6\ny",
+        ANSWER,
     ]);
     let server = KernelServer::start(ServerKind::JupyterServer, root.path(), &[]).unwrap();
     let proxy = SeveringProxy::start(server.port()).await.unwrap();
@@ -268,11 +276,7 @@ async fn a_dropped_websocket_is_resumed_without_losing_the_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kernel_gateway_runs_interrupts_and_restarts() {
-    let setup = setup(
-        ServerKind::KernelGateway,
-        &[PRINT_CWD, SLEEP, "z = 6 * 7\nz"],
-    )
-    .await;
+    let setup = setup(ServerKind::KernelGateway, &[PRINT_CWD, SLEEP, ANSWER]).await;
     let client = &setup.client;
     let runs = on(client);
     let receipt = runs.run(json!([0, 2]), 60000).await;
@@ -299,7 +303,7 @@ async fn restarting_the_gateway_mid_run_ends_the_run_honestly() {
         ServerKind::KernelGateway,
         &[
             "import time\nfor i in range(1200):\n    print('step', i, flush=True)\n    time.sleep(0.1)",
-            "w = 6 * 7\nw",
+            ANSWER,
         ],
     )
     .await;
@@ -631,15 +635,9 @@ async fn a_wrong_token_is_refused_and_the_token_never_reaches_the_logs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfers() {
     let ca = TestCa::new("jupyter-mcp test CA").unwrap();
-    let root = notebook_root(&[TICKS, SLEEP, "x = 41 + 1\nx"]);
+    let root = notebook_root(&[TICKS, SLEEP, ANSWER]);
     let server = tls_server(root.path(), &ca);
-    let mcp = serve_against(
-        root.path(),
-        &server,
-        &server.url(),
-        &["--kernel-server-ca", ca.ca_file().to_str().unwrap()],
-    );
-    let client = Client::http(&mcp.url).await.unwrap();
+    let (_mcp, client) = serve_trusting(root.path(), &server, &ca).await;
     let runs = on(&client);
     let (_, python) = runs.listed_kernel("remote:python3").await;
     assert_eq!(
@@ -648,10 +646,7 @@ async fn a_jupyter_server_over_tls_runs_follows_interrupts_restarts_and_transfer
     );
 
     runs.follow_ticks(json!([0, 2]), "tick 0", 4).await;
-    let info = client
-        .call("get_kernel_info", json!({"notebookRef": NB}))
-        .await
-        .ok();
+    let info = runs.ok("get_kernel_info", json!({})).await;
     assert_eq!(info["kernel"]["runsOn"]["url"], server.url(), "{info}");
 
     runs.interrupt_sleeping_cell(json!([1, 2])).await;
@@ -665,13 +660,7 @@ async fn a_certificate_from_another_ca_is_refused_with_the_option_that_fixes_it(
     let stranger = TestCa::new("some other CA").unwrap();
     let root = notebook_root(&["1 + 1"]);
     let server = tls_server(root.path(), &ca);
-    let mcp = serve_against(
-        root.path(),
-        &server,
-        &server.url(),
-        &["--kernel-server-ca", stranger.ca_file().to_str().unwrap()],
-    );
-    let client = Client::http(&mcp.url).await.unwrap();
+    let (_mcp, client) = serve_trusting(root.path(), &server, &stranger).await;
     let call = client
         .call("run_cells", json!({"notebookRef": NB, "waitMs": 30000}))
         .await;

@@ -26,7 +26,7 @@ use serde_json::Value;
 use crate::colab::SharedColab;
 use crate::host::{NotebookHost, NotebookLocation};
 use crate::kernel::{ExecuteOptions, KernelLookup, KernelPreference, collect};
-use crate::tools::{ImageContent, Tools, error};
+use crate::tools::{ImageContent, ToolResult, Tools, error};
 
 pub(crate) mod state;
 
@@ -185,10 +185,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `configure_kernel` with `runtime: "colab"`.
-    pub(crate) async fn configure_colab(
-        &self,
-        params: ConfigureKernelParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn configure_colab(&self, params: ConfigureKernelParams) -> ToolResult {
         let colab = self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
         let alias = match params.server_alias.as_deref() {
@@ -206,10 +203,7 @@ impl<H: NotebookHost> Tools<H> {
 
     /// `mount_colab_server`: the file service of the server `serverAlias` names, attached to
     /// the notebook's active kernel and verified.
-    pub(crate) async fn mount_colab_server(
-        &self,
-        params: MountColabServerParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn mount_colab_server(&self, params: MountColabServerParams) -> ToolResult {
         let colab = self.colab_for_setup()?;
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
         let alias = ServerAlias::parse(&params.server_alias)
@@ -226,7 +220,7 @@ impl<H: NotebookHost> Tools<H> {
         location: NotebookLocation,
         route: colab_setup::Route,
         wait: u64,
-    ) -> crate::tools::ToolResult {
+    ) -> ToolResult {
         let request = SetupRequest {
             notebook: location.uri.clone(),
             route,
@@ -277,10 +271,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `get_kernel_setup`.
-    pub(crate) async fn get_kernel_setup(
-        &self,
-        params: KernelSetupParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn get_kernel_setup(&self, params: KernelSetupParams) -> ToolResult {
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_POLL_WAIT_MS)?;
         let location = self.setup_notebook(&params.notebook_ref).await?;
         let version = self.read_setup(&location, &params.setup_id, |setup| Ok(setup.version()))?;
@@ -291,10 +282,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `list_setup_kernels`: a fresh observation of the runtime's kernel choices.
-    pub(crate) async fn list_setup_kernels(
-        &self,
-        params: KernelSetupParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn list_setup_kernels(&self, params: KernelSetupParams) -> ToolResult {
         let location = self.setup_notebook(&params.notebook_ref).await?;
         self.advance_setup(
             &location,
@@ -313,10 +301,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `select_setup_kernel`.
-    pub(crate) async fn select_setup_kernel(
-        &self,
-        params: SelectSetupKernelParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn select_setup_kernel(&self, params: SelectSetupKernelParams) -> ToolResult {
         let wait = wait_ms(params.wait_ms, colab_setup::DEFAULT_START_WAIT_MS)?;
         let location = self.setup_notebook(&params.notebook_ref).await?;
         // Refuse an id the latest listing does not hold before the machine sees it.
@@ -345,10 +330,7 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `cancel_kernel_setup`.
-    pub(crate) async fn cancel_kernel_setup(
-        &self,
-        params: KernelSetupParams,
-    ) -> crate::tools::ToolResult {
+    pub(crate) async fn cancel_kernel_setup(&self, params: KernelSetupParams) -> ToolResult {
         let location = self.setup_notebook(&params.notebook_ref).await?;
         self.advance_setup(&location, &params.setup_id, SetupEvent::Cancel)?;
         // Answer once the cancellation's own cleanup settled, or after a few seconds with
@@ -408,7 +390,7 @@ impl<H: NotebookHost> Tools<H> {
         setup_id: &str,
         wait_ms: u64,
         done: impl Fn(&colab_setup::Setup) -> bool,
-    ) -> crate::tools::ToolResult {
+    ) -> ToolResult {
         let deadline = tokio::time::Instant::now() + Duration::from_millis(wait_ms);
         let mut changes = self.setups.changed.subscribe();
         loop {

@@ -573,32 +573,12 @@ impl KernelSession for JupyterSession {
     }
 
     fn status(&self) -> watch::Receiver<KernelStatus> {
-        let mut inner = self.kernel.status();
-        let (sender, receiver) = watch::channel(host_kernels::status(&inner.borrow_and_update()));
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    changed = inner.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        sender.send_replace(host_kernels::status(&inner.borrow_and_update()));
-                    }
-                    () = sender.closed() => return,
-                }
-            }
-        });
-        receiver
+        host_kernels::status_watch(&self.kernel)
     }
 
     fn run_cell(&self, cell: CellToRun) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
         Box::pin(async move {
-            let handle = self
-                .kernel
-                .execute(&cell.source, kernels::ExecuteOptions::default())
-                .await
-                .map_err(|failure| host_kernels::kernel_error(&failure))?;
-            let events = host_kernels::events(handle);
+            let events = host_kernels::run_cell(&self.kernel, &cell).await?;
             let Some(room) = self.rooms.get(&self.path) else {
                 return Ok(events);
             };

@@ -456,34 +456,11 @@ impl KernelSession for ManagedSession {
     }
 
     fn status(&self) -> watch::Receiver<KernelStatus> {
-        let mut inner = self.kernel.status();
-        let (sender, receiver) = watch::channel(status(&inner.borrow_and_update()));
-        // Follows the kernel's status for as long as someone watches this receiver.
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    changed = inner.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                        sender.send_replace(status(&inner.borrow_and_update()));
-                    }
-                    () = sender.closed() => return,
-                }
-            }
-        });
-        receiver
+        status_watch(self.kernel.as_ref())
     }
 
     fn run_cell(&self, cell: CellToRun) -> BoxFuture<'_, Result<KernelEvents, KernelError>> {
-        Box::pin(async move {
-            let handle = self
-                .kernel
-                .execute(&cell.source, kernels::ExecuteOptions::default())
-                .await
-                .map_err(|failure| kernel_error(&failure))?;
-            Ok(events(handle))
-        })
+        Box::pin(async move { run_cell(self.kernel.as_ref(), &cell).await })
     }
 
     fn execute(
@@ -497,6 +474,36 @@ impl KernelSession for ManagedSession {
     fn probe(&self) -> BoxFuture<'_, Result<KernelStatus, KernelError>> {
         Box::pin(async move { probe(self.kernel.as_ref()).await })
     }
+}
+
+/// A watch of `kernel`'s status as the tool layer sees it, following the kernel's for as long
+/// as someone watches it (for any host's session over a `kernels` kernel).
+pub fn status_watch(kernel: &dyn KernelHandle) -> watch::Receiver<KernelStatus> {
+    let mut inner = kernel.status();
+    let (sender, receiver) = watch::channel(status(&inner.borrow_and_update()));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = inner.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    sender.send_replace(status(&inner.borrow_and_update()));
+                }
+                () = sender.closed() => return,
+            }
+        }
+    });
+    receiver
+}
+
+/// Runs `cell` on `kernel` as a cell runs (the default options): its events as the tool layer
+/// sees them.
+pub async fn run_cell(
+    kernel: &dyn KernelHandle,
+    cell: &CellToRun,
+) -> Result<KernelEvents, KernelError> {
+    execute(kernel, &cell.source, ExecuteOptions::default()).await
 }
 
 /// Runs `code` on `kernel` with the tool layer's `options`: its events as the tool layer sees

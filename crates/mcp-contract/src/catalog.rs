@@ -416,23 +416,7 @@ macro_rules! tools {
         }
 
         impl ToolName {
-            /// Every tool, in the order `tools/list` shows them.
-            pub const ALL: &'static [ToolName] = &[$(ToolName::$variant,)*];
-
-            /// The snake_case name a client calls the tool by.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(ToolName::$variant => $name,)*
-                }
-            }
-
-            /// The tool called `name`, if there is one (retired names are none).
-            pub fn parse(name: &str) -> Option<ToolName> {
-                match name {
-                    $($name => Some(ToolName::$variant),)*
-                    _ => None,
-                }
-            }
+            word_methods!(ToolName, "Every tool, in the order `tools/list` shows them.", parse, "The tool called `word`, if there is one (retired names are none).", $($variant => $name),*);
 
             /// The tool's entry in the catalogue.
             pub fn spec(self) -> ToolSpec {

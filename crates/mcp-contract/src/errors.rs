@@ -18,28 +18,12 @@ macro_rules! error_codes {
         }
 
         impl ErrorCode {
-            /// Every code, in the order of the book's table (`docs/src/errors.md`).
-            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant,)*];
-
-            /// The snake_case word clients see.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(ErrorCode::$variant => $code,)*
-                }
-            }
+            word_methods!(ErrorCode, "Every code, in the order of the book's table (`docs/src/errors.md`).", from_word, "The code with this word, if there is one.", $($variant => $code),*);
 
             /// When the code is returned, in one sentence.
             pub const fn describe(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $when,)*
-                }
-            }
-
-            /// The code with this word, if there is one.
-            pub fn from_word(word: &str) -> Option<ErrorCode> {
-                match word {
-                    $($code => Some(ErrorCode::$variant),)*
-                    _ => None,
                 }
             }
         }

@@ -16,6 +16,31 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+/// The methods of a closed set whose variants each have one snake_case word (the tool names,
+/// the error codes): `ALL` (documented by `$all`, in the order of the list that declares them),
+/// `as_str` and `$parse`, the variant with a word (documented by `$parsed`).
+macro_rules! word_methods {
+    ($enum:ident, $all:literal, $parse:ident, $parsed:literal, $($variant:ident => $word:literal),* $(,)?) => {
+        #[doc = $all]
+        pub const ALL: &'static [$enum] = &[$($enum::$variant,)*];
+
+        /// The snake_case word clients see.
+        pub const fn as_str(self) -> &'static str {
+            match self {
+                $($enum::$variant => $word,)*
+            }
+        }
+
+        #[doc = $parsed]
+        pub fn $parse(word: &str) -> Option<$enum> {
+            match word {
+                $($word => Some($enum::$variant),)*
+                _ => None,
+            }
+        }
+    };
+}
+
 pub mod catalog;
 pub mod coerce;
 pub mod dispatch;

@@ -104,45 +104,36 @@ pub(super) struct PeerFigures {
 impl PeerFigures {
     /// Every figure skipped on purpose, for `reason`.
     pub(super) fn skipped(reason: &'static str) -> PeerFigures {
-        let skipped = || Figure::Skipped(reason);
-        PeerFigures {
-            trivial: skipped(),
-            trivial_bytes: None,
-            insert_execute: skipped(),
-            small_outline: skipped(),
-            small_all: skipped(),
-            large_outline: skipped(),
-            large_all: skipped(),
-            large_edit: skipped(),
-            cold_start: skipped(),
-            jupyter_start: skipped(),
-            idle_rss: skipped(),
-            peak_rss: skipped(),
-            context: Vec::new(),
-            context_note: reason.to_owned(),
-            failure: None,
-        }
+        PeerFigures::none(Figure::Skipped(reason), reason.to_owned(), None)
     }
 
     pub(super) fn missing(reason: &str) -> PeerFigures {
         let reason = one_line(reason);
-        let missing = || Figure::Missing(reason.clone());
+        PeerFigures::none(
+            Figure::Missing(reason.clone()),
+            reason.clone(),
+            Some(reason),
+        )
+    }
+
+    /// No figures: each is `figure` (which says why), the context's note `note`.
+    fn none(figure: Figure, note: String, failure: Option<String>) -> PeerFigures {
         PeerFigures {
-            trivial: missing(),
+            trivial: figure.clone(),
             trivial_bytes: None,
-            insert_execute: missing(),
-            small_outline: missing(),
-            small_all: missing(),
-            large_outline: missing(),
-            large_all: missing(),
-            large_edit: missing(),
-            cold_start: missing(),
-            jupyter_start: missing(),
-            idle_rss: missing(),
-            peak_rss: missing(),
+            insert_execute: figure.clone(),
+            small_outline: figure.clone(),
+            small_all: figure.clone(),
+            large_outline: figure.clone(),
+            large_all: figure.clone(),
+            large_edit: figure.clone(),
+            cold_start: figure.clone(),
+            jupyter_start: figure.clone(),
+            idle_rss: figure.clone(),
+            peak_rss: figure,
             context: Vec::new(),
-            context_note: reason.clone(),
-            failure: Some(reason),
+            context_note: note,
+            failure,
         }
     }
 }
@@ -283,8 +274,8 @@ pub(super) fn path_with(bin: &Path) -> std::ffi::OsString {
 /// The datalayer server and the Jupyter server behind it.
 pub(super) struct Peer {
     pub(super) jupyter: JupyterServer,
-    pub(super) jupyter_start: Duration,
-    pub(super) bin: PathBuf,
+    jupyter_start: Duration,
+    bin: PathBuf,
     pub(super) log: PathBuf,
 }
 

@@ -14,29 +14,28 @@ Ours on the Jupyter Server's kernel is `jupyter-mcp serve --kernel-server <that 
 
 /// A trivial cell with both servers on one Jupyter Server's kernel: the headline comparison.
 pub(super) struct KernelPaths {
-    pub(super) ours_http: Figure,
-    pub(super) ours_stdio: Figure,
-    pub(super) extension: Figure,
-    pub(super) standalone_http_execute: Figure,
+    ours_http: Figure,
+    ours_stdio: Figure,
+    extension: Figure,
+    standalone_http_execute: Figure,
 }
 
 impl KernelPaths {
     pub(super) fn skipped(reason: &'static str) -> KernelPaths {
-        KernelPaths {
-            ours_http: Figure::Skipped(reason),
-            ours_stdio: Figure::Skipped(reason),
-            extension: Figure::Skipped(reason),
-            standalone_http_execute: Figure::Skipped(reason),
-        }
+        KernelPaths::none(Figure::Skipped(reason))
     }
 
     pub(super) fn missing(reason: &str) -> KernelPaths {
-        let missing = || Figure::Missing(one_line(reason));
+        KernelPaths::none(Figure::Missing(one_line(reason)))
+    }
+
+    /// No figures: each is `figure`, which says why.
+    fn none(figure: Figure) -> KernelPaths {
         KernelPaths {
-            ours_http: missing(),
-            ours_stdio: missing(),
-            extension: missing(),
-            standalone_http_execute: missing(),
+            ours_http: figure.clone(),
+            ours_stdio: figure.clone(),
+            extension: figure.clone(),
+            standalone_http_execute: figure,
         }
     }
 

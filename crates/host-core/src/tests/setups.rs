@@ -10,7 +10,7 @@ use colab_setup::{
     CheckCommandKind, CheckReply, CommandKind, FileServiceRoot, Reply, Route, ServerAlias,
 };
 use mcp_contract::ErrorCode;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::World;
 use crate::BoxFuture;
@@ -114,22 +114,59 @@ impl ColabRuntimes for ScriptedTunnel {
     }
 }
 
-fn world_with(tunnel: Arc<ScriptedTunnel>) -> World {
-    let world = World::with_host(MemoryHost::new().with_colab(tunnel));
+/// A world whose host has `tunnel` as its Colab runtime and a.ipynb, with the tunnel to watch.
+fn world_with(tunnel: ScriptedTunnel) -> (World, Arc<ScriptedTunnel>) {
+    let tunnel = Arc::new(tunnel);
+    let world = World::with_host(MemoryHost::new().with_colab(tunnel.clone()));
     world.host.insert("a.ipynb", &["#> out one"]);
-    world
+    (world, tunnel)
+}
+
+/// `configure_kernel` of a.ipynb with `runtime: "colab"` and the arguments in `more`, which
+/// must succeed: the setup's receipt.
+async fn configure_colab(world: &World, more: Value) -> Value {
+    let mut arguments = json!({"notebookRef": "a.ipynb", "runtime": "colab"});
+    let more = more.as_object().expect("arguments are an object").clone();
+    arguments.as_object_mut().expect("an object").extend(more);
+    world.ok("configure_kernel", arguments).await
+}
+
+/// `tool` on the setup `setup_id` of a.ipynb, with the arguments in `more`, which must succeed.
+async fn setup_call(world: &World, tool: &str, setup_id: &Value, more: Value) -> Value {
+    let mut arguments = json!({"notebookRef": "a.ipynb", "setupId": setup_id});
+    let more = more.as_object().expect("arguments are an object").clone();
+    arguments.as_object_mut().expect("an object").extend(more);
+    world.ok(tool, arguments).await
+}
+
+/// Follows the setup `setup_id` of a.ipynb from `receipt` with `get_kernel_setup` (each call
+/// waiting up to a minute, 20 calls at most) until `done` holds for a receipt; the last one.
+async fn follow_setup(
+    world: &World,
+    setup_id: &Value,
+    mut receipt: Value,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..20 {
+        if done(&receipt) {
+            break;
+        }
+        receipt = setup_call(
+            world,
+            "get_kernel_setup",
+            setup_id,
+            json!({"waitMs": 60000}),
+        )
+        .await;
+    }
+    receipt
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_unknown_alias_is_refused_without_creating_anything() {
-    let tunnel = Arc::new(ScriptedTunnel::default());
-    let world = world_with(tunnel.clone());
-    let receipt = world
-        .ok(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": "m0123abcd", "waitMs": 60000}),
-        )
-        .await;
+    let (world, tunnel) = world_with(ScriptedTunnel::default());
+    let receipt =
+        configure_colab(&world, json!({"serverAlias": "m0123abcd", "waitMs": 60000})).await;
     assert_eq!(receipt["status"], "failed", "{receipt}");
     assert_eq!(receipt["error"]["code"], "alias_unknown", "{receipt}");
     assert_eq!(receipt["serverAlias"], "m0123abcd", "{receipt}");
@@ -145,33 +182,17 @@ async fn an_unknown_alias_is_refused_without_creating_anything() {
 
 #[tokio::test(start_paused = true)]
 async fn a_created_runtime_is_reused_by_its_exact_alias_only() {
-    let tunnel = Arc::new(ScriptedTunnel::default());
-    let world = world_with(tunnel.clone());
-    let first = world
-        .ok(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 60000}),
-        )
-        .await;
+    let (world, tunnel) = world_with(ScriptedTunnel::default());
+    let first = configure_colab(&world, json!({"waitMs": 60000})).await;
     assert_eq!(first["status"], "awaiting_kernel_selection", "{first}");
     assert_eq!(first["serverCreated"], true, "{first}");
     let alias = first["serverAlias"].as_str().unwrap().to_owned();
     assert!(alias.starts_with('m') && alias.len() == 9, "{alias}");
-    world
-        .ok(
-            "cancel_kernel_setup",
-            json!({"notebookRef": "a.ipynb", "setupId": first["setupId"]}),
-        )
-        .await;
+    setup_call(&world, "cancel_kernel_setup", &first["setupId"], json!({})).await;
     // Cancel released what this setup created, once.
     assert_eq!(tunnel.releases.load(Ordering::SeqCst), 1);
     tunnel.assigned.lock().unwrap().push(alias.clone());
-    let reused = world
-        .ok(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "serverAlias": alias, "waitMs": 60000}),
-        )
-        .await;
+    let reused = configure_colab(&world, json!({"serverAlias": alias, "waitMs": 60000})).await;
     assert_eq!(reused["status"], "awaiting_kernel_selection", "{reused}");
     assert_eq!(reused["serverAlias"], alias.as_str(), "{reused}");
     assert_eq!(reused["serverCreated"], false, "{reused}");
@@ -181,12 +202,7 @@ async fn a_created_runtime_is_reused_by_its_exact_alias_only() {
         "reuse created nothing"
     );
     // Cancelling a reuse releases nothing: the server existed before.
-    let cancelled = world
-        .ok(
-            "cancel_kernel_setup",
-            json!({"notebookRef": "a.ipynb", "setupId": reused["setupId"]}),
-        )
-        .await;
+    let cancelled = setup_call(&world, "cancel_kernel_setup", &reused["setupId"], json!({})).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["runtimeReleased"], false, "{cancelled}");
     assert_eq!(tunnel.releases.load(Ordering::SeqCst), 1);
@@ -194,14 +210,8 @@ async fn a_created_runtime_is_reused_by_its_exact_alias_only() {
 
 #[tokio::test(start_paused = true)]
 async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_released() {
-    let tunnel = Arc::new(ScriptedTunnel::holding());
-    let world = world_with(tunnel.clone());
-    let started = world
-        .ok(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 1000}),
-        )
-        .await;
+    let (world, tunnel) = world_with(ScriptedTunnel::holding());
+    let started = configure_colab(&world, json!({"waitMs": 1000})).await;
     assert_eq!(started["status"], "running", "{started}");
     assert_eq!(started["stage"], "acquiring_server", "{started}");
     assert_eq!(started["providerStep"], "assignment_request", "{started}");
@@ -221,12 +231,7 @@ async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_rel
         )
         .await;
 
-    let cancelled = world
-        .ok(
-            "cancel_kernel_setup",
-            json!({"notebookRef": "a.ipynb", "setupId": setup_id}),
-        )
-        .await;
+    let cancelled = setup_call(&world, "cancel_kernel_setup", &setup_id, json!({})).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     assert_eq!(cancelled["cleanupPending"], true, "{cancelled}");
     let still = world
@@ -244,18 +249,10 @@ async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_rel
 
     // The assignment lands after the cancel: the setup releases it, once, and lets go.
     tunnel.gate.notify_one();
-    let mut settled = cancelled;
-    for _ in 0..20 {
-        if settled["cleanupPending"] == false {
-            break;
-        }
-        settled = world
-            .ok(
-                "get_kernel_setup",
-                json!({"notebookRef": "a.ipynb", "setupId": setup_id, "waitMs": 60000}),
-            )
-            .await;
-    }
+    let settled = follow_setup(&world, &setup_id, cancelled, |receipt| {
+        receipt["cleanupPending"] == false
+    })
+    .await;
     assert_eq!(settled["cleanupPending"], false, "{settled}");
     assert_eq!(settled["runtimeReleased"], true, "{settled}");
     assert_eq!(tunnel.creates.load(Ordering::SeqCst), 1);
@@ -270,27 +267,13 @@ async fn cancel_mid_assignment_blocks_the_notebook_until_the_late_runtime_is_rel
 
 #[tokio::test(start_paused = true)]
 async fn a_stuck_setup_fails_at_its_deadline_with_the_stage_it_stopped_in() {
-    let tunnel = Arc::new(ScriptedTunnel::holding());
-    let world = world_with(tunnel.clone());
-    let started = world
-        .ok(
-            "configure_kernel",
-            json!({"notebookRef": "a.ipynb", "runtime": "colab", "waitMs": 0}),
-        )
-        .await;
+    let (world, tunnel) = world_with(ScriptedTunnel::holding());
+    let started = configure_colab(&world, json!({"waitMs": 0})).await;
     let setup_id = started["setupId"].clone();
-    let mut receipt = started;
-    for _ in 0..20 {
-        if receipt["status"] != "running" {
-            break;
-        }
-        receipt = world
-            .ok(
-                "get_kernel_setup",
-                json!({"notebookRef": "a.ipynb", "setupId": setup_id, "waitMs": 60000}),
-            )
-            .await;
-    }
+    let receipt = follow_setup(&world, &setup_id, started, |receipt| {
+        receipt["status"] != "running"
+    })
+    .await;
     assert_eq!(receipt["status"], "failed", "{receipt}");
     assert_eq!(receipt["failedStage"], "acquiring_server", "{receipt}");
     assert_eq!(

@@ -217,7 +217,11 @@ pub struct ExecuteHandle {
 /// marker) instead of queueing without bound when the reader is slower than the kernel.
 pub(crate) type StreamBacklog = std::sync::Arc<std::sync::atomic::AtomicUsize>;
 
-crate::debug_fields!(ExecuteHandle { msg_id, epoch, finished });
+crate::debug_fields!(ExecuteHandle {
+    msg_id,
+    epoch,
+    finished
+});
 
 impl ExecuteHandle {
     /// Wraps a channel of events. Providers create handles this way; the channel's sender

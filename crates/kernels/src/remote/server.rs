@@ -229,7 +229,10 @@ pub(crate) struct Transport {
     pub kernel_requests: Option<Arc<dyn super::profile::AnswerKernelRequest>>,
 }
 
-crate::debug_fields!(Transport { credential, placements });
+crate::debug_fields!(Transport {
+    credential,
+    placements
+});
 
 /// The credential and the headers of one request, for REST or the WebSocket.
 pub(crate) struct Placed {

@@ -108,6 +108,21 @@ pub(crate) struct ReceiptRequest {
     pub include_images: bool,
 }
 
+/// The [`ReceiptRequest`] of a call's parameters (`run_cells`' and `get_execution`'s, which
+/// share these fields but no type): `waitMs` defaults to `$wait` milliseconds, and outputs and
+/// images are shown unless told otherwise when `$show`.
+macro_rules! receipt_request {
+    ($params:expr, wait: $wait:expr, show: $show:expr) => {
+        ReceiptRequest {
+            wait_ms: wait_ms($params.wait_ms, $wait)?,
+            include_outputs: $params.include_outputs.unwrap_or($show),
+            output_mode: $params.output_mode.unwrap_or_default(),
+            max_output_chars: requested_chars($params.max_output_chars),
+            include_images: $params.include_images.unwrap_or($show),
+        }
+    };
+}
+
 /// `waitMs` in milliseconds, `default` when omitted; a value that is not a whole number of
 /// milliseconds refuses the call.
 pub(crate) fn wait_ms(value: Option<WaitMs>, default: u64) -> Result<u64, ToolError> {
@@ -328,13 +343,7 @@ impl<H: NotebookHost> Tools<H> {
             }
             None => RunTargets::Stale,
         };
-        let request = ReceiptRequest {
-            wait_ms: wait_ms(params.wait_ms, 1_000)?,
-            include_outputs: params.include_outputs.unwrap_or(true),
-            output_mode: params.output_mode.unwrap_or_default(),
-            max_output_chars: requested_chars(params.max_output_chars),
-            include_images: params.include_images.unwrap_or(true),
-        };
+        let request = receipt_request!(params, wait: 1_000, show: true);
         if let Some(key) = &params.idempotency_key {
             // A retry of a run that is still known reports it instead of starting another.
             let known = self
@@ -476,13 +485,7 @@ impl<H: NotebookHost> Tools<H> {
         context: &CallContext,
     ) -> Result<(Value, Vec<ImageContent>), ToolError> {
         let location = self.resolve(&params.notebook_ref).await?;
-        let request = ReceiptRequest {
-            wait_ms: wait_ms(params.wait_ms, 0)?,
-            include_outputs: params.include_outputs.unwrap_or(false),
-            output_mode: params.output_mode.unwrap_or_default(),
-            max_output_chars: requested_chars(params.max_output_chars),
-            include_images: params.include_images.unwrap_or(false),
-        };
+        let request = receipt_request!(params, wait: 0, show: false);
         let id = {
             let mut registry = self.runs.registry.lock().expect("registry lock");
             registry.prune(now_ms());

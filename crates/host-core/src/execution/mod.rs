@@ -43,18 +43,7 @@ struct InFlight<'a, H: NotebookHost> {
 
 impl<H: NotebookHost> Drop for InFlight<'_, H> {
     fn drop(&mut self) {
-        let mut in_flight = self.tools.runs.in_flight.lock().expect("in-flight lock");
-        let settled = match in_flight.get_mut(&self.id) {
-            Some(count) => {
-                *count -= 1;
-                *count == 0
-            }
-            None => true,
-        };
-        if settled {
-            in_flight.remove(&self.id);
-        }
-        drop(in_flight);
+        let settled = self.tools.runs.in_flight.leave(&self.id);
         // Waiters wait for the end of a run (progress comes from their own ticks), so a step
         // that leaves the run going wakes nobody.
         let ended = settled
@@ -177,13 +166,7 @@ fn requested_cells(notebook: &Notebook, cells: &[CellRefParam]) -> Result<Vec<us
 impl<H: NotebookHost> Tools<H> {
     /// Marks `id` as having changes in progress (see [`InFlight`]).
     fn in_flight(&self, id: &str) -> InFlight<'_, H> {
-        *self
-            .runs
-            .in_flight
-            .lock()
-            .expect("in-flight lock")
-            .entry(id.to_owned())
-            .or_default() += 1;
+        self.runs.in_flight.enter(id);
         InFlight {
             tools: self,
             id: id.to_owned(),
@@ -532,12 +515,7 @@ impl<H: NotebookHost> Tools<H> {
                     .pending_position()
                     .or_else(|| progress.cells_done.checked_sub(1))
                     .and_then(|position| last_output_line(&run.cell_outputs(position)));
-                let settling = self
-                    .runs
-                    .in_flight
-                    .lock()
-                    .expect("in-flight lock")
-                    .contains_key(id);
+                let settling = self.runs.in_flight.contains(id);
                 (run.is_terminal() && !settling, progress, latest)
             };
             if let Some(sink) = &context.progress

@@ -14,6 +14,42 @@ use execution_tracker::{Invalidation, Registry, RegistryConfig};
 use crate::render;
 use crate::session::NotebookSession;
 
+/// How many changes of each run are still being carried out (runs with none are absent).
+#[derive(Default)]
+pub(crate) struct InFlightCounts(Mutex<HashMap<String, usize>>);
+
+impl InFlightCounts {
+    /// One more change of run `id` is being carried out.
+    pub(crate) fn enter(&self, id: &str) {
+        *self.lock().entry(id.to_owned()).or_default() += 1;
+    }
+
+    /// One change of run `id` was carried out; whether none is left.
+    pub(crate) fn leave(&self, id: &str) -> bool {
+        let mut counts = self.lock();
+        let settled = match counts.get_mut(id) {
+            Some(count) => {
+                *count -= 1;
+                *count == 0
+            }
+            None => true,
+        };
+        if settled {
+            counts.remove(id);
+        }
+        settled
+    }
+
+    /// Whether changes of run `id` are being carried out.
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.lock().contains_key(id)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.0.lock().expect("in-flight lock")
+    }
+}
+
 /// What the run tools keep between calls.
 pub(crate) struct RunState {
     /// Per-notebook dataflow and run records.
@@ -26,7 +62,7 @@ pub(crate) struct RunState {
     /// Per-notebook controls of the running background run (interrupt requests).
     pub(crate) run_controls: Mutex<HashMap<String, Arc<RunControl>>>,
     /// Runs whose latest changes are still being carried out, with how many.
-    pub(crate) in_flight: Mutex<HashMap<String, usize>>,
+    pub(crate) in_flight: InFlightCounts,
     /// `run_cells` idempotency keys: (notebook URI, key) → the run they started.
     pub(crate) idempotency: Mutex<HashMap<(String, String), String>>,
 }
@@ -38,7 +74,7 @@ impl Default for RunState {
             registry: Mutex::new(new_registry()),
             runs_settled: tokio::sync::watch::channel(0).0,
             run_controls: Mutex::new(HashMap::new()),
-            in_flight: Mutex::new(HashMap::new()),
+            in_flight: InFlightCounts::default(),
             idempotency: Mutex::new(HashMap::new()),
         }
     }

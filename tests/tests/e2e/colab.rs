@@ -199,7 +199,9 @@ async fn colab_stand_in_runs_cells_from_a_sessions_file_and_survives_a_token_exp
         "20 MiB through the stand-in's Contents API: sha256 {expected}, upload {upload_time:?}, download {download_time:?}"
     );
     // A colabFileUri whose path is not the kernel path is refused, nothing moved.
-    let mismatched = nb.call("upload_file", json!({"hostPath": "payload.bin", "kernelPath": "/content/other.bin", "colabFileUri": format!("{}content/big.bin", runtime.url)})).await;
+    let arguments = json!({"hostPath": "payload.bin", "kernelPath": "/content/other.bin",
+                           "colabFileUri": format!("{}content/big.bin", runtime.url)});
+    let mismatched = nb.call("upload_file", arguments).await;
     assert_eq!(
         mismatched.error_code(),
         "invalid_argument",
@@ -385,7 +387,9 @@ async fn setup_until(
 
 /// `select_setup_kernel` with `choice`, then the setup followed until it is no longer running.
 async fn select_until_settled(nb: &NotebookRuns<'_>, setup_id: &str, choice: &Value) -> Value {
-    let selected = nb.ok("select_setup_kernel", json!({"setupId": setup_id, "kernelChoiceId": choice["kernelChoiceId"], "waitMs": 60000})).await;
+    let arguments = json!({"setupId": setup_id, "kernelChoiceId": choice["kernelChoiceId"],
+                           "waitMs": 60000});
+    let selected = nb.ok("select_setup_kernel", arguments).await;
     if selected["status"] == "running" {
         setup_until(nb, setup_id, |receipt| receipt["status"] != "running").await
     } else {

@@ -226,7 +226,9 @@ async fn read_views_and_cell_references() {
     assert_eq!(ends["cells"][0]["index"], 0);
     assert_eq!(ends["cells"][1]["index"], 5);
 
-    let slice = nb.ok("read_notebook", json!({"cellIds": ["slow-loop"], "view": "source", "startLine": 4, "endLine": 5, "maxSourceChars": 12})).await;
+    let arguments = json!({"cellIds": ["slow-loop"], "view": "source", "startLine": 4,
+                           "endLine": 5, "maxSourceChars": 12});
+    let slice = nb.ok("read_notebook", arguments).await;
     assert_eq!(slice["cells"][0]["source"], "for step in ");
     assert_eq!(slice["cells"][0]["sourceTruncated"], true);
 

@@ -1,6 +1,7 @@
-//! The steps the remote-kernel scenarios share (a Jupyter Server, a Kernel Gateway, a JupyterHub
-//! user's server): one notebook's runs, interrupts, restarts and transfers through a real MCP
-//! client, each with the checks that hold wherever the kernel runs.
+//! One notebook's calls through a real MCP client, which the end-to-end tests make with its
+//! `notebookRef` filled in, and the steps the remote-kernel scenarios share (a Jupyter Server, a
+//! Kernel Gateway, a JupyterHub user's server): runs, interrupts, restarts and transfers, each
+//! with the checks that hold wherever the kernel runs.
 
 use std::path::Path;
 use std::time::Duration;

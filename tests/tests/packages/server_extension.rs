@@ -28,9 +28,9 @@ fn write_gated_notebook(folder: &Path, gate: &Path) {
 }
 
 /// Runs the official Python SDK client (`tests/python/mcp_through_jupyter.py`) against `url`
-/// with `token`: its findings. It also runs `gated.ipynb`, proving that the stream of that call
-/// reaches it as it is written.
-fn sdk_client(url: &str, token: &str, notebook: &str, gate: &Path, ca: Option<&Path>) -> Value {
+/// with `token` and checks its findings (see [`check_findings`]). It also runs `gated.ipynb`,
+/// proving that the stream of that call reaches it as it is written.
+fn sdk_client(url: &str, token: &str, notebook: &str, gate: &Path, ca: Option<&Path>) {
     let mut command = std::process::Command::new(python());
     command
         .arg(workspace_root().join("tests/python/mcp_through_jupyter.py"))
@@ -41,7 +41,17 @@ fn sdk_client(url: &str, token: &str, notebook: &str, gate: &Path, ca: Option<&P
     }
     let output = crate::run(&mut command);
     let last = output.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|error| panic!("{error}: {output}"))
+    let findings = serde_json::from_str(last).unwrap_or_else(|error| panic!("{error}: {output}"));
+    check_findings(&findings, notebook);
+}
+
+/// Waits until `person` sees the agent's edit of `c0` and the output of its run, live.
+async fn sees_the_agents_work(person: Peer) {
+    let (person, seen) = person
+        .ask(json!({"cmd": "wait", "cell": "c0", "contains": "y = 40 + 2", "output": "answer 42", "timeout": 60}))
+        .await;
+    seen.expect("the person sees the agent's edit and its output live");
+    drop(person);
 }
 
 /// What an agent must have seen through `/mcp`: the tools, the notebook, its edit and its run.
@@ -129,19 +139,14 @@ async fn a_jupyter_server_serves_mcp_behind_its_token_and_the_agent_edits_live()
     person.open("shared.ipynb").unwrap();
     let gate = server.state_dir().join("gate");
     write_gated_notebook(server.root(), &gate);
-    let findings = sdk_client(
+    sdk_client(
         &format!("{}mcp", server.url()),
         server.token(),
         "shared.ipynb",
         &gate,
         None,
     );
-    check_findings(&findings, "shared.ipynb");
-    let (person, seen) = person
-        .ask(json!({"cmd": "wait", "cell": "c0", "contains": "y = 40 + 2", "output": "answer 42", "timeout": 60}))
-        .await;
-    seen.expect("the person sees the agent's edit and its output live");
-    drop(person);
+    sees_the_agents_work(person).await;
 
     // One process of ours served it; stopping the server leaves none.
     let marker = format!("127.0.0.1:{port}/");
@@ -244,19 +249,14 @@ async fn a_jupyterhub_users_server_serves_mcp_to_that_user_only() {
     let gate_folder = tempfile::tempdir().unwrap();
     let gate = gate_folder.path().join("gate");
     write_gated_notebook(&home, &gate);
-    let findings = sdk_client(
+    sdk_client(
         &format!("{base}mcp"),
         hub.token(),
         "hub.ipynb",
         &gate,
         Some(&hub.ca_file()),
     );
-    check_findings(&findings, "hub.ipynb");
-    let (person, seen) = person
-        .ask(json!({"cmd": "wait", "cell": "c0", "contains": "y = 40 + 2", "output": "answer 42", "timeout": 60}))
-        .await;
-    seen.expect("the person sees the agent's edit and its output live");
-    drop(person);
+    sees_the_agents_work(person).await;
 
     let marker = "/user/alice/";
     assert_eq!(

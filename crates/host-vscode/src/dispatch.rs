@@ -11,7 +11,7 @@ use host_core::{BoxFuture, CallContext, NotebookHost, Services, ToolDispatch, To
 use mcp_contract::ToolRequest;
 use mcp_contract::catalog::{ToolName, ToolSpec};
 use mcp_server::{HttpApp, HttpSecurity, McpHandler};
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::host::VsCodeHost;
@@ -44,24 +44,22 @@ impl VsCodeDispatch {
             "waitMs": 365u64 * 24 * 3600 * 1000,
             "includeOutputs": false,
         });
-        self.tools
-            .call(
-                ToolName::RunCells.as_str(),
-                arguments.as_object().cloned(),
-                CallContext::default(),
-            )
-            .await
+        self.controller_call(ToolName::RunCells, arguments).await
     }
 
     /// Interrupts the notebook's kernel for the controller.
     pub async fn interrupt_for_controller(&self, uri: &str) -> ToolOutput {
         let arguments = json!({ "notebookRefs": [uri] });
+        self.controller_call(ToolName::InterruptKernels, arguments)
+            .await
+    }
+
+    /// A call of the extension's notebook controller (no MCP client, so no progress or
+    /// cancellation).
+    async fn controller_call(&self, tool: ToolName, arguments: Value) -> ToolOutput {
+        let arguments = arguments.as_object().cloned();
         self.tools
-            .call(
-                ToolName::InterruptKernels.as_str(),
-                arguments.as_object().cloned(),
-                CallContext::default(),
-            )
+            .call(tool.as_str(), arguments, CallContext::default())
             .await
     }
 

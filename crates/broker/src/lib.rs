@@ -2,7 +2,7 @@
 //!
 //! Layer 3 (adapter), beside `mcp-server`. Every host process (each `jupyter-mcp serve`, later
 //! each VS Code window) runs a [`Coordinator`]. The first to bind the shared port is the broker:
-//! it serves `/mcp` for everyone through a [`host_core::ToolDispatch`] that sends each call to
+//! it serves `/mcp` for everyone through a [`mcp_contract::ToolDispatch`] that sends each call to
 //! the window owning its notebook. The others are peers: they listen on private loopback ports,
 //! register with the broker and heartbeat every second; when the broker goes away, one of them
 //! takes the port over and clients reconnect to the same URL. Every routing decision (who owns a

@@ -1,9 +1,10 @@
-//! What the extension serves: the tools of one window, over HTTP or stdio, and the entry the extension's own notebook controller uses
-//! to run cells on the same kernels and run records as MCP clients.
+//! What the extension serves: the tools of one window, over HTTP or stdio, and the entry the
+//! extension's own notebook controller uses to run cells on the same kernels and run records as
+//! MCP clients.
 //!
-//! The broker (several windows on one port) is not here yet: a window serves its own tools on
-//! the configured port. [`VsCodeDispatch`] is a [`ToolDispatch`], which is the seam a broker
-//! joins: it serves a `dyn ToolDispatch` per window.
+//! [`VsCodeDispatch`] is a [`ToolDispatch`] that forwards each request to the window's
+//! [`Tools`]; [`RunningServer`] serves it on a private port (port 0) or joins the shared port's
+//! broker, which serves a `dyn ToolDispatch` per window.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! What a transport needs to serve tools: [`ToolDispatch`] (one host's tools, or a broker in
-//! front of many), the [`ToolOutput`] of a call, and the per-call [`CallContext`]. The MCP
-//! binding, the HTTP broker and the hosts meet here, so transports compile without the tool
-//! layer.
+//! front of many), the [`ToolRequest`] a call arrives as (name, arguments and the per-call
+//! [`CallContext`]) and the [`ToolOutput`] of a call. The MCP binding, the HTTP broker and the
+//! hosts meet here, so transports compile without the tool layer.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The MCP transports of jupyter-mcp.
 //!
-//! Layer 3 (adapter). Binds a [`host_core::ToolDispatch`] to rmcp: Streamable HTTP on loopback
+//! Layer 3 (adapter). Binds a [`mcp_contract::ToolDispatch`] to rmcp: Streamable HTTP on loopback
 //! (with the DNS-rebinding defence and the token check in front of it) and stdio. It knows
 //! nothing about notebooks, files or kernels.
 

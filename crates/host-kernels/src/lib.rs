@@ -5,7 +5,9 @@
 //! [`kernels::KernelManager`] over the local ZeroMQ provider or a Jupyter Server's. It converts,
 //! and decides nothing: which kernel a notebook uses is the manager's and discovery's rule, what
 //! a run means is host-core's. A session is handed out once per kernel object, so host-core can
-//! tell the kernel it began a transfer on from one that replaced it.
+//! tell the kernel it began a transfer on from one that replaced it. Its free functions over one
+//! kernel handle ([`session_info`], [`status_watch`], [`run_cell`], [`execute`], [`probe`]) and
+//! over a discovery ([`listing`], [`find_spec`], [`record_as`]) serve host-jupyter's kernels too.
 //!
 //! ```no_run
 //! use std::sync::Arc;

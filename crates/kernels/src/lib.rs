@@ -12,14 +12,17 @@
 //! server refuses it, and starting the hub user's server when needed. Both report each execute request as the
 //! same ordered stream of events. A [`KernelManager`] keeps one kernel per notebook, stops
 //! idle ones and stops all of them on server exit. Callers see only the [`KernelProvider`] and
-//! [`KernelHandle`] traits.
+//! [`KernelHandle`] traits. Two small pieces serve others too: [`debug_fields!`], the `Debug`
+//! that names only some fields (this crate's handles and the hosts above use it), and, with
+//! `remote`, the pure v1 frame functions `encode_v1` and `split_v1` (the bench's raw WebSocket
+//! floor lays out its frames with them).
 //!
 //! It knows nothing about MCP, notebooks as documents or the tool contract: it runs code and
 //! reports what the kernel said. It never puts raw kernel, server or OS text into error
 //! messages (the kernel's own output is kept apart for diagnostics), and never logs a token.
 //!
-//! Without features only the traits, the event types, discovery and the manager are built (no
-//! ZeroMQ, no HTTP): that is what the tool layer depends on.
+//! Without features only the traits, the event types, discovery, the manager and
+//! `debug_fields!` are built (no ZeroMQ, no HTTP): that is what `host-kernels` depends on.
 
 #![deny(unsafe_code)]
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use http::{Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use mcp_contract::catalog::{self, ToolSpec};
-use mcp_contract::results::{ListNotebooksResult, WindowEntry};
+use mcp_contract::results::{ListNotebooksResult, WindowEntry, WindowStatus};
 use mcp_server::http::{Body, ExtraRoutes, RouteFuture, json_response};
 use serde_json::{Map, Value, json};
 // Tokio's clock: on a paused test clock, heartbeats, staleness and deadlines keep one time.
@@ -367,7 +367,7 @@ impl BrokerState {
                 None => windows.push(WindowEntry {
                     window_id,
                     window_label: label,
-                    status: "unavailable".to_owned(),
+                    status: WindowStatus::Unavailable,
                     notebooks: Vec::new(),
                     unreadable: Vec::new(),
                 }),
@@ -406,7 +406,7 @@ impl BrokerState {
         let unavailable = |window_id: String, label: String| PreflightWindow {
             window_id,
             window_label: label.chars().take(256).collect(),
-            status: "unavailable".to_owned(),
+            status: WindowStatus::Unavailable,
             ..PreflightWindow::default()
         };
         let serves = |window_id: &str| {
@@ -458,7 +458,7 @@ impl BrokerState {
             .map(|window| HostListing {
                 window_id: window.window_id.clone(),
                 label: window.window_label.clone(),
-                available: window.status == "available",
+                available: window.status == WindowStatus::Available,
                 notebooks: window
                     .notebooks
                     .iter()

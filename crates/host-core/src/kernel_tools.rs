@@ -33,8 +33,12 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
                 } else {
                     info.language
                 },
-                status: status.as_str().to_owned(),
-                runtime: if dead { "dead" } else { "active" }.to_owned(),
+                status: status.into(),
+                runtime: if dead {
+                    KernelRuntimeState::Dead
+                } else {
+                    KernelRuntimeState::Active
+                },
                 runtime_reason: dead.then(|| {
                     "the kernel process has exited; the next run_cells or configure_kernel starts a new one"
                         .to_owned()
@@ -53,12 +57,15 @@ pub(crate) fn kernel_state(lookup: &KernelLookup, language: &str) -> KernelState
                 id: None,
                 language: language.to_owned(),
                 status: if seen_nothing {
-                    "unknown"
+                    KernelStatusName::Unknown
                 } else {
-                    "not-started"
-                }
-                .to_owned(),
-                runtime: if seen_nothing { "unknown" } else { "none" }.to_owned(),
+                    KernelStatusName::NotStarted
+                },
+                runtime: if seen_nothing {
+                    KernelRuntimeState::Unknown
+                } else {
+                    KernelRuntimeState::NoKernel
+                },
                 runtime_reason: Some(reason.clone()),
                 implementation: None,
                 language_version: None,

@@ -52,6 +52,7 @@ mod failure;
 mod inspect;
 mod kernel_tools;
 mod render;
+mod result_words;
 mod resources;
 pub mod seams;
 mod session;

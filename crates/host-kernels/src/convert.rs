@@ -22,20 +22,18 @@ pub fn status(status: &kernels::KernelStatus) -> KernelStatus {
 
 /// Where kernels run, as the tools show it (`runsOn`).
 pub fn place(place: &kernels::KernelPlace) -> KernelPlace {
+    use host_core::kernel::KernelPlaceKind;
     let nothing = KernelPlace {
-        kind: String::new(),
+        kind: KernelPlaceKind::Local,
         url: None,
         hub: None,
         user: None,
         server: None,
     };
     match place {
-        kernels::KernelPlace::Local => KernelPlace {
-            kind: "local".to_owned(),
-            ..nothing
-        },
+        kernels::KernelPlace::Local => nothing,
         kernels::KernelPlace::Server { url } => KernelPlace {
-            kind: "server".to_owned(),
+            kind: KernelPlaceKind::Server,
             url: Some(url.clone()),
             ..nothing
         },
@@ -45,7 +43,7 @@ pub fn place(place: &kernels::KernelPlace) -> KernelPlace {
             server,
             url,
         } => KernelPlace {
-            kind: "jupyterhub".to_owned(),
+            kind: KernelPlaceKind::Jupyterhub,
             url: url.clone(),
             hub: Some(hub.clone()),
             user: user.clone(),
@@ -206,7 +204,10 @@ mod tests {
 
     #[test]
     fn places_name_the_server_and_the_hub_user_without_secrets() {
-        assert_eq!(place(&kernels::KernelPlace::Local).kind, "local");
+        assert_eq!(
+            place(&kernels::KernelPlace::Local).kind,
+            host_core::kernel::KernelPlaceKind::Local
+        );
         let server = place(&kernels::KernelPlace::Server {
             url: "https://jupyter.example.org/".into(),
         });
@@ -220,7 +221,7 @@ mod tests {
             server: String::new(),
             url: None,
         });
-        assert_eq!(hub.kind, "jupyterhub");
+        assert_eq!(hub.kind, host_core::kernel::KernelPlaceKind::Jupyterhub);
         assert_eq!(hub.server.as_deref(), Some("default"));
         assert_eq!(hub.user.as_deref(), Some("alice"));
         assert_eq!(

@@ -4,6 +4,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod sets;
+
+pub use crate::params::{EditType, ExportFormatParam};
+pub use sets::{
+    CellFlowState, KernelPlaceKind, KernelRuntimeState, KernelStatusName, LintSeverity,
+    MatchPlaceName, PreparationState, SavedRunState, TerminalClosureOutcome, TransferOperation,
+    TransferRoute, WindowStatus,
+};
+
 /// A notebook as listed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -26,7 +35,7 @@ pub struct WindowEntry {
     /// A human-readable name of the window, such as its workspace folder.
     pub window_label: String,
     /// `available`, or `unavailable` when the host did not answer (its notebooks are then unknown).
-    pub status: String,
+    pub status: WindowStatus,
     /// The notebooks this host knows (open ones, or every `.ipynb` under the standalone server's
     /// root).
     pub notebooks: Vec<NotebookEntry>,
@@ -137,10 +146,10 @@ pub struct CellOutline {
     pub line_count: usize,
     /// What the saved file says: `success`, `error`, `unknown`, `not-run`, or `n/a` (markdown, raw).
     #[serde(rename = "executionState")]
-    pub execution_state: String,
+    pub execution_state: SavedRunState,
     /// Dataflow state of a code cell: `fresh`, `stale`, `never-run`, `queued`, `running`, `error`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
+    pub state: Option<CellFlowState>,
     /// Names of the cells this one reads from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Vec<String>>,
@@ -196,7 +205,7 @@ pub struct LintFinding {
     /// Stable code, e.g. `syntax_error`, `undefined_name`, `defined_below`, `unused_definition`.
     pub code: String,
     /// `error`, `warning` or `info`.
-    pub severity: String,
+    pub severity: LintSeverity,
     /// 0-based position of the cell the finding is in.
     pub cell_index: usize,
     /// Name of that cell.
@@ -269,7 +278,7 @@ pub struct ImageRef {
 pub struct SearchMatchEntry {
     /// `source`, `output` or `name`.
     #[serde(rename = "in")]
-    pub place: String,
+    pub place: MatchPlaceName,
     /// 1-based line in the source or output text.
     pub line: usize,
     /// The matching line, cut to 200 characters around the match.
@@ -330,7 +339,7 @@ pub struct EditedCell {
 #[serde(rename_all = "camelCase")]
 pub struct AppliedEdit {
     /// `insert`, `edit`, `delete` or `replace`.
-    pub edit_type: String,
+    pub edit_type: EditType,
     /// The cells the edit created or changed, as they are now.
     pub cells: Vec<EditedCell>,
     /// Ids of the cells the edit removed.
@@ -404,7 +413,7 @@ pub struct ExportNotebookResult {
     /// The exported notebook's URI.
     pub notebook: String,
     /// `markdown`, `python` or `html`.
-    pub format: String,
+    pub format: ExportFormatParam,
     /// The export (absent when written to `outputPath`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
@@ -442,7 +451,7 @@ pub struct KernelChoice {
 pub struct KernelPlace {
     /// `local` (this machine), `server` (a Jupyter Server or Kernel Gateway), or `jupyterhub`
     /// (a JupyterHub user's server).
-    pub kind: String,
+    pub kind: KernelPlaceKind,
     /// The server's URL: the Jupyter Server's, or the hub user server's once it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
@@ -483,10 +492,12 @@ pub struct KernelState {
     pub id: Option<String>,
     /// The language the kernel reported, else the notebook's code language.
     pub language: String,
-    /// `idle`, `busy`, `starting`, `restarting`, `dead`, `not-started`, or `unknown`.
-    pub status: String,
-    /// `active` when a kernel process runs for this notebook, else `unknown`/`none`.
-    pub runtime: String,
+    /// `idle`, `busy`, `starting`, `restarting`, `dead`, `unreachable`, `not-started`, or
+    /// `unknown`.
+    pub status: KernelStatusName,
+    /// `active` when a kernel process runs for this notebook, `dead` when it exited, else
+    /// `unknown`/`none`.
+    pub runtime: KernelRuntimeState,
     /// Why no kernel is active (never raw exception text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_reason: Option<String>,
@@ -618,7 +629,7 @@ pub struct UndoResult {
 #[serde(rename_all = "camelCase")]
 pub struct TransferResult {
     /// `upload_file` or `download_file`.
-    pub operation: String,
+    pub operation: TransferOperation,
     /// Size of the file moved, in bytes.
     pub bytes: u64,
     /// SHA-256 of the file, as lower-case hex.
@@ -637,7 +648,7 @@ pub struct TransferResult {
     /// `contents` when the bytes went through the runtime's Contents API (a Colab runtime's
     /// file service) instead of the kernel channel; absent for the kernel channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub route: Option<String>,
+    pub route: Option<TransferRoute>,
 }
 
 /// The structured body of every failure.
@@ -753,7 +764,7 @@ pub struct PreflightWindow {
     pub window_label: String,
     /// `available`, or `unavailable` when the window did not answer in time (nothing else is
     /// then set).
-    pub status: String,
+    pub status: WindowStatus,
     /// Whether the Colab extension is installed in the window.
     #[serde(default)]
     pub colab_extension: bool,
@@ -806,11 +817,11 @@ impl ColabPreflightResult {
     pub fn from_windows(windows: Vec<PreflightWindow>) -> ColabPreflightResult {
         let responded = windows
             .iter()
-            .filter(|window| window.status == "available")
+            .filter(|window| window.status == WindowStatus::Available)
             .count();
         let recommendation = match windows.as_slice() {
             [window]
-                if window.status == "available"
+                if window.status == WindowStatus::Available
                     && window.colab_extension
                     && window.blockers.is_empty() =>
             {
@@ -875,7 +886,7 @@ pub struct ColabTerminalClosure {
     /// `closed` (VS Code removed it from the window; the shell may still be exiting),
     /// `already_gone` (it was not in the window any more), or `uncertain` (disposed, but still
     /// listed when checked).
-    pub outcome: String,
+    pub outcome: TerminalClosureOutcome,
 }
 
 /// What `close_colab_terminals` returns.
@@ -903,7 +914,7 @@ pub struct ColabPreparationResult {
     pub window_id: String,
     /// `ready`, `converting` (the folder is being turned into an untitled workspace; the
     /// extension host restarts: reconnect and poll), or `failed`.
-    pub status: String,
+    pub status: PreparationState,
     /// The workspace is the prepared one, trusted, with its root, and the native connection
     /// binds to this window now. Not Colab runtime readiness.
     pub environment_ready: bool,

@@ -288,7 +288,11 @@ impl<H: NotebookHost> Tools<H> {
     }
 
     /// `queued` / `running` for cells of the notebook's active run, by cell id.
-    pub(crate) fn live_states(&self, location: &NotebookLocation) -> Vec<(String, &'static str)> {
+    pub(crate) fn live_states(
+        &self,
+        location: &NotebookLocation,
+    ) -> Vec<(String, mcp_contract::results::CellFlowState)> {
+        use mcp_contract::results::CellFlowState;
         let registry = self.runs.registry.lock().expect("registry lock");
         let Some(run) = registry.active_run(&location.uri) else {
             return Vec::new();
@@ -296,8 +300,8 @@ impl<H: NotebookHost> Tools<H> {
         run.cells()
             .iter()
             .filter_map(|cell| match cell.state() {
-                CellState::Requested => Some((cell.cell_id().to_owned(), "queued")),
-                CellState::Dispatched => Some((cell.cell_id().to_owned(), "running")),
+                CellState::Requested => Some((cell.cell_id().to_owned(), CellFlowState::Queued)),
+                CellState::Dispatched => Some((cell.cell_id().to_owned(), CellFlowState::Running)),
                 _ => None,
             })
             .collect()

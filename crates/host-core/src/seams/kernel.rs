@@ -20,7 +20,7 @@ use mcp_contract::ErrorCode;
 /// A kernel as `list_kernels` shows it and where it runs: the seam's own vocabulary (the
 /// contract's result types), so that kernel providers name them through this seam and never
 /// through the MCP contract.
-pub use mcp_contract::results::{KernelChoice, KernelPlace};
+pub use mcp_contract::results::{KernelChoice, KernelPlace, KernelPlaceKind};
 use serde_json::{Map, Value};
 use thiserror::Error;
 use tokio::sync::watch;

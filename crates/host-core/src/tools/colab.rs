@@ -15,7 +15,8 @@ use colab_setup::{
     FileServiceRoot, KernelFailure, Nonce,
 };
 use mcp_contract::params::CheckColabParams;
-use mcp_contract::{ErrorCode, ToolError, ToolName};
+use mcp_contract::results::TransferOperation;
+use mcp_contract::{ErrorCode, ToolError};
 use serde_json::Value;
 use sha2::Digest as _;
 
@@ -314,7 +315,14 @@ impl<H: NotebookHost> Tools<H> {
                             .to_owned(),
                     ));
                 }
-                transfer_result(ToolName::UploadFile, size, sha256, host_path, params, chunk)
+                transfer_result(
+                    TransferOperation::UploadFile,
+                    size,
+                    sha256,
+                    host_path,
+                    params,
+                    chunk,
+                )
             }
             transfer::Direction::Download => {
                 let code = format!(
@@ -367,7 +375,14 @@ impl<H: NotebookHost> Tools<H> {
                 .await;
                 let _ = files.remove(&temp).await;
                 written.map_err(|io| failed("promote", io.kind().to_string()))?;
-                transfer_result(ToolName::DownloadFile, size, sha256, host_path, params, 1)
+                transfer_result(
+                    TransferOperation::DownloadFile,
+                    size,
+                    sha256,
+                    host_path,
+                    params,
+                    1,
+                )
             }
         }
     }
@@ -511,7 +526,7 @@ async fn kernel_json(kernel: &crate::kernel::SharedSession, code: String) -> Res
 }
 
 fn transfer_result(
-    operation: ToolName,
+    operation: TransferOperation,
     bytes: u64,
     sha256: String,
     host_path: &str,
@@ -519,7 +534,7 @@ fn transfer_result(
     chunks: u32,
 ) -> Result<(Value, Vec<crate::tools::ImageContent>), ToolError> {
     let result = mcp_contract::results::TransferResult {
-        operation: operation.as_str().to_owned(),
+        operation,
         bytes,
         sha256,
         host_path: host_path.to_owned(),
@@ -527,7 +542,7 @@ fn transfer_result(
         verified: true,
         wire_bytes: bytes,
         chunks: u64::from(chunks),
-        route: Some("contents".to_owned()),
+        route: Some(mcp_contract::results::TransferRoute::Contents),
     };
     Ok((
         serde_json::to_value(result).expect("serialises"),

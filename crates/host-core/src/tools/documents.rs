@@ -59,7 +59,7 @@ impl<H: NotebookHost> Tools<H> {
             windows: vec![WindowEntry {
                 window_id: window.id,
                 window_label: window.label,
-                status: "available".to_owned(),
+                status: WindowStatus::Available,
                 notebooks,
                 unreadable,
             }],
@@ -189,10 +189,10 @@ impl<H: NotebookHost> Tools<H> {
 
     pub(crate) async fn export_notebook(&self, params: ExportNotebookParams) -> ToolResult {
         let (location, document) = self.load(&params.notebook_ref).await?;
-        let (format, name) = match params.format {
-            ExportFormatParam::Markdown => (ExportFormat::Markdown, "markdown"),
-            ExportFormatParam::Python => (ExportFormat::Python, "python"),
-            ExportFormatParam::Html => (ExportFormat::Html, "html"),
+        let format = match params.format {
+            ExportFormatParam::Markdown => ExportFormat::Markdown,
+            ExportFormatParam::Python => ExportFormat::Python,
+            ExportFormatParam::Html => ExportFormat::Html,
         };
         let content = notebook_model::export::export(
             &document.notebook,
@@ -210,7 +210,7 @@ impl<H: NotebookHost> Tools<H> {
                     .await?;
                 ExportNotebookResult {
                     notebook: location.uri,
-                    format: name.to_owned(),
+                    format: params.format,
                     content: None,
                     output_path: Some(uri),
                     bytes,
@@ -218,7 +218,7 @@ impl<H: NotebookHost> Tools<H> {
             }
             None => ExportNotebookResult {
                 notebook: location.uri,
-                format: name.to_owned(),
+                format: params.format,
                 content: Some(content),
                 output_path: None,
                 bytes,

@@ -323,8 +323,9 @@ impl<H: NotebookHost> Tools<H> {
             applied: outcome
                 .applied
                 .iter()
-                .map(|applied| AppliedEdit {
-                    edit_type: applied.verb.to_owned(),
+                .zip(&params.edits)
+                .map(|(applied, edit)| AppliedEdit {
+                    edit_type: edit.edit_type,
                     cells: applied.cells.iter().map(edited_cell).collect(),
                     deleted: applied.deleted.clone(),
                 })

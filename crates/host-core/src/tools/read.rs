@@ -70,12 +70,12 @@ impl LintGroups {
 fn add_flow(
     cell_view: &mut CellOutline,
     index: usize,
-    live_state: Option<&str>,
+    live_state: Option<CellFlowState>,
     flow: &FlowView,
     names: &[String],
 ) {
-    let state = live_state.or_else(|| flow.states[index].map(dataflow::CellState::as_str));
-    cell_view.state = state.map(str::to_owned);
+    cell_view.state =
+        live_state.or_else(|| flow.states[index].map(crate::result_words::flow_state));
     let named = |cells: &[usize]| cells.iter().map(|&i| names[i].clone()).collect();
     cell_view.inputs = Some(named(&flow.inputs[index]));
     cell_view.dependents = Some(named(&flow.dependents[index]));
@@ -121,18 +121,9 @@ pub(crate) fn image_cap_notice(thumbnails: bool) -> String {
 }
 
 pub(crate) fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
-    use dataflow::LintCode;
-    let severity = match finding.code {
-        LintCode::SyntaxError | LintCode::UndefinedName => "error",
-        LintCode::DefinedBelow | LintCode::DeletedAbove | LintCode::AnalysisFailed => "warning",
-        LintCode::UnusedDefinition
-        | LintCode::UnusedImport
-        | LintCode::StarImport
-        | LintCode::RunMagic => "info",
-    };
     LintFinding {
         code: finding.code.as_str().to_owned(),
-        severity: severity.to_owned(),
+        severity: crate::result_words::lint_severity(finding.code),
         cell_index: finding.cell,
         cell_name: names.get(finding.cell).cloned().unwrap_or_default(),
         line: finding.line.map(|line| line as usize),
@@ -169,7 +160,7 @@ pub(crate) fn outline_cells(
                 },
                 language: notebook.cell_language(cell).to_owned(),
                 line_count: view::line_count(cell.source()),
-                execution_state: derived.states[index].as_str().to_owned(),
+                execution_state: crate::result_words::saved_run_state(derived.states[index]),
                 execution_count: cell.execution_count(),
                 output_count: (cell.kind() == CellKind::Code).then_some(cell.outputs().len()),
                 ..CellOutline::default()
@@ -256,7 +247,8 @@ impl<H: NotebookHost> Tools<H> {
         );
         let output_mode = params.output_mode.unwrap_or_default();
         let include_images = with_outputs && params.include_images.unwrap_or(true);
-        let live: HashMap<String, &str> = self.live_states(&location).into_iter().collect();
+        let live: HashMap<String, CellFlowState> =
+            self.live_states(&location).into_iter().collect();
         // Lint findings travel with their cell, so that a page carries those of its cells.
         let mut lint_by_cell: HashMap<usize, Vec<LintFinding>> = HashMap::new();
         if view == ReadView::Outline {
@@ -461,14 +453,14 @@ impl<H: NotebookHost> Tools<H> {
                         .into_iter()
                         .map(|found| {
                             let (place, output_index, mime) = match found.place {
-                                MatchPlace::Source => ("source", None, None),
-                                MatchPlace::Name => ("name", None, None),
+                                MatchPlace::Source => (MatchPlaceName::Source, None, None),
+                                MatchPlace::Name => (MatchPlaceName::Name, None, None),
                                 MatchPlace::Output { output_index, mime } => {
-                                    ("output", Some(output_index), Some(mime))
+                                    (MatchPlaceName::Output, Some(output_index), Some(mime))
                                 }
                             };
                             SearchMatchEntry {
-                                place: place.to_owned(),
+                                place,
                                 line: found.line,
                                 text: found.text,
                                 output_index,

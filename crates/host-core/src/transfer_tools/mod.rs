@@ -25,7 +25,7 @@ use execution_tracker::{IopubEvent, KernelLifecycle};
 use futures::StreamExt;
 use mcp_contract::params::TransferParams;
 use mcp_contract::results::TransferResult;
-use mcp_contract::{ErrorCode, ToolError, ToolName};
+use mcp_contract::{ErrorCode, ToolError};
 use serde_json::{Value, json};
 use transfer::{
     Action, Cause, Direction, Download, DownloadConfig, Event, KernelBudget, KernelFailure,
@@ -182,12 +182,7 @@ impl<H: NotebookHost> Tools<H> {
         })?;
         let receipt = outcome.map_err(|failure| transfer_error(&failure))?;
         let result = TransferResult {
-            operation: match receipt.direction {
-                Direction::Upload => ToolName::UploadFile,
-                Direction::Download => ToolName::DownloadFile,
-            }
-            .as_str()
-            .to_owned(),
+            operation: crate::result_words::transfer_operation(receipt.direction),
             bytes: receipt.bytes,
             sha256: receipt.sha256,
             host_path: receipt.host_path,

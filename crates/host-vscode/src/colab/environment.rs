@@ -15,6 +15,7 @@ use mcp_contract::params::PrepareColabEnvironmentParams;
 use mcp_contract::results::{
     CloseColabTerminalsResult, ColabPreparationResult, ColabTerminalClosure, ColabTerminalEntry,
     ColabTerminalsResult, PreflightNative, PreflightPolicy, PreflightWindow, PreflightWorkspace,
+    PreparationState, TerminalClosureOutcome, WindowStatus,
 };
 use mcp_contract::{ErrorCode, ToolError};
 use serde::{Deserialize, Serialize};
@@ -110,7 +111,7 @@ impl WindowColab {
         ColabPreparationResult {
             preparation_id: stored.preparation_id.clone(),
             window_id: self.window_id.clone(),
-            status: status.as_str().to_owned(),
+            status: preparation_state(status),
             environment_ready: status == PreparationStatus::Ready,
             folder_uri: stored.folder_uri.clone(),
             workspace_uri: state.workspace_file.clone(),
@@ -181,7 +182,7 @@ impl ColabEnvironment for WindowColab {
                     .chars()
                     .take(MAX_PREFLIGHT_LABEL_CHARS)
                     .collect(),
-                status: "available".to_owned(),
+                status: WindowStatus::Available,
                 colab_extension: state.installed,
                 workspace: PreflightWorkspace {
                     folders: state.folders.len(),
@@ -287,7 +288,7 @@ impl ColabEnvironment for WindowColab {
                 outcomes.push(outcome);
                 results.push(ColabTerminalClosure {
                     terminal_ref,
-                    outcome: outcome.as_str().to_owned(),
+                    outcome: closure_outcome(outcome),
                 });
             }
             let partial = closure_partial(&outcomes);
@@ -444,7 +445,7 @@ impl ColabEnvironment for WindowColab {
                 return Ok(ColabPreparationResult {
                     preparation_id,
                     window_id: self.window_id.clone(),
-                    status: PreparationStatus::Converting.as_str().to_owned(),
+                    status: PreparationState::Converting,
                     environment_ready: false,
                     folder_uri: folder.uri,
                     workspace_uri: None,
@@ -476,11 +477,29 @@ impl ColabEnvironment for WindowColab {
                 });
             };
             let receipt = self.verify(&stored).await;
-            if receipt.status != stored.status {
-                stored.status = receipt.status.clone();
+            if receipt.status.as_str() != stored.status {
+                stored.status = receipt.status.as_str().to_owned();
                 let _ = self.store_preparation(&stored).await;
             }
             Ok(receipt)
         })
+    }
+}
+
+/// A preparation's status as the result reports it.
+fn preparation_state(status: PreparationStatus) -> PreparationState {
+    match status {
+        PreparationStatus::Converting => PreparationState::Converting,
+        PreparationStatus::Ready => PreparationState::Ready,
+        PreparationStatus::Failed => PreparationState::Failed,
+    }
+}
+
+/// A terminal's closure as the result reports it.
+fn closure_outcome(outcome: ClosureOutcome) -> TerminalClosureOutcome {
+    match outcome {
+        ClosureOutcome::Closed => TerminalClosureOutcome::Closed,
+        ClosureOutcome::AlreadyGone => TerminalClosureOutcome::AlreadyGone,
+        ClosureOutcome::Uncertain => TerminalClosureOutcome::Uncertain,
     }
 }

@@ -3,7 +3,9 @@ use colab_setup::{CommandKind, Route, ServerAlias};
 use host_core::colab::ColabRuntimes;
 use host_core::environment::ColabEnvironment;
 use mcp_contract::params::PrepareColabEnvironmentParams;
-use mcp_contract::results::{CloseColabTerminalsResult, ColabTerminalsResult};
+use mcp_contract::results::{
+    CloseColabTerminalsResult, ColabTerminalsResult, PreparationState, TerminalClosureOutcome,
+};
 use serde_json::Value;
 
 use super::*;
@@ -205,7 +207,7 @@ async fn only_named_terminals_of_the_latest_inventory_are_closed() {
     assert_mentions(&unknown, "Nothing was closed");
     assert!(shell.disposed.lock().unwrap().is_empty());
     let closed = close(&colab, &second, 1).await.unwrap();
-    assert_eq!(closed.results[0].outcome, "closed");
+    assert_eq!(closed.results[0].outcome, TerminalClosureOutcome::Closed);
     assert!(!closed.partial);
     assert_eq!(
         *shell.disposed.lock().unwrap(),
@@ -214,7 +216,10 @@ async fn only_named_terminals_of_the_latest_inventory_are_closed() {
     assert_eq!(shell.terminals.lock().unwrap().iter().flatten().count(), 2);
     // The same reference again: that terminal is gone, and the answer says so.
     let again = close(&colab, &second, 1).await.unwrap();
-    assert_eq!(again.results[0].outcome, "already_gone");
+    assert_eq!(
+        again.results[0].outcome,
+        TerminalClosureOutcome::AlreadyGone
+    );
     assert!(again.partial);
 }
 
@@ -265,7 +270,7 @@ async fn two_pseudoterminals_of_one_name_are_told_apart() {
             .all(|entry| entry.shell_pid.is_none())
     );
     let closed = close(&colab, &inventory, 1).await.unwrap();
-    assert_eq!(closed.results[0].outcome, "closed");
+    assert_eq!(closed.results[0].outcome, TerminalClosureOutcome::Closed);
     assert!(!closed.partial);
     // The second one went; the first is still open.
     let terminals = shell.terminals.lock().unwrap().clone();
@@ -377,7 +382,7 @@ async fn a_single_folder_becomes_a_workspace_after_the_receipt_is_recorded() {
     let colab = window(shell.clone(), Some(driver.clone()));
     let params = prepare_params(None);
     let receipt = colab.prepare(&params).await.unwrap();
-    assert_eq!(receipt.status, "converting");
+    assert_eq!(receipt.status, PreparationState::Converting);
     assert!(receipt.converted && !receipt.environment_ready);
     assert_eq!(receipt.expected_window_label, "project (Colab)");
     let (folders, recorded_first) = shell.updated.lock().unwrap().clone().unwrap();
@@ -403,7 +408,7 @@ async fn a_single_folder_becomes_a_workspace_after_the_receipt_is_recorded() {
         .preparation(&receipt.preparation_id)
         .await
         .unwrap();
-    assert_eq!(again.status, "ready", "{again:?}");
+    assert_eq!(again.status, PreparationState::Ready, "{again:?}");
     assert!(again.environment_ready && again.native_bound);
     assert_eq!(again.window_id, "w2");
     assert_eq!(

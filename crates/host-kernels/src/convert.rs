@@ -212,8 +212,11 @@ mod tests {
             url: "https://jupyter.example.org/".into(),
         });
         assert_eq!(
-            (server.kind.as_str(), server.url.as_deref()),
-            ("server", Some("https://jupyter.example.org/"))
+            (server.kind, server.url.as_deref()),
+            (
+                host_core::kernel::KernelPlaceKind::Server,
+                Some("https://jupyter.example.org/")
+            )
         );
         let hub = place(&kernels::KernelPlace::JupyterHub {
             hub: "https://hub.example.org/".into(),

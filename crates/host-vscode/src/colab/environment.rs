@@ -75,8 +75,11 @@ impl WindowColab {
         })
     }
 
-    /// The receipt of `stored`, checked afresh against the window as it is now.
-    pub(super) async fn verify(&self, stored: &StoredPreparation) -> ColabPreparationResult {
+    /// The status and receipt of `stored`, checked afresh against the window as it is now.
+    pub(super) async fn verify(
+        &self,
+        stored: &StoredPreparation,
+    ) -> (PreparationStatus, ColabPreparationResult) {
         let state = self
             .ask::<StateReply>(ColabOp::State)
             .await
@@ -108,7 +111,7 @@ impl WindowColab {
                 native_blocker: native_blocker.as_ref().map(NativeBlocker::code),
             },
         );
-        ColabPreparationResult {
+        let receipt = ColabPreparationResult {
             preparation_id: stored.preparation_id.clone(),
             window_id: self.window_id.clone(),
             status: preparation_state(status),
@@ -121,7 +124,8 @@ impl WindowColab {
             native_bound: native_blocker.is_none(),
             blockers,
             next: status.next_step().to_owned(),
-        }
+        };
+        (status, receipt)
     }
 }
 
@@ -457,7 +461,7 @@ impl ColabEnvironment for WindowColab {
                     next: NEXT_AFTER_CONVERSION.to_owned(),
                 });
             }
-            Ok(self.verify(&stored).await)
+            Ok(self.verify(&stored).await.1)
         })
     }
 
@@ -476,9 +480,9 @@ impl ColabEnvironment for WindowColab {
                     details: None,
                 });
             };
-            let receipt = self.verify(&stored).await;
-            if receipt.status.as_str() != stored.status {
-                stored.status = receipt.status.as_str().to_owned();
+            let (status, receipt) = self.verify(&stored).await;
+            if status.as_str() != stored.status {
+                stored.status = status.as_str().to_owned();
                 let _ = self.store_preparation(&stored).await;
             }
             Ok(receipt)

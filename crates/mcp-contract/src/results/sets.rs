@@ -4,23 +4,15 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A closed set of words: a unit enum whose variants serialise as the given words, with
-/// `as_str` for messages. One declaration, so the sets do not repeat the same attribute block.
+/// A closed set of words: a unit enum whose variants serialise as words (by the set's
+/// `rename_all`, or a variant's `rename`). One declaration, so the sets do not repeat the same
+/// attribute block.
 macro_rules! closed_set {
-    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident = $word:literal),+ $(,)? }) => {
-        $(#[$meta])*
+    ($(#[$meta:meta])* $name:ident { $($(#[$variant_meta:meta])* $variant:ident),+ $(,)? }) => {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+        $(#[$meta])*
         pub enum $name {
-            $($(#[$variant_meta])* #[serde(rename = $word)] $variant,)+
-        }
-
-        impl $name {
-            /// The word clients see.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $word,)+
-                }
-            }
+            $($(#[$variant_meta])* $variant,)+
         }
     };
 }
@@ -29,12 +21,13 @@ closed_set! {
     /// Whether a window (host) answered (`status` of `list_notebooks` and the Colab preflight);
     /// a preflight window is `unavailable` until it answers.
     #[derive(Default)]
+    #[serde(rename_all = "lowercase")]
     WindowStatus {
         /// The window answered.
-        Available = "available",
+        Available,
         /// The window did not answer (in time); what it holds is unknown.
         #[default]
-        Unavailable = "unavailable",
+        Unavailable,
     }
 }
 
@@ -42,149 +35,189 @@ closed_set! {
     /// How a cell's last run ended, as the saved file says (`executionState`); a new code cell
     /// has `not-run`.
     #[derive(Default)]
+    #[serde(rename_all = "kebab-case")]
     SavedRunState {
         /// An execution count and no error output.
-        Success = "success",
+        Success,
         /// An `error` output is saved.
-        Error = "error",
+        Error,
         /// Outputs without an execution count: something ran, the file does not say how it ended.
-        Unknown = "unknown",
+        Unknown,
         /// No execution count and no outputs.
         #[default]
-        NotRun = "not-run",
+        NotRun,
         /// A markdown or raw cell.
-        NotApplicable = "n/a",
+        #[serde(rename = "n/a")]
+        NotApplicable,
     }
 }
 
 closed_set! {
     /// A code cell's dataflow state relative to the live kernel (`state`).
+    #[serde(rename_all = "kebab-case")]
     CellFlowState {
         /// It ran in this kernel and nothing it reads changed since.
-        Fresh = "fresh",
+        Fresh,
         /// Something it reads changed since it ran.
-        Stale = "stale",
+        Stale,
         /// It has not run in this kernel.
-        NeverRun = "never-run",
+        NeverRun,
         /// A tracked run will run it.
-        Queued = "queued",
+        Queued,
         /// A tracked run is running it now.
-        Running = "running",
+        Running,
         /// Its last run in this kernel failed.
-        Error = "error",
+        Error,
     }
 }
 
 closed_set! {
     /// How serious a lint finding is (`severity`).
+    #[serde(rename_all = "lowercase")]
     LintSeverity {
         /// The cell cannot run as written.
-        Error = "error",
+        Error,
         /// The cell may run, but probably not as meant.
-        Warning = "warning",
+        Warning,
         /// Worth knowing; nothing is wrong.
-        Info = "info",
+        Info,
     }
 }
 
 closed_set! {
     /// Where a `search_cells` match is (`in`).
+    #[serde(rename_all = "lowercase")]
     MatchPlaceName {
         /// In the cell's source.
-        Source = "source",
+        Source,
         /// In one of its outputs.
-        Output = "output",
+        Output,
         /// In its name.
-        Name = "name",
+        Name,
     }
 }
 
 closed_set! {
     /// Where a kernel runs (`kind` of `runsOn`).
+    #[serde(rename_all = "lowercase")]
     KernelPlaceKind {
         /// On this machine.
-        Local = "local",
+        Local,
         /// On a Jupyter Server or Kernel Gateway.
-        Server = "server",
+        Server,
         /// On a JupyterHub user's server.
-        Jupyterhub = "jupyterhub",
+        Jupyterhub,
     }
 }
 
 closed_set! {
     /// A kernel's status as observed now (`status` of a kernel's state).
+    #[serde(rename_all = "kebab-case")]
     KernelStatusName {
         /// Waiting for work.
-        Idle = "idle",
+        Idle,
         /// Running something.
-        Busy = "busy",
+        Busy,
         /// Starting.
-        Starting = "starting",
+        Starting,
         /// Restarting.
-        Restarting = "restarting",
+        Restarting,
         /// Its process has exited.
-        Dead = "dead",
+        Dead,
         /// It does not answer.
-        Unreachable = "unreachable",
+        Unreachable,
         /// No kernel was started for the notebook.
-        NotStarted = "not-started",
+        NotStarted,
         /// This host cannot observe the kernel.
-        Unknown = "unknown",
+        Unknown,
     }
 }
 
 closed_set! {
     /// Whether a kernel process runs for the notebook (`runtime` of a kernel's state).
+    #[serde(rename_all = "lowercase")]
     KernelRuntimeState {
         /// A kernel process runs.
-        Active = "active",
+        Active,
         /// The kernel process has exited.
-        Dead = "dead",
+        Dead,
         /// No kernel process runs.
-        NoKernel = "none",
+        #[serde(rename = "none")]
+        NoKernel,
         /// This host cannot observe the kernel.
-        Unknown = "unknown",
+        Unknown,
     }
 }
 
 closed_set! {
     /// Which way a transfer went (`operation`), named by its tool.
+    #[serde(rename_all = "snake_case")]
     TransferOperation {
         /// A file went from the host into the kernel's filesystem.
-        UploadFile = "upload_file",
+        UploadFile,
         /// A file came from the kernel's filesystem to the host.
-        DownloadFile = "download_file",
+        DownloadFile,
     }
 }
 
 closed_set! {
     /// How a transfer's bytes went when not through the kernel channel (`route`).
+    #[serde(rename_all = "lowercase")]
     TransferRoute {
         /// Through the runtime's Contents API (a Colab runtime's file service).
-        Contents = "contents",
+        Contents,
     }
 }
 
 closed_set! {
     /// What closing one terminal did (`outcome`).
+    #[serde(rename_all = "snake_case")]
     TerminalClosureOutcome {
         /// VS Code removed it from the window; the shell may still be exiting.
-        Closed = "closed",
+        Closed,
         /// It was not in the window any more.
-        AlreadyGone = "already_gone",
+        AlreadyGone,
         /// Disposed, but still listed when checked.
-        Uncertain = "uncertain",
+        Uncertain,
     }
 }
 
 closed_set! {
     /// Where a preparation of a window for Colab stands (`status`).
+    #[serde(rename_all = "lowercase")]
     PreparationState {
         /// Every check passed.
-        Ready = "ready",
+        Ready,
         /// The folder is being turned into an untitled workspace; the extension host restarts.
-        Converting = "converting",
+        Converting,
         /// A blocker remains.
-        Failed = "failed",
+        Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    /// The words that differ from the variant's name in more than case, as clients read them.
+    #[test]
+    fn sets_serialise_as_the_documented_words() {
+        let words: [(Value, &str); 8] = [
+            (json!(SavedRunState::NotApplicable), "n/a"),
+            (json!(SavedRunState::NotRun), "not-run"),
+            (json!(CellFlowState::NeverRun), "never-run"),
+            (json!(KernelStatusName::NotStarted), "not-started"),
+            (json!(KernelRuntimeState::NoKernel), "none"),
+            (json!(KernelPlaceKind::Jupyterhub), "jupyterhub"),
+            (json!(TransferOperation::DownloadFile), "download_file"),
+            (json!(TerminalClosureOutcome::AlreadyGone), "already_gone"),
+        ];
+        for (value, word) in words {
+            assert_eq!(value, json!(word));
+        }
+        let parsed: PreparationState = serde_json::from_value(json!("converting")).unwrap();
+        assert_eq!(parsed, PreparationState::Converting);
+        assert!(serde_json::from_value::<WindowStatus>(json!("Available")).is_err());
     }
 }

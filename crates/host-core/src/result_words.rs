@@ -2,7 +2,7 @@
 //! so a result never spells a state by hand.
 
 use mcp_contract::results::{
-    CellFlowState, KernelStatusName, LintSeverity, SavedRunState, TransferOperation,
+    CellFlowState, KernelStatusName, LintCodeName, LintSeverity, SavedRunState, TransferOperation,
 };
 use notebook_model::view::ExecutionState;
 
@@ -26,6 +26,22 @@ pub(crate) fn flow_state(state: dataflow::CellState) -> CellFlowState {
         dataflow::CellState::Fresh => CellFlowState::Fresh,
         dataflow::CellState::Error => CellFlowState::Error,
         dataflow::CellState::Stale(_) => CellFlowState::Stale,
+    }
+}
+
+/// What a finding is about (`code`).
+pub(crate) fn lint_code(code: dataflow::LintCode) -> LintCodeName {
+    use dataflow::LintCode;
+    match code {
+        LintCode::SyntaxError => LintCodeName::SyntaxError,
+        LintCode::AnalysisFailed => LintCodeName::AnalysisFailed,
+        LintCode::UndefinedName => LintCodeName::UndefinedName,
+        LintCode::DefinedBelow => LintCodeName::DefinedBelow,
+        LintCode::DeletedAbove => LintCodeName::DeletedAbove,
+        LintCode::UnusedDefinition => LintCodeName::UnusedDefinition,
+        LintCode::UnusedImport => LintCodeName::UnusedImport,
+        LintCode::StarImport => LintCodeName::StarImport,
+        LintCode::RunMagic => LintCodeName::RunMagic,
     }
 }
 

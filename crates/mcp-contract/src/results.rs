@@ -8,9 +8,9 @@ mod sets;
 
 pub use crate::params::{EditType, ExportFormatParam};
 pub use sets::{
-    CellFlowState, KernelPlaceKind, KernelRuntimeState, KernelStatusName, LintSeverity,
-    MatchPlaceName, PreparationState, SavedRunState, TerminalClosureOutcome, TransferOperation,
-    TransferRoute, WindowStatus,
+    CellFlowState, KernelPlaceKind, KernelRuntimeState, KernelStatusName, LintCodeName,
+    LintSeverity, MatchPlaceName, PreparationState, SavedRunState, TerminalClosureOutcome,
+    TransferOperation, TransferRoute, WindowStatus,
 };
 
 /// A notebook as listed.
@@ -203,7 +203,7 @@ pub struct CellOutline {
 #[serde(rename_all = "camelCase")]
 pub struct LintFinding {
     /// Stable code, e.g. `syntax_error`, `undefined_name`, `defined_below`, `unused_definition`.
-    pub code: String,
+    pub code: LintCodeName,
     /// `error`, `warning` or `info`.
     pub severity: LintSeverity,
     /// 0-based position of the cell the finding is in.

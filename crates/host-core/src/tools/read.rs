@@ -23,12 +23,12 @@ use crate::{budget, render};
 struct LintGroups {
     findings: Vec<LintFinding>,
     /// Where each (code, message) is in `findings`.
-    first: HashMap<(String, String), usize>,
+    first: HashMap<(LintCodeName, String), usize>,
 }
 
 impl LintGroups {
-    fn key(finding: &LintFinding) -> (String, String) {
-        (finding.code.clone(), finding.message.clone())
+    fn key(finding: &LintFinding) -> (LintCodeName, String) {
+        (finding.code, finding.message.clone())
     }
 
     /// What the findings of the cell at `index` add to the reply: a repeat only its index.
@@ -122,7 +122,7 @@ pub(crate) fn image_cap_notice(thumbnails: bool) -> String {
 
 pub(crate) fn lint_finding(finding: &dataflow::Finding, names: &[String]) -> LintFinding {
     LintFinding {
-        code: finding.code.as_str().to_owned(),
+        code: crate::result_words::lint_code(finding.code),
         severity: crate::result_words::lint_severity(finding.code),
         cell_index: finding.cell,
         cell_name: names.get(finding.cell).cloned().unwrap_or_default(),

@@ -72,6 +72,32 @@ closed_set! {
 }
 
 closed_set! {
+    /// What a lint finding is about (`code`), grouped by severity: errors, warnings, infos.
+    #[serde(rename_all = "snake_case")]
+    LintCodeName {
+        /// The cell does not parse as Python with IPython syntax.
+        SyntaxError,
+        /// A name is used that no cell defines and that is not a builtin.
+        UndefinedName,
+        /// A name is used that only a cell below defines: the notebook works only out of order.
+        DefinedBelow,
+        /// The nearest cell above that touches a used name deletes it.
+        DeletedAbove,
+        /// The cell was not analysed for another reason (too large, too deeply nested, or the
+        /// parser failed on it).
+        AnalysisFailed,
+        /// A definition that neither its own cell nor any cell below reads.
+        UnusedDefinition,
+        /// An import that neither its own cell nor any cell below reads.
+        UnusedImport,
+        /// `from module import *`: the names it defines are invisible to the analysis.
+        StarImport,
+        /// `%run script`: like a star import, it defines names the analysis cannot see.
+        RunMagic,
+    }
+}
+
+closed_set! {
     /// How serious a lint finding is (`severity`).
     #[serde(rename_all = "lowercase")]
     LintSeverity {

@@ -434,7 +434,9 @@ pub struct KernelChoice {
     pub label: String,
     /// The kernel's language, such as `python`.
     pub language: String,
-    /// Where it was found: `jupyter_path`, `user`, `sys_prefix`, `system`, `venv`, `path_python`, `remote`.
+    /// Where it was found: for a kernelspec `jupyter_path`, `user`, `sys_prefix`, `system`,
+    /// `venv`, `path_python` or `remote`; in VS Code, the id of the extension that offers it;
+    /// `unknown` when a kernel runs whose kernelspec is not known. Open-ended: not an enum.
     pub source: String,
     /// Where the kernel lives (a virtual environment's folder or the interpreter's path), when
     /// known.
